@@ -1,0 +1,1 @@
+"""kpulse collectors (later issues)."""

@@ -1,0 +1,1 @@
+"""kpulse dashboard (later issues)."""

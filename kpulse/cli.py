@@ -1,0 +1,217 @@
+"""The ``kpulse`` command: one CLI, one subcommand per job.
+
+Every failure a user can cause or meet (unreachable broker, bad config, missing Java) ends as one
+line on stderr and exit status 1, never a Python traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from kpulse.progress import Progress
+
+# (exception class path) -> errors that are the user's or the environment's, printed as one line
+_USER_ERRORS = (
+    "kpulse.localcluster.cluster.ClusterError",
+    "kpulse.localcluster.layout.UnknownNodeError",
+    "kpulse.config.ConfigError",
+    "kpulse.runtime.SetupError",
+    "kpulse.kafka_tools.UnknownToolError",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kpulse", description="Monitor Apache Kafka clusters and Kafka Streams applications.")
+    parser.add_argument("--config", help="kpulse YAML config (default: $KPULSE_CONFIG, else the local cluster)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    commands.add_parser("setup", help="fetch Kafka and the JMX exporter from Maven Central, compile the demo app")
+
+    up = commands.add_parser("up", help="start everything: local cluster, demo workload (or check a configured cluster)")
+    up.add_argument("--no-demo", action="store_true", help="start the local cluster without the demo workload")
+    down = commands.add_parser("down", help="stop everything `up` started")
+    down.add_argument("--wipe", action="store_true", help="also delete the local cluster's data")
+
+    cluster = commands.add_parser("cluster", help="the local three-node KRaft cluster")
+    cluster_commands = cluster.add_subparsers(dest="action", required=True, metavar="ACTION")
+    cluster_commands.add_parser("up", help="format and start the nodes; wait until ready (no-op when up)")
+    cluster_down = cluster_commands.add_parser("down", help="stop every node, by PID")
+    cluster_down.add_argument("--wipe", action="store_true", help="also delete data and logs")
+    status = cluster_commands.add_parser("status", help="nodes, ports, metrics endpoints, PIDs")
+    status.add_argument("--json", action="store_true")
+    for action, text in (("stop-broker", "controlled shutdown of one node (SIGTERM)"),
+                         ("kill-broker", "kill one node as in a crash (SIGKILL)"),
+                         ("start-broker", "start one stopped node and wait until it is registered")):
+        command = cluster_commands.add_parser(action, help=text)
+        command.add_argument("node_id", type=int, metavar="ID")
+
+    kafka_cli = commands.add_parser("kafka-cli", help="run an official Kafka command-line tool",
+                                    description="Run an official Kafka tool from the pinned release, e.g. "
+                                                "`kpulse kafka-cli kafka-topics --bootstrap-server 127.0.0.1:19091 --list`.")
+    kafka_cli.add_argument("tool", help="tool name as in Kafka's bin/ (kafka-topics, kafka-consumer-groups, ...)")
+    kafka_cli.add_argument("args", nargs=argparse.REMAINDER)
+
+    demo = commands.add_parser("demo", help="the demo workload on the local cluster")
+    demo_commands = demo.add_subparsers(dest="action", required=True, metavar="ACTION")
+    demo_commands.add_parser("start", help="producers, consumer groups and the Streams app (two instances)")
+    demo_commands.add_parser("stop", help="stop every demo process, by PID")
+    demo_status = demo_commands.add_parser("status", help="demo processes and whether they run")
+    demo_status.add_argument("--json", action="store_true")
+
+    config = commands.add_parser("config", help="check or show configuration")
+    config_commands = config.add_subparsers(dest="action", required=True, metavar="ACTION")
+    config_commands.add_parser("check", help="load the config and print it (passwords hidden)")
+    config_commands.add_parser("reference", help="print the documented reference config")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args) or 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # noqa: BLE001 - narrowed below
+        if _qualified_name(type(error)) not in _USER_ERRORS or os.environ.get("KPULSE_DEBUG"):
+            raise
+        print(f"kpulse: error: {error}", file=sys.stderr)
+        return 1
+
+
+def _qualified_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _dispatch(args: argparse.Namespace) -> int | None:
+    progress = Progress()
+    if args.command == "setup":
+        from kpulse.runtime import ensure_runtime
+
+        runtime = ensure_runtime(progress)
+        print(f"Java runtime ready: {runtime.root}")
+        return None
+    if args.command == "kafka-cli":
+        from kpulse.kafka_tools import tool_command
+
+        command = tool_command(args.tool, args.args, progress)
+        os.execvp(command[0], command)
+    if args.command == "config":
+        return _config(args)
+
+    from kpulse.demo.workload import DemoWorkload
+    from kpulse.localcluster.cluster import LocalCluster
+
+    cluster = LocalCluster(progress=progress)
+    demo = DemoWorkload(cluster, progress)
+    if args.command == "up":
+        return _up(args, cluster, demo)
+    if args.command == "down":
+        demo.stop()
+        stopped = cluster.down(wipe=args.wipe)
+        print(f"stopped {len(stopped)} node(s) and the demo workload")
+        return None
+    if args.command == "cluster":
+        return _cluster(args, cluster)
+    if args.command == "demo":
+        return _demo(args, demo)
+    raise AssertionError(args.command)
+
+
+def _up(args, cluster, demo) -> None:
+    from kpulse.config import load_config
+
+    config = load_config(args.config)
+    if config.source != "built-in local cluster default":
+        _check_configured_clusters(config)
+        return
+    status = cluster.up()
+    if not args.no_demo:
+        demo.start()
+    _print_cluster(status)
+    if not args.no_demo:
+        print("\nDemo workload: producers on demo.*, groups demo-healthy / demo-slow / demo-stopped,")
+        print("Streams app kpulse-demo-streams (metrics: " + ", ".join(demo.streams_metrics_urls()) + ")")
+    print("\nOfficial tools: kpulse kafka-cli kafka-consumer-groups --bootstrap-server "
+          f"{status.bootstrap_servers.split(',')[0]} --describe --all-groups")
+    print("Stop everything: kpulse down")
+
+
+def _check_configured_clusters(config) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    from kpulse.localcluster.cluster import ClusterError
+
+    for cluster in config.clusters:
+        admin = AdminClient({**cluster.client_config(), "socket.connection.setup.timeout.ms": 5000})
+        try:
+            described = admin.describe_cluster(request_timeout=10).result(timeout=15)
+        except Exception as error:  # noqa: BLE001 - any client failure is one line for the user
+            raise ClusterError(f"cluster {cluster.name!r} at {cluster.bootstrap_servers} is unreachable: "
+                               f"{getattr(error.args[0], 'str', lambda: error)() if error.args else error}") from None
+        print(f"cluster {cluster.name}: {len(described.nodes)} broker(s) reachable at {cluster.bootstrap_servers}")
+
+
+def _cluster(args, cluster) -> None:
+    if args.action == "up":
+        _print_cluster(cluster.up())
+    elif args.action == "down":
+        stopped = cluster.down(wipe=args.wipe)
+        print(f"stopped {len(stopped)} node(s)" + (" and deleted their data" if args.wipe else ""))
+    elif args.action == "status":
+        status = cluster.status()
+        if args.json:
+            print(json.dumps(status.to_dict(), indent=2))
+        else:
+            _print_cluster(status)
+    elif args.action == "stop-broker":
+        print(f"node {args.node_id}: " + ("stopped" if cluster.stop_broker(args.node_id) else "was not running"))
+    elif args.action == "kill-broker":
+        print(f"node {args.node_id}: " + ("killed" if cluster.kill_broker(args.node_id) else "was not running"))
+    elif args.action == "start-broker":
+        cluster.start_broker(args.node_id)
+        print(f"node {args.node_id}: running and registered")
+
+
+def _print_cluster(status) -> None:
+    running = sum(node.running for node in status.nodes)
+    print(f"Kafka {status.kafka_version} local cluster: {running}/{len(status.nodes)} nodes running")
+    print(f"bootstrap servers: {status.bootstrap_servers}")
+    print(f"{'node':>4}  {'port':>5}  {'state':<8} {'pid':>7}  metrics")
+    for node in status.nodes:
+        state = "running" if node.running else "stopped"
+        print(f"{node.id:>4}  {node.port:>5}  {state:<8} {node.pid or '-':>7}  {node.metrics_url}")
+
+
+def _demo(args, demo) -> None:
+    if args.action == "start":
+        items = demo.start()
+        for item in items:
+            print(f"{item.name:<24} {'running' if item.running else 'done':<8} {item.log}")
+    elif args.action == "stop":
+        print(f"stopped {len(demo.stop())} demo process(es)")
+    elif args.action == "status":
+        items = demo.status()
+        if args.json:
+            print(json.dumps(demo.as_dicts(items), indent=2))
+        else:
+            for item in items:
+                print(f"{item.name:<24} {'running' if item.running else 'stopped':<8} {item.pid or '-':>7}  {item.log}")
+
+
+def _config(args) -> None:
+    from kpulse.config import load_config, reference_config_path
+
+    if args.action == "reference":
+        print(reference_config_path().read_text(), end="")
+        return
+    config = load_config(args.config)
+    print(f"config from {config.source}: OK")
+    print(json.dumps({"clusters": [cluster.redacted() for cluster in config.clusters]}, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

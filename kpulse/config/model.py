@@ -1,0 +1,298 @@
+"""The typed, immutable configuration: what kpulse monitors and how.
+
+Every value here has been validated by :func:`kpulse.config.parse_config`; consumers never
+re-check types or ranges. Mappings are read-only (``MappingProxyType``); secrets are left out of
+``repr()`` so a logged config does not leak them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from kpulse.config.errors import ConfigError
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+SSL_PROTOCOLS = ("SSL", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+METRICS_SOURCES = ("jmx_exporter", "prometheus", "none")
+REDACTED = "***"
+
+
+def _empty_mapping() -> Mapping[Any, Any]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class SecurityConfig:
+    """How kpulse authenticates to the brokers and encrypts the connection."""
+
+    protocol: str = "PLAINTEXT"
+    """One of :data:`PROTOCOLS`."""
+    sasl_mechanism: str | None = None
+    """One of :data:`SASL_MECHANISMS`; set exactly when ``protocol`` is ``SASL_*``."""
+    sasl_username: str | None = None
+    """SASL user (PLAIN, SCRAM-*)."""
+    sasl_password: str | None = field(default=None, repr=False)
+    """SASL password (PLAIN, SCRAM-*); usually ``${ENV_VAR}`` in the file."""
+    sasl_oauthbearer_token_endpoint_url: str | None = None
+    """OAUTHBEARER with OIDC: the token endpoint. Unset means librdkafka's unsecured JWT mode."""
+    sasl_oauthbearer_client_id: str | None = None
+    """OAUTHBEARER with OIDC: the client id."""
+    sasl_oauthbearer_client_secret: str | None = field(default=None, repr=False)
+    """OAUTHBEARER with OIDC: the client secret."""
+    sasl_oauthbearer_scope: str | None = None
+    """OAUTHBEARER with OIDC: the requested scope, if the identity provider needs one."""
+    ssl_ca_location: str | None = None
+    """CA bundle (absolute path, or librdkafka's ``probe``); unset = system default."""
+    ssl_certificate_location: str | None = None
+    """Client certificate (mutual TLS), absolute path; set together with ``ssl_key_location``."""
+    ssl_key_location: str | None = None
+    """Client private key (mutual TLS), absolute path."""
+    ssl_key_password: str | None = field(default=None, repr=False)
+    """Password of the client private key."""
+    ssl_endpoint_identification: bool = True
+    """Check that the broker certificate matches its host name."""
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.protocol in SASL_PROTOCOLS
+
+    @property
+    def uses_ssl(self) -> bool:
+        return self.protocol in SSL_PROTOCOLS
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """Where broker metrics (JMX) come from; Kafka's own protocol gives offsets and metadata."""
+
+    source: str = "none"
+    """One of :data:`METRICS_SOURCES`; ``none`` = only what the Kafka protocol tells."""
+    broker_endpoints: Mapping[int, str] = field(default_factory=_empty_mapping, hash=False)
+    """Broker id -> Prometheus JMX exporter URL (``source == "jmx_exporter"``)."""
+    prometheus_url: str | None = None
+    """Base URL of a Prometheus server (``source == "prometheus"``), e.g. ``http://prom:9090``."""
+    prometheus_selector: str = ""
+    """Label matchers added to every PromQL query, without braces, e.g. ``cluster="prod"``."""
+    timeout_seconds: float = 5.0
+    """Timeout of one scrape or query."""
+
+
+@dataclass(frozen=True)
+class StreamsAppConfig:
+    """One Kafka Streams application to monitor."""
+
+    application_id: str
+    """``application.id`` of the app (also its consumer group id)."""
+    metrics_endpoints: tuple[str, ...]
+    """Prometheus metrics URL of each instance (JMX exporter or Micrometer)."""
+    expected_instances: int
+    """Instances that should be running; fewer is an alert. Defaults to the endpoint count."""
+
+
+@dataclass(frozen=True)
+class GroupOverride:
+    """Settings of one consumer group that differ from the cluster's defaults."""
+
+    lag_seconds_threshold: float | None = None
+    """Freshness threshold for this group; ``None`` = the cluster's default."""
+
+
+@dataclass(frozen=True)
+class ConsumerGroupsConfig:
+    """Which consumer groups are monitored, and when their lag is an alert."""
+
+    include: tuple[str, ...] = (".*",)
+    """Regexes; a group is monitored when its whole id matches one of them..."""
+    exclude: tuple[str, ...] = ()
+    """...and matches none of these."""
+    lag_seconds_threshold: float = 60.0
+    """A group whose time lag exceeds this many seconds is alerting."""
+    overrides: Mapping[str, GroupOverride] = field(default_factory=_empty_mapping, hash=False)
+    """Exact group id -> its own settings."""
+
+    def monitors(self, group_id: str) -> bool:
+        """Whether ``group_id`` is monitored (``re`` caches the compiled patterns)."""
+        return any(re.fullmatch(p, group_id) for p in self.include) and not any(
+            re.fullmatch(p, group_id) for p in self.exclude
+        )
+
+    def lag_seconds_threshold_for(self, group_id: str) -> float:
+        override = self.overrides.get(group_id)
+        if override is not None and override.lag_seconds_threshold is not None:
+            return override.lag_seconds_threshold
+        return self.lag_seconds_threshold
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """One Kafka cluster to monitor."""
+
+    name: str
+    """Unique name, ``[A-Za-z0-9_.-]+``; what the UI, the CLI and the lake call the cluster."""
+    bootstrap_servers: str
+    """Comma-separated ``host:port`` list."""
+    read_only: bool = False
+    """When true, kpulse refuses every operation that changes this cluster."""
+    security: SecurityConfig = SecurityConfig()
+    metrics: MetricsConfig = MetricsConfig()
+    streams_apps: tuple[StreamsAppConfig, ...] = ()
+    consumer_groups: ConsumerGroupsConfig = ConsumerGroupsConfig()
+
+    def client_config(self) -> dict[str, str]:
+        """librdkafka (confluent-kafka) client settings; only the ones that are set."""
+        sec = self.security
+        settings = {"bootstrap.servers": self.bootstrap_servers, "security.protocol": sec.protocol}
+        if sec.uses_sasl:
+            settings["sasl.mechanism"] = sec.sasl_mechanism or ""
+            if sec.sasl_oauthbearer_token_endpoint_url:
+                settings["sasl.oauthbearer.method"] = "oidc"
+            optional = {
+                "sasl.username": sec.sasl_username,
+                "sasl.password": sec.sasl_password,
+                "sasl.oauthbearer.token.endpoint.url": sec.sasl_oauthbearer_token_endpoint_url,
+                "sasl.oauthbearer.client.id": sec.sasl_oauthbearer_client_id,
+                "sasl.oauthbearer.client.secret": sec.sasl_oauthbearer_client_secret,
+                "sasl.oauthbearer.scope": sec.sasl_oauthbearer_scope,
+            }
+            settings.update({k: v for k, v in optional.items() if v is not None})
+        if sec.uses_ssl:
+            optional = {
+                "ssl.ca.location": sec.ssl_ca_location,
+                "ssl.certificate.location": sec.ssl_certificate_location,
+                "ssl.key.location": sec.ssl_key_location,
+                "ssl.key.password": sec.ssl_key_password,
+            }
+            settings.update({k: v for k, v in optional.items() if v is not None})
+            settings["ssl.endpoint.identification.algorithm"] = (
+                "https" if sec.ssl_endpoint_identification else "none"
+            )
+        return settings
+
+    def redacted(self) -> dict[str, Any]:
+        """This cluster as plain data (safe for YAML/JSON) with every secret replaced by ``***``:
+        passwords, the OAuth client secret and passwords inside URLs."""
+        plain = to_plain(self)
+        for key in ("sasl_password", "sasl_oauthbearer_client_secret", "ssl_key_password"):
+            if plain["security"][key] is not None:
+                plain["security"][key] = REDACTED
+        metrics = plain["metrics"]
+        metrics["broker_endpoints"] = {
+            broker: _redact_url(url) for broker, url in metrics["broker_endpoints"].items()
+        }
+        if metrics["prometheus_url"] is not None:
+            metrics["prometheus_url"] = _redact_url(metrics["prometheus_url"])
+        for app in plain["streams_apps"]:
+            app["metrics_endpoints"] = [_redact_url(url) for url in app["metrics_endpoints"]]
+        return plain
+
+    def streams_app(self, application_id: str) -> StreamsAppConfig | None:
+        return next((a for a in self.streams_apps if a.application_id == application_id), None)
+
+
+@dataclass(frozen=True)
+class LakeConfig:
+    """Where collected samples and Spark aggregates are stored."""
+
+    path: str
+    """Absolute local directory, or a URI pyarrow/Spark can write (``s3a://...``, ``file:///...``)."""
+
+    @property
+    def local_path(self) -> Path | None:
+        """The directory when the lake is on the local file system, else ``None``."""
+        if self.path.startswith("file://"):
+            return Path(urlsplit(self.path).path)
+        return None if "://" in self.path else Path(self.path)
+
+
+@dataclass(frozen=True)
+class IntervalsConfig:
+    collect_seconds: float = 10.0
+    """How often ``kpulse collect`` samples every cluster."""
+    slo_seconds: float = 60.0
+    """How often SLOs (freshness, availability budgets) are evaluated from the lake."""
+
+
+@dataclass(frozen=True)
+class ExporterConfig:
+    """The Prometheus endpoint served by ``kpulse collect``."""
+
+    port: int = 9308
+    """TCP port; 0 disables the exporter."""
+    host: str = "0.0.0.0"
+    """Address to bind."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.port != 0
+
+
+@dataclass(frozen=True)
+class DashboardConfig:
+    """The Streamlit dashboard."""
+
+    port: int = 8501
+    host: str = "127.0.0.1"
+    """Address to bind; ``0.0.0.0`` to accept connections from other machines."""
+    users_file: Path | None = None
+    """Local users file (salted password hashes), absolute; ``None`` = the default location."""
+
+
+@dataclass(frozen=True)
+class KpulseConfig:
+    """The whole configuration."""
+
+    clusters: tuple[ClusterConfig, ...]
+    """At least one; names are unique."""
+    lake: LakeConfig
+    intervals: IntervalsConfig
+    exporter: ExporterConfig
+    dashboard: DashboardConfig
+    source: str
+    """Where this came from: a file path, or ``"built-in local cluster default"``."""
+
+    @property
+    def cluster_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.clusters)
+
+    def cluster(self, name: str | None = None) -> ClusterConfig:
+        """The cluster called ``name``; the first one when ``name`` is ``None``."""
+        if name is None:
+            return self.clusters[0]
+        for cluster in self.clusters:
+            if cluster.name == name:
+                return cluster
+        close = difflib.get_close_matches(name, self.cluster_names, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        known = ", ".join(self.cluster_names)
+        raise ConfigError(f"unknown cluster '{name}' (known: {known}{hint})", source=self.source)
+
+
+def to_plain(value: Any) -> Any:
+    """Dataclasses, mappings, tuples and paths as dicts, lists and strings."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {key: to_plain(item) for key, item in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [to_plain(item) for item in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _redact_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:{REDACTED}@{host}"))

@@ -1,0 +1,250 @@
+"""Start, stop and inspect the local three-node KRaft cluster.
+
+State lives under ``<state dir>/cluster/``: ``layout.json`` (the port base the cluster was created
+with, so later commands find it whatever the environment says) and one ``node-<id>/`` per node
+with ``server.properties``, ``data/``, ``logs/`` and ``pid.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kpulse import processes
+from kpulse.home import state_dir
+from kpulse.localcluster.layout import CLUSTER_ID, ClusterLayout, NodeLayout, server_properties
+from kpulse.progress import SILENT, Progress
+from kpulse.runtime import JAVA_DIR, JavaRuntime, ensure_runtime, java_command, kafka_version
+
+NODE_HEAP = "384m"
+READY_TIMEOUT_SECONDS = 90.0
+
+
+class ClusterError(Exception):
+    """The local cluster could not do what was asked; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    id: int
+    port: int
+    controller_port: int
+    metrics_url: str
+    running: bool
+    pid: int | None
+    log: str
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    bootstrap_servers: str
+    kafka_version: str
+    state_dir: str
+    nodes: list[NodeStatus]
+
+    @property
+    def all_running(self) -> bool:
+        return all(node.running for node in self.nodes)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class LocalCluster:
+    """The local cluster in one state directory. The constructor touches nothing."""
+
+    def __init__(self, state: Path | None = None, layout: ClusterLayout | None = None,
+                 progress: Progress = SILENT):
+        self.root = (state or state_dir()) / "cluster"
+        self._layout = layout
+        self.progress = progress
+
+    # --- where things are ---------------------------------------------------------------------------
+    @property
+    def layout(self) -> ClusterLayout:
+        if self._layout is None:
+            saved = self.root / "layout.json"
+            base = json.loads(saved.read_text())["port_base"] if saved.exists() else None
+            self._layout = ClusterLayout.from_base(base)
+        return self._layout
+
+    def node_dir(self, node_id: int) -> Path:
+        return self.root / f"node-{node_id}"
+
+    def _pid_file(self, node_id: int) -> Path:
+        return self.node_dir(node_id) / "pid.json"
+
+    # --- status -------------------------------------------------------------------------------------
+    def status(self) -> ClusterStatus:
+        nodes = []
+        for node in self.layout.nodes:
+            pid = processes.running_pid(self._pid_file(node.node_id))
+            nodes.append(NodeStatus(id=node.node_id, port=node.client_port, controller_port=node.controller_port,
+                                    metrics_url=node.metrics_url, running=pid is not None, pid=pid,
+                                    log=str(self.node_dir(node.node_id) / "logs" / "server.log")))
+        return ClusterStatus(bootstrap_servers=self.layout.bootstrap_servers, kafka_version=kafka_version(),
+                             state_dir=str(self.root), nodes=nodes)
+
+    # --- up / down ----------------------------------------------------------------------------------
+    def up(self, timeout: float = READY_TIMEOUT_SECONDS) -> ClusterStatus:
+        """Format what is new, start what is not running, and wait until the cluster is ready."""
+        missing = [n for n in self.layout.nodes if processes.running_pid(self._pid_file(n.node_id)) is None]
+        if not missing:
+            self.progress.note(f"cluster already up: {self.layout.bootstrap_servers}")
+            return self.status()
+        runtime = ensure_runtime(self.progress)
+        self._save_layout()
+        unformatted = [n for n in missing if not (self.node_dir(n.node_id) / "data" / "meta.properties").exists()]
+        if unformatted:
+            with self.progress.step(f"formatting storage of {len(unformatted)} node(s)"):
+                self._format(runtime, unformatted)
+        with self.progress.step(f"starting {len(missing)} node(s)"):
+            for node in missing:
+                self._start_node(runtime, node)
+        with self.progress.step("waiting for a quorum leader and all brokers registered"):
+            self.wait_ready(timeout)
+        return self.status()
+
+    def down(self, wipe: bool = False) -> list[int]:
+        """Stop every node this state directory started (SIGTERM, then SIGKILL after 30 s)."""
+        signalled = []
+        for node in self.layout.nodes:
+            process = processes.signal_process(self._pid_file(node.node_id), 15)
+            if process is not None:
+                signalled.append(process)
+        processes.wait_gone(signalled, timeout=30)
+        for node in self.layout.nodes:
+            self._pid_file(node.node_id).unlink(missing_ok=True)
+        if wipe:
+            shutil.rmtree(self.root, ignore_errors=True)
+        return [p.pid for p in signalled]
+
+    # --- one node -----------------------------------------------------------------------------------
+    def stop_broker(self, node_id: int) -> bool:
+        """Controlled shutdown (SIGTERM): leadership moves away before the node exits."""
+        self.layout.node(node_id)
+        return processes.stop(self._pid_file(node_id), timeout=30)
+
+    def kill_broker(self, node_id: int) -> bool:
+        """SIGKILL: the node vanishes as in a crash; the controller fences it after the session timeout."""
+        self.layout.node(node_id)
+        return processes.stop(self._pid_file(node_id), kill=True)
+
+    def start_broker(self, node_id: int, timeout: float = READY_TIMEOUT_SECONDS) -> ClusterStatus:
+        node = self.layout.node(node_id)
+        if not (self.node_dir(node_id) / "data" / "meta.properties").exists():
+            raise ClusterError("the local cluster was never started here: run `kpulse cluster up` first")
+        if processes.running_pid(self._pid_file(node_id)) is None:
+            self._start_node(ensure_runtime(self.progress), node)
+        self.wait_ready(timeout)
+        return self.status()
+
+    # --- internals ----------------------------------------------------------------------------------
+    def _save_layout(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / "layout.json").write_text(json.dumps({"port_base": self.layout.base}))
+
+    def _write_properties(self, node: NodeLayout) -> Path:
+        directory = self.node_dir(node.node_id)
+        (directory / "logs").mkdir(parents=True, exist_ok=True)
+        path = directory / "server.properties"
+        path.write_text(server_properties(self.layout, node, str(directory / "data")))
+        return path
+
+    def _format(self, runtime: JavaRuntime, nodes: list[NodeLayout]) -> None:
+        def format_one(node: NodeLayout) -> None:
+            properties = self._write_properties(node)
+            command = java_command(runtime, "kafka.tools.StorageTool",
+                                   ["format", "--cluster-id", CLUSTER_ID, "--config", str(properties),
+                                    "--ignore-formatted"], heap="128m")
+            result = subprocess.run(command, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise ClusterError(f"formatting node {node.node_id} failed: "
+                                   + (result.stderr or result.stdout).strip().splitlines()[-1])
+
+        with ThreadPoolExecutor(len(nodes)) as pool:
+            list(pool.map(format_one, nodes))
+
+    def _start_node(self, runtime: JavaRuntime, node: NodeLayout) -> None:
+        properties = self._write_properties(node)
+        logs = self.node_dir(node.node_id) / "logs"
+        command = java_command(
+            runtime, "kafka.Kafka", [str(properties)], heap=NODE_HEAP, log_config="log4j2-server.properties",
+            agent=(node.metrics_port, JAVA_DIR / "jmx-exporter-broker.yaml"),
+            system_properties={"kafka.logs.dir": str(logs)})
+        processes.start(command, pid_file=self._pid_file(node.node_id), log_file=logs / "stdout.log")
+
+    def wait_ready(self, timeout: float) -> None:
+        """Until every running node's exporter answers, a quorum leader is known and the brokers are registered."""
+        deadline = time.monotonic() + timeout
+        last_problem = "nothing checked yet"
+        while time.monotonic() < deadline:
+            dead = [n.node_id for n in self.layout.nodes
+                    if processes.read_record(self._pid_file(n.node_id)) is not None
+                    and processes.running_pid(self._pid_file(n.node_id)) is None]
+            if dead:
+                log = self.node_dir(dead[0]) / "logs" / "server.log"
+                raise ClusterError(f"node {dead[0]} exited during start; see {log}")
+            last_problem = self._readiness_problem()
+            if last_problem is None:
+                return
+            time.sleep(0.5)
+        raise ClusterError(f"cluster not ready after {timeout:.0f}s: {last_problem}")
+
+    def _readiness_problem(self) -> str | None:
+        running = [n for n in self.layout.nodes if processes.running_pid(self._pid_file(n.node_id)) is not None]
+        for node in running:
+            leader = _scrape_value(node.metrics_url, "kafka_server_raft_metrics_current_leader")
+            if leader is None:
+                return f"node {node.node_id} metrics endpoint not serving yet"
+            if leader < 0:
+                return f"node {node.node_id} knows no quorum leader yet"
+        registered = _registered_brokers(self.layout.bootstrap_servers)
+        expected = {n.node_id for n in running}
+        if registered is None or not expected <= registered:
+            return f"brokers registered: {sorted(registered or [])}, expected {sorted(expected)}"
+        return None
+
+
+def _scrape_value(url: str, metric: str) -> float | None:
+    """The first sample of ``metric`` on a Prometheus text endpoint, or None when unreachable."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            text = response.read().decode()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(metric) and line[len(metric)] in " {":
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def _registered_brokers(bootstrap: str) -> set[int] | None:
+    from confluent_kafka.admin import AdminClient  # imported late: `kpulse cluster status` needs no client
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 2000,
+                         "log_level": 0, "logger": _QUIET_LOGGER})
+    try:
+        cluster = admin.describe_cluster(request_timeout=3).result(timeout=5)
+    except Exception:  # noqa: BLE001 - any failure means "not ready yet"
+        return None
+    return {node.id for node in cluster.nodes}
+
+
+class _QuietLogger:
+    """librdkafka logs connection refusals while nodes start; readiness polling expects them."""
+
+    def log(self, *args, **kwargs) -> None:
+        pass
+
+    def __getattr__(self, name):
+        return self.log
+
+
+_QUIET_LOGGER = _QuietLogger()

@@ -1,0 +1,126 @@
+"""Ports and node settings of the local cluster: pure data, no I/O.
+
+Every port derives from one base (``$KPULSE_PORT_BASE``, default 19090) so a second cluster
+(the test suite's) can run beside the demo one:
+
+=====================  ==================  =====================
+what                   node *i* (1..3)     default for node 1
+=====================  ==================  =====================
+client listener        base + i            19091
+controller listener    base + 100 + i      19191
+JMX exporter metrics   base + 200 + i      19291
+Streams demo metrics   base + 300 + j      19391 (instance j)
+=====================  ==================  =====================
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+DEFAULT_PORT_BASE = 19090
+NODE_IDS = (1, 2, 3)
+HOST = "127.0.0.1"
+# A fixed id: formatting is repeatable and the state directory says which cluster it holds.
+CLUSTER_ID = "a3B1c2D3e4F5g6H7i8J9kQ"
+
+# Settings that make failures visible within seconds on a test cluster. Production defaults in
+# brackets; the README lists them.
+FAST_FAILURE_SETTINGS = {
+    "broker.session.timeout.ms": "4000",  # [9000] controller fences a silent broker
+    "broker.heartbeat.interval.ms": "1000",  # [2000]
+    "replica.lag.time.max.ms": "5000",  # [30000] a lagging follower leaves the ISR
+    "group.initial.rebalance.delay.ms": "0",  # [3000] groups form at once
+    "controller.quorum.election.timeout.ms": "1000",  # [1000]
+    "controller.quorum.fetch.timeout.ms": "2000",  # [2000]
+}
+
+
+class UnknownNodeError(ValueError):
+    """A node id the local cluster does not have."""
+
+
+def port_base() -> int:
+    return int(os.environ.get("KPULSE_PORT_BASE", DEFAULT_PORT_BASE))
+
+
+@dataclass(frozen=True)
+class NodeLayout:
+    """One combined broker+controller node."""
+
+    node_id: int
+    client_port: int
+    controller_port: int
+    metrics_port: int
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{HOST}:{self.client_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{HOST}:{self.metrics_port}/metrics"
+
+
+@dataclass(frozen=True)
+class ClusterLayout:
+    base: int
+    nodes: tuple[NodeLayout, ...]
+
+    @classmethod
+    def from_base(cls, base: int | None = None) -> "ClusterLayout":
+        base = port_base() if base is None else base
+        nodes = tuple(
+            NodeLayout(node_id=i, client_port=base + i, controller_port=base + 100 + i,
+                       metrics_port=base + 200 + i)
+            for i in NODE_IDS
+        )
+        return cls(base=base, nodes=nodes)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(node.bootstrap for node in self.nodes)
+
+    @property
+    def quorum_voters(self) -> str:
+        return ",".join(f"{n.node_id}@{HOST}:{n.controller_port}" for n in self.nodes)
+
+    def node(self, node_id: int) -> NodeLayout:
+        for node in self.nodes:
+            if node.node_id == node_id:
+                return node
+        known = ", ".join(str(n.node_id) for n in self.nodes)
+        raise UnknownNodeError(f"no node {node_id} in the local cluster (nodes: {known})")
+
+    def streams_metrics_port(self, instance: int) -> int:
+        return self.base + 300 + instance
+
+
+def server_properties(layout: ClusterLayout, node: NodeLayout, data_dir: str) -> str:
+    """The ``server.properties`` text for one node."""
+    settings = {
+        "process.roles": "broker,controller",
+        "node.id": str(node.node_id),
+        "controller.quorum.voters": layout.quorum_voters,
+        "listeners": f"PLAINTEXT://{HOST}:{node.client_port},CONTROLLER://{HOST}:{node.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{HOST}:{node.client_port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": data_dir,
+        "num.partitions": "3",
+        "default.replication.factor": "3",
+        "min.insync.replicas": "2",
+        "offsets.topic.replication.factor": "3",
+        "transaction.state.log.replication.factor": "3",
+        "transaction.state.log.min.isr": "2",
+        "share.coordinator.state.topic.replication.factor": "3",
+        "share.coordinator.state.topic.min.isr": "2",
+        "auto.create.topics.enable": "false",
+        "num.io.threads": "4",
+        "num.network.threads": "2",
+        "log.retention.hours": "24",
+        "log.segment.bytes": str(64 * 1024 * 1024),
+        **FAST_FAILURE_SETTINGS,
+    }
+    return "".join(f"{key}={value}\n" for key, value in settings.items())

@@ -1,0 +1,114 @@
+"""Background processes kpulse starts and must be able to stop by PID, and only those.
+
+A PID file records the PID *and* the process's start time: a PID reused by an unrelated process
+after a crash or reboot is never mistaken for ours, so ``stop`` can never signal a stranger.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+
+@dataclass(frozen=True)
+class ProcessRecord:
+    """What a PID file holds."""
+
+    pid: int
+    create_time: float
+    command: list[str]
+
+
+def read_record(pid_file: Path) -> ProcessRecord | None:
+    try:
+        data = json.loads(pid_file.read_text())
+        return ProcessRecord(pid=int(data["pid"]), create_time=float(data["create_time"]),
+                             command=list(data["command"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def running_pid(pid_file: Path) -> int | None:
+    """The PID recorded in ``pid_file`` when that very process is still alive, else None."""
+    record = read_record(pid_file)
+    if record is None:
+        return None
+    try:
+        process = psutil.Process(record.pid)
+        same = abs(process.create_time() - record.create_time) < 0.5
+        alive = process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return None
+    return record.pid if same and alive else None
+
+
+def start(command: list[str], *, pid_file: Path, log_file: Path, cwd: Path | None = None,
+          env: dict[str, str] | None = None) -> int:
+    """Start ``command`` detached (own session), output appended to ``log_file``."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    pid_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   cwd=cwd, env={**os.environ, **(env or {})}, start_new_session=True)
+    record = {"pid": process.pid, "create_time": psutil.Process(process.pid).create_time(),
+              "command": command}
+    pid_file.write_text(json.dumps(record))
+    return process.pid
+
+
+def stop(pid_file: Path, *, kill: bool = False, timeout: float = 30.0) -> bool:
+    """Stop the recorded process: SIGTERM then, after ``timeout``, SIGKILL (at once when ``kill``).
+
+    Returns True when a running process was stopped. The PID file is removed either way.
+    """
+    stopped = signal_process(pid_file, signal.SIGKILL if kill else signal.SIGTERM)
+    if stopped is not None:
+        wait_gone([stopped], timeout)
+    pid_file.unlink(missing_ok=True)
+    return stopped is not None
+
+
+def signal_process(pid_file: Path, signum: int) -> psutil.Process | None:
+    pid = running_pid(pid_file)
+    if pid is None:
+        return None
+    try:
+        process = psutil.Process(pid)
+        process.send_signal(signum)
+        return process
+    except psutil.Error:
+        return None
+
+
+def wait_gone(processes: list[psutil.Process], timeout: float) -> None:
+    """Wait for processes to exit; SIGKILL the ones still alive after ``timeout``."""
+    _, alive = psutil.wait_procs(processes, timeout=timeout)
+    for process in alive:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=10)
+    # Reap children of this process (tests start nodes from the same interpreter).
+    for process in processes:
+        try:
+            os.waitpid(process.pid, os.WNOHANG)
+        except (ChildProcessError, OSError):
+            pass
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.25) -> bool:
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)

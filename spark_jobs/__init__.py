@@ -1,0 +1,1 @@
+"""kpulse spark_jobs (later issues)."""
