@@ -62,7 +62,7 @@ class JavaRuntime:
         return sorted(self.lib_dir.glob("*.jar"))
 
 
-def _fingerprint() -> str:
+def fingerprint() -> str:
     digest = hashlib.sha256(POM.read_bytes())
     for source in STREAMS_DEMO_SOURCES:
         digest.update(source.read_bytes())
@@ -75,7 +75,7 @@ def runtime_root() -> Path:
 
 def is_ready() -> bool:
     marker = runtime_root() / ".complete"
-    return marker.exists() and marker.read_text().strip() == _fingerprint()
+    return marker.exists() and marker.read_text().strip() == fingerprint()
 
 
 def ensure_runtime(progress: Progress = SILENT) -> JavaRuntime:
@@ -99,7 +99,7 @@ def ensure_runtime(progress: Progress = SILENT) -> JavaRuntime:
     with progress.step("compiling the demo Kafka Streams application"):
         _run(["javac", "-nowarn", "-d", str(staging / "streams-demo"), "-cp",
               str(staging / "lib" / "*"), *map(str, STREAMS_DEMO_SOURCES)], "javac")
-    (staging / ".complete").write_text(_fingerprint() + "\n")
+    (staging / ".complete").write_text(fingerprint() + "\n")
     shutil.rmtree(runtime.root, ignore_errors=True)
     staging.rename(runtime.root)
     return runtime

@@ -258,9 +258,12 @@ def test_env_variable_is_substituted_after_parsing():
 
 
 def test_env_default_applies_when_the_variable_is_unset_or_empty():
-    assert sasl_cluster("${KAFKA_PASSWORD:-fallback}", {}).security.sasl_password == "fallback"
-    assert sasl_cluster("${KAFKA_PASSWORD:-fallback}", {"KAFKA_PASSWORD": ""}).security.sasl_password == "fallback"
-    assert sasl_cluster("pre-${KAFKA_PASSWORD:-x}-post", {"KAFKA_PASSWORD": "mid"}).security.sasl_password == "pre-mid-post"
+    def password(value: str, environ: dict) -> str | None:
+        return sasl_cluster(value, environ).security.sasl_password
+
+    assert password("${KAFKA_PASSWORD:-fallback}", {}) == "fallback"
+    assert password("${KAFKA_PASSWORD:-fallback}", {"KAFKA_PASSWORD": ""}) == "fallback"
+    assert password("pre-${KAFKA_PASSWORD:-x}-post", {"KAFKA_PASSWORD": "mid"}) == "pre-mid-post"
 
 
 def test_unset_env_variable_without_default_names_key_path_and_variable():
@@ -396,7 +399,8 @@ def test_consumer_group_selection_and_per_group_threshold():
 
 
 def test_expected_instances_defaults_to_the_endpoint_count():
-    app = {"application_id": "orders", "metrics_endpoints": ["http://a:1/m", "http://b:1/m", "http://c:1/m"]}
+    app = {"application_id": "orders",
+           "metrics_endpoints": ["http://a:1/m", "http://b:1/m", "http://c:1/m"]}
 
     (parsed,) = parse_cluster(streams_apps=[app]).streams_apps
 
@@ -429,7 +433,8 @@ def test_malformed_yaml_names_the_file_and_line(tmp_path):
 
 
 def test_unclosed_quote_names_the_line_where_the_string_starts(tmp_path):
-    path = write(tmp_path, "clusters:\n  - name: a\n    bootstrap_servers: 'k:1\n  exporter: {port: 1}\n")
+    path = write(tmp_path, "clusters:\n  - name: a\n    bootstrap_servers: 'k:1\n"
+                           "  exporter: {port: 1}\n")
 
     with pytest.raises(ConfigError, match=r"while scanning a quoted scalar that starts at line 3"):
         load_config(path)

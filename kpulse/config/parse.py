@@ -123,7 +123,8 @@ def _security(reader: _Section) -> SecurityConfig:
 
     mechanism = security.sasl_mechanism
     if not security.uses_sasl:
-        refuse_unused(sasl_keys + oauth_keys, f"protocol is SASL_PLAINTEXT or SASL_SSL (it is {protocol})")
+        refuse_unused(sasl_keys + oauth_keys,
+                      f"protocol is SASL_PLAINTEXT or SASL_SSL (it is {protocol})")
     elif mechanism is None:
         raise ConfigError(f"{reader.path('sasl_mechanism')}: required when protocol is {protocol} "
                           f"(one of {', '.join(SASL_MECHANISMS)})")

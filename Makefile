@@ -1,0 +1,19 @@
+# The two commands of the README:
+#   make up    set everything up and start kpulse (local cluster + demo workload + ...)
+#   make test  set everything up and run the whole test suite (what CI runs)
+.PHONY: setup up down test bench
+
+setup:
+	@scripts/setup.sh
+
+up: setup
+	@.venv/bin/kpulse up
+
+down:
+	@.venv/bin/kpulse down
+
+test: setup
+	@.venv/bin/python -m pytest
+
+bench: setup
+	@.venv/bin/python bench/cluster_startup.py

@@ -1,0 +1,82 @@
+"""Shared fixtures: one real local Kafka cluster (and, for tests that ask, the demo workload) per
+test session, in a state directory and on ports of its own so it never touches a demo cluster
+the developer may be running (ports from $KPULSE_TEST_PORT_BASE, default 29090)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+TEST_PORT_BASE = int(os.environ.get("KPULSE_TEST_PORT_BASE", "29090"))
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def test_state_dir():
+    directory = Path(tempfile.mkdtemp(prefix="kpulse-test-state-"))
+    previous = {key: os.environ.get(key) for key in ("KPULSE_STATE_DIR", "KPULSE_PORT_BASE")}
+    # The CLI run as a subprocess by tests finds the same cluster through these.
+    os.environ["KPULSE_STATE_DIR"] = str(directory)
+    os.environ["KPULSE_PORT_BASE"] = str(TEST_PORT_BASE)
+    yield directory
+    for key, value in previous.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def local_cluster(test_state_dir):
+    from kpulse.localcluster.cluster import LocalCluster
+    from kpulse.localcluster.layout import ClusterLayout
+    from kpulse.progress import Progress
+
+    cluster = LocalCluster(test_state_dir, ClusterLayout.from_base(TEST_PORT_BASE), Progress())
+    try:
+        cluster.up()
+        yield cluster
+    finally:
+        from kpulse.demo.workload import DemoWorkload
+
+        DemoWorkload(cluster).stop()
+        _keep_logs(cluster)
+        cluster.down(wipe=True)
+
+
+@pytest.fixture(scope="session")
+def demo_workload(local_cluster):
+    from kpulse.demo.workload import DemoWorkload
+    from kpulse.progress import Progress
+
+    demo = DemoWorkload(local_cluster, Progress())
+    demo.start()
+    yield demo
+    demo.stop()
+
+
+@pytest.fixture(scope="session")
+def bootstrap(local_cluster) -> str:
+    return local_cluster.layout.bootstrap_servers
+
+
+def kpulse(*args: str, timeout: float = 180, check: bool = True) -> subprocess.CompletedProcess:
+    """Run the kpulse CLI as a user would (same interpreter, same environment)."""
+    result = subprocess.run([sys.executable, "-m", "kpulse.cli", *args], capture_output=True, text=True,
+                            timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"kpulse {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
+    return result
+
+
+def _keep_logs(cluster) -> None:
+    """Copy node logs into test-artifacts/ so a failed CI run can be read afterwards."""
+    target = ARTIFACTS / "cluster-logs"
+    target.mkdir(parents=True, exist_ok=True)
+    for log in cluster.root.glob("node-*/logs/server.log"):
+        (target / f"{log.parent.parent.name}.log").write_bytes(log.read_bytes()[-2_000_000:])
