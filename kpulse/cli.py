@@ -11,17 +11,8 @@ import json
 import os
 import sys
 
+from kpulse.errors import KpulseError
 from kpulse.progress import Progress
-
-# (exception class path) -> errors that are the user's or the environment's, printed as one line
-_USER_ERRORS = (
-    "kpulse.localcluster.cluster.ClusterError",
-    "kpulse.localcluster.layout.UnknownNodeError",
-    "kpulse.config.ConfigError",
-    "kpulse.runtime.SetupError",
-    "kpulse.kafka_tools.UnknownToolError",
-)
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -75,15 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         return _dispatch(args) or 0
     except KeyboardInterrupt:
         return 130
-    except Exception as error:  # noqa: BLE001 - narrowed below
-        if _qualified_name(type(error)) not in _USER_ERRORS or os.environ.get("KPULSE_DEBUG"):
+    except KpulseError as error:
+        if os.environ.get("KPULSE_DEBUG"):
             raise
-        print(f"kpulse: error: {error}", file=sys.stderr)
+        source = getattr(error, "source", None)
+        print(f"kpulse: error: {source + ': ' if source else ''}{error}", file=sys.stderr)
         return 1
-
-
-def _qualified_name(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _dispatch(args: argparse.Namespace) -> int | None:
@@ -122,10 +110,10 @@ def _dispatch(args: argparse.Namespace) -> int | None:
 
 
 def _up(args, cluster, demo) -> None:
-    from kpulse.config import load_config
+    from kpulse.config import DEFAULT_SOURCE, load_config
 
     config = load_config(args.config)
-    if config.source != "built-in local cluster default":
+    if config.source != DEFAULT_SOURCE:
         _check_configured_clusters(config)
         return
     status = cluster.up()
@@ -141,17 +129,16 @@ def _up(args, cluster, demo) -> None:
 
 
 def _check_configured_clusters(config) -> None:
-    from confluent_kafka.admin import AdminClient
-
+    from kpulse.kafka_clients import admin_client, error_text
     from kpulse.localcluster.cluster import ClusterError
 
     for cluster in config.clusters:
-        admin = AdminClient({**cluster.client_config(), "socket.connection.setup.timeout.ms": 5000})
+        admin = admin_client({**cluster.client_config(), "socket.connection.setup.timeout.ms": 5000})
         try:
             described = admin.describe_cluster(request_timeout=10).result(timeout=15)
         except Exception as error:  # noqa: BLE001 - any client failure is one line for the user
             raise ClusterError(f"cluster {cluster.name!r} at {cluster.bootstrap_servers} is unreachable: "
-                               f"{getattr(error.args[0], 'str', lambda: error)() if error.args else error}") from None
+                               f"{error_text(error)}") from None
         print(f"cluster {cluster.name}: {len(described.nodes)} broker(s) reachable at {cluster.bootstrap_servers}")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 
+from kpulse.errors import KpulseError
 from kpulse.progress import SILENT, Progress
 from kpulse.runtime import ensure_runtime, java_command
 
@@ -37,8 +38,8 @@ TOOLS: dict[str, str] = {
 }
 
 
-class UnknownToolError(Exception):
-    pass
+class UnknownToolError(KpulseError):
+    """A tool name kpulse kafka-cli does not know."""
 
 
 def tool_command(tool: str, args: list[str], progress: Progress = SILENT) -> list[str]:

@@ -18,6 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from kpulse.errors import KpulseError
 from kpulse.home import PACKAGE_DIR, cache_dir
 from kpulse.progress import SILENT, Progress
 
@@ -26,7 +27,7 @@ POM = JAVA_DIR / "pom.xml"
 STREAMS_DEMO_SOURCES = sorted((JAVA_DIR / "streams-demo").rglob("*.java"))
 
 
-class SetupError(Exception):
+class SetupError(KpulseError):
     """Setup of the Java runtime failed (Maven, javac or Java missing)."""
 
 

@@ -5,6 +5,7 @@ the developer may be running (ports from $KPULSE_TEST_PORT_BASE, default 29090).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,7 @@ def test_state_dir():
     os.environ["KPULSE_STATE_DIR"] = str(directory)
     os.environ["KPULSE_PORT_BASE"] = str(TEST_PORT_BASE)
     yield directory
+    shutil.rmtree(directory, ignore_errors=True)
     for key, value in previous.items():
         if value is None:
             os.environ.pop(key, None)

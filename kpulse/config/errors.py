@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 
+from kpulse.errors import KpulseError
+
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 
-class ConfigError(Exception):
+class ConfigError(KpulseError):
     """The configuration cannot be used. ``str(error)`` is one line that starts with the key path,
     e.g. ``clusters[0].security.sasl_mechanism: required when protocol is SASL_SSL``.
 

@@ -81,7 +81,7 @@ def read_yaml(file: Path) -> Any:
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"config file not found: {file}", source=str(file)) from None
+        raise ConfigError(f"config file not found: {file}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read config file {file}: {error}", source=str(file)) from None
     try:

@@ -11,6 +11,7 @@ from kpulse import processes
 from kpulse.demo.topology import (CONSUMERS, PRODUCERS, STREAMS_APPLICATION_ID, STREAMS_INSTANCES, TOPICS,
                                   TopicSpec)
 from kpulse.localcluster.cluster import ClusterError, LocalCluster, _scrape_value
+from kpulse.kafka_clients import admin_client
 from kpulse.progress import SILENT, Progress
 from kpulse.runtime import JAVA_DIR, ensure_runtime, java_command
 
@@ -115,9 +116,9 @@ class DemoWorkload:
 def create_topics(bootstrap: str, topics: tuple[TopicSpec, ...], timeout: float = 30) -> None:
     """Create the topics that do not exist yet; existing ones are left as they are."""
     from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = admin_client({"bootstrap.servers": bootstrap})
     new = []
     for spec in topics:
         if spec.replica_assignment:

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from kpulse import processes
+from kpulse.errors import KpulseError
+from kpulse.kafka_clients import admin_client
 from kpulse.home import state_dir
 from kpulse.localcluster.layout import CLUSTER_ID, ClusterLayout, NodeLayout, server_properties
 from kpulse.progress import SILENT, Progress
@@ -26,7 +28,7 @@ NODE_HEAP = "384m"
 READY_TIMEOUT_SECONDS = 90.0
 
 
-class ClusterError(Exception):
+class ClusterError(KpulseError):
     """The local cluster could not do what was asked; the message is one line for the user."""
 
 
@@ -226,25 +228,9 @@ def _scrape_value(url: str, metric: str) -> float | None:
 
 
 def _registered_brokers(bootstrap: str) -> set[int] | None:
-    from confluent_kafka.admin import AdminClient  # imported late: `kpulse cluster status` needs no client
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 2000,
-                         "log_level": 0, "logger": _QUIET_LOGGER})
+    admin = admin_client({"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 2000})
     try:
         cluster = admin.describe_cluster(request_timeout=3).result(timeout=5)
     except Exception:  # noqa: BLE001 - any failure means "not ready yet"
         return None
     return {node.id for node in cluster.nodes}
-
-
-class _QuietLogger:
-    """librdkafka logs connection refusals while nodes start; readiness polling expects them."""
-
-    def log(self, *args, **kwargs) -> None:
-        pass
-
-    def __getattr__(self, name):
-        return self.log
-
-
-_QUIET_LOGGER = _QuietLogger()

@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from kpulse.errors import KpulseError
+
 DEFAULT_PORT_BASE = 19090
 NODE_IDS = (1, 2, 3)
 HOST = "127.0.0.1"
@@ -36,7 +38,7 @@ FAST_FAILURE_SETTINGS = {
 }
 
 
-class UnknownNodeError(ValueError):
+class UnknownNodeError(KpulseError, ValueError):
     """A node id the local cluster does not have."""
 
 
