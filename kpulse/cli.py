@@ -53,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo_status = demo_commands.add_parser("status", help="demo processes and whether they run")
     demo_status.add_argument("--json", action="store_true")
 
+    collect = commands.add_parser("collect", help="run the collectors (until stopped, or --once)")
+    collect.add_argument("--once", action="store_true", help="collect one snapshot (two readings 2 s apart) and exit")
+    collect.add_argument("--json", action="store_true", help="with --once: print the snapshot as JSON")
+    collect.add_argument("--cluster", help="only this configured cluster (default: all)")
+
     config = commands.add_parser("config", help="check or show configuration")
     config_commands = config.add_subparsers(dest="action", required=True, metavar="ACTION")
     config_commands.add_parser("check", help="load the config and print it (passwords hidden)")
@@ -89,6 +94,11 @@ def _dispatch(args: argparse.Namespace) -> int | None:
         os.execvp(command[0], command)
     if args.command == "config":
         return _config(args)
+    if args.command == "collect":
+        from collectors.command import collect_command
+        from kpulse.config import load_config
+
+        return collect_command(load_config(args.config), once=args.once, as_json=args.json, cluster=args.cluster)
 
     from kpulse.demo.workload import DemoWorkload
     from kpulse.localcluster.cluster import LocalCluster

@@ -149,9 +149,10 @@ def _topic_exists(bootstrap: str, topic: str) -> bool:
     return topic in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
 
 
-def _described(bootstrap: str, flag: str, topic: str) -> list[dict[str, str]]:
-    """Partition rows of `kafka-topics --describe [flag] --topic topic`, as dicts."""
-    args = ["--bootstrap-server", bootstrap, "--describe", "--topic", topic] + ([flag] if flag else [])
+def _described(bootstrap: str, flag: str, topic: str | None) -> list[dict[str, str]]:
+    """Partition rows of `kafka-topics --describe [flag] [--topic topic]`, as dicts."""
+    args = ["--bootstrap-server", bootstrap, "--describe"] + (["--topic", topic] if topic else [])
+    args += [flag] if flag else []
     result = run_tool("kafka-topics", args)
     assert result.returncode == 0, result.stderr
     rows = []

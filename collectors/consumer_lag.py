@@ -1,0 +1,111 @@
+"""The consumer lag collector: per group and partition, committed offset, log end, lag in
+offsets and in seconds, and a Burrow-style status (rules in ``collectors/lag_status.py``).
+
+It keeps, between cycles, the (log end, time) history of every consumed partition (for time lag)
+and the last observations of every group's partitions (for status). Reading the cluster is in
+``collectors/group_offsets.py``; the arithmetic is in ``lag_math`` and ``lag_status``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from collectors.group_offsets import ClusterOffsets, read_cluster_offsets
+from collectors.lag_math import OffsetHistory, estimate_lag_seconds, partition_lag
+from collectors.lag_status import OffsetObservation, StatusTracker, worst_status
+from collectors.protocol import CollectContext, CollectorResult
+
+
+class ConsumerLagCollector:
+    name = "consumer_lag"
+
+    def __init__(self, cluster_config, admin_factory: Callable[[dict], Any] | None = None,
+                 read_offsets: Callable[..., ClusterOffsets] = read_cluster_offsets, concurrency: int = 8):
+        self._cluster = cluster_config
+        self._admin_factory = admin_factory
+        self._admin = None
+        self._read_offsets = read_offsets
+        self._concurrency = concurrency
+        self.history = OffsetHistory()
+        self.status = StatusTracker()
+
+    def _client(self):
+        if self._admin is None:
+            if self._admin_factory is None:
+                from kpulse.kafka_clients import admin_client
+
+                self._admin_factory = admin_client
+            self._admin = self._admin_factory(self._cluster.client_config())
+        return self._admin
+
+    def collect(self, context: CollectContext) -> CollectorResult:
+        groups_config = self._cluster.consumer_groups
+        offsets = self._read_offsets(self._client(), groups_config.monitors, concurrency=self._concurrency)
+        return self.evaluate(offsets, context)
+
+    def evaluate(self, offsets: ClusterOffsets, context: CollectContext) -> CollectorResult:
+        """Turn one reading of the cluster into the snapshot section and lake rows."""
+        now = context.now
+        for (topic, partition), log_end in offsets.log_end.items():
+            self.history.record(topic, partition, log_end, now)
+        groups_config = self._cluster.consumer_groups
+        groups, lag_rows, group_rows = [], [], []
+        for group in offsets.groups:
+            has_members = group.members > 0
+            partitions = []
+            for (topic, partition), committed in sorted(group.committed.items()):
+                log_end = offsets.log_end.get((topic, partition))
+                if committed is not None and log_end is not None:
+                    self.status.observe(group.group_id, topic, partition, OffsetObservation(now, committed, log_end))
+                estimate = estimate_lag_seconds(self.history, topic, partition, committed, log_end, now)
+                status = self.status.partition_status(group.group_id, topic, partition, now, has_members)
+                reasons = {}
+                if log_end is None:
+                    reasons["log_end_offset"] = offsets.log_end_errors.get((topic, partition), "not read")
+                if committed is None:
+                    reasons["committed_offset"] = "no committed offset"
+                if estimate.seconds is None and estimate.reason:
+                    reasons["lag_seconds"] = estimate.reason
+                row = {"topic": topic, "partition": partition, "committed_offset": committed,
+                       "log_end_offset": log_end, "lag": partition_lag(committed, log_end),
+                       "lag_seconds": _round(estimate.seconds), "status": status.value if status else None}
+                partitions.append({**row, "reasons": reasons} if reasons else row)
+                lag_rows.append({"time": now, "cluster": self._cluster.name, "group_id": group.group_id, **row})
+            lags = [p["lag"] for p in partitions if p["lag"] is not None]
+            seconds = [p["lag_seconds"] for p in partitions if p["lag_seconds"] is not None]
+            status = worst_status(self.status.partition_status(group.group_id, p["topic"], p["partition"], now,
+                                                               has_members) for p in partitions)
+            summary = {
+                "group_id": group.group_id, "state": group.state, "members": group.members,
+                "partition_count": len(partitions),
+                "total_lag": sum(lags) if lags else None,
+                "max_lag_seconds": max(seconds) if seconds else None,
+                "status": status.value if status else None,
+                "lag_seconds_threshold": groups_config.lag_seconds_threshold_for(group.group_id),
+                "error": group.error,
+            }
+            if status is None and partitions:
+                summary["reasons"] = {"status": "not enough readings yet: the status needs "
+                                                f"{self.status.min_observations} per partition"}
+            groups.append({**summary, "partitions": partitions})
+            group_rows.append({"time": now, "cluster": self._cluster.name, "partitions": len(partitions),
+                               **{k: summary[k] for k in ("group_id", "state", "members", "total_lag",
+                                                          "max_lag_seconds", "status", "lag_seconds_threshold")}})
+        self._forget_vanished(offsets)
+        return CollectorResult(sections={"consumer_groups": groups},
+                               rows={"consumer_lag": lag_rows, "consumer_group": group_rows})
+
+    def _forget_vanished(self, offsets: ClusterOffsets) -> None:
+        present = {group.group_id for group in offsets.groups}
+        for group in self.status.groups():
+            if group not in present:
+                self.status.forget_group(group)
+        consumed = set(offsets.log_end)
+        for topic, partition in self.history.known_partitions():
+            if (topic, partition) not in consumed:
+                self.history.forget(topic, partition)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)

@@ -1,0 +1,115 @@
+"""kpulse's Prometheus exporter: the latest snapshot of every cluster as metrics.
+
+Names of kafka_exporter are kept where it has a counterpart, so existing dashboards and alerts
+work unchanged (``kafka_consumergroup_lag{consumergroup,topic,partition}``,
+``kafka_consumergroup_current_offset``, ``kafka_consumergroup_lag_sum``,
+``kafka_consumergroup_members``, ``kafka_topic_partition_current_offset``, ``kafka_brokers``);
+the rest are ``kpulse_*``. Every series has a ``cluster`` label (kpulse can watch several).
+A null value is not exported (absent, not zero).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterator
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+STATUSES = ("OK", "WARN", "REWIND", "STALL", "STOP", "ERR")
+STREAMS_STATES = ("CREATED", "REBALANCING", "RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING", "PENDING_ERROR", "ERROR",
+                  "UNREACHABLE")
+
+
+class SnapshotExporter(Collector):
+    """A prometheus_client collector over the latest snapshots; ``update`` swaps one in."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._snapshots: dict[str, dict[str, Any]] = {}
+
+    def update(self, snapshot: dict[str, Any]) -> None:
+        with self._lock:
+            self._snapshots[snapshot["cluster_name"]] = snapshot
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        with self._lock:
+            snapshots = list(self._snapshots.values())
+        families: dict[str, GaugeMetricFamily] = {}
+
+        def emit(name: str, help_text: str, labels: dict[str, str], value) -> None:
+            if value is None:
+                return
+            family = families.get(name)
+            if family is None:
+                family = families[name] = GaugeMetricFamily(name, help_text, labels=list(labels))
+            family.add_metric([str(v) for v in labels.values()], float(value))
+
+        for snapshot in snapshots:
+            _emit_snapshot(emit, snapshot)
+        yield from families.values()
+
+
+def _emit_snapshot(emit, snapshot: dict[str, Any]) -> None:
+    c = {"cluster": snapshot["cluster_name"]}
+    cluster = snapshot.get("cluster") or {}
+    emit("kafka_brokers", "Number of brokers up", c, cluster.get("brokers_up"))
+    for key, text in (("brokers_total", "Brokers known (up or not)"),
+                      ("under_replicated_partitions", "Partitions whose ISR is smaller than the replica set"),
+                      ("offline_partitions", "Partitions without a leader"),
+                      ("under_min_isr_partitions", "Partitions whose ISR is smaller than min.insync.replicas"),
+                      ("active_controller_count", "Active controllers reported by the nodes (must be 1)"),
+                      ("preferred_leader_imbalance", "Partitions not led by their preferred replica")):
+        emit(f"kpulse_cluster_{key}", text, c, cluster.get(key))
+    for broker in snapshot.get("brokers", []):
+        b = {**c, "broker": broker["id"]}
+        emit("kpulse_broker_up", "1 when the broker is registered", b,
+             None if broker.get("up") is None else int(bool(broker["up"])))
+        for key in ("request_handler_idle_ratio", "network_processor_idle_ratio", "bytes_in_per_sec",
+                    "bytes_out_per_sec", "messages_in_per_sec", "partition_count", "leader_count",
+                    "produce_p99_ms", "fetch_p99_ms"):
+            emit(f"kpulse_broker_{key}", key.replace("_", " "), b, broker.get(key))
+    for group in snapshot.get("consumer_groups", []):
+        g = {**c, "consumergroup": group["group_id"]}
+        emit("kafka_consumergroup_members", "Members of the consumer group", g, group.get("members"))
+        emit("kafka_consumergroup_lag_sum", "Sum of the group's partition lags", g, group.get("total_lag"))
+        emit("kpulse_consumergroup_lag_seconds", "Worst estimated time lag of the group, seconds", g,
+             group.get("max_lag_seconds"))
+        for status in STATUSES:
+            if group.get("status") is not None:
+                emit("kpulse_consumergroup_status", "1 for the group's current Burrow-style status",
+                     {**g, "status": status}, int(group["status"] == status))
+        for p in group.get("partitions", []):
+            labels = {**g, "topic": p["topic"], "partition": p["partition"]}
+            emit("kafka_consumergroup_lag", "Log end offset minus committed offset", labels, p.get("lag"))
+            emit("kafka_consumergroup_current_offset", "Committed offset", labels, p.get("committed_offset"))
+            emit("kpulse_consumergroup_partition_lag_seconds", "Estimated time lag, seconds", labels,
+                 p.get("lag_seconds"))
+    log_ends = {(p["topic"], p["partition"]): p.get("log_end_offset")
+                for group in snapshot.get("consumer_groups", []) for p in group.get("partitions", [])}
+    for (topic, partition), offset in sorted(log_ends.items()):
+        emit("kafka_topic_partition_current_offset", "Log end offset", {**c, "topic": topic, "partition": partition},
+             offset)
+    for app in snapshot.get("streams_apps", []):
+        a = {**c, "application_id": app["application_id"]}
+        emit("kpulse_streams_app_running", "1 when every expected instance is RUNNING", a,
+             None if app.get("state") is None else int(app["state"] == "RUNNING"))
+        for instance in app.get("instances", []):
+            for state in STREAMS_STATES:
+                if instance.get("state") is not None:
+                    emit("kpulse_streams_instance_state", "1 for the instance's current client state",
+                         {**a, "instance": instance["id"], "state": state}, int(instance["state"] == state))
+    probe = snapshot.get("probe") or {}
+    for key in ("produce_availability", "consume_availability", "latency_p99_ms", "lost", "duplicated"):
+        emit(f"kpulse_probe_{key}", f"End-to-end probe: {key.replace('_', ' ')}", c, probe.get(key))
+    for collector in snapshot.get("collectors", []):
+        labels = {**c, "collector": collector["name"]}
+        emit("kpulse_collector_up", "1 when the collector's last cycle succeeded", labels, int(collector["up"]))
+        emit("kpulse_collector_duration_seconds", "Duration of the collector's last cycle", labels,
+             collector.get("duration_seconds"))
+    firing: dict[tuple[str, str], int] = {}
+    for alert in snapshot.get("alerts", []):
+        key = (alert["rule"], alert["severity"])
+        firing[key] = firing.get(key, 0) + 1
+    for (rule, severity), count in sorted(firing.items()):
+        emit("kpulse_alerts_firing", "Firing alerts", {**c, "rule": rule, "severity": severity}, count)

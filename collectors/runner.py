@@ -1,0 +1,154 @@
+"""The collection loop: every cycle, for every configured cluster, run the collectors in
+isolation, compose the snapshot, evaluate the alert rules, append rows to the lake, flush it,
+publish the snapshot to the Prometheus exporter and to ``<lake>/_snapshots/<cluster>.json``.
+
+A lake that cannot be written keeps its rows buffered and retries next cycle (or records a gap,
+see ``collectors/lake.py``); the loop itself goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from collectors.builtins import default_registry
+from collectors.lake import LakeWriter, resolve
+from collectors.protocol import CollectContext, Collector, Registry, run_isolated
+from collectors.snapshot import compose
+
+LOG = logging.getLogger(__name__)
+SNAPSHOT_DIR = "_snapshots"
+FLUSH_SECONDS = 60.0
+"""Lake files are written at most this often (and at shutdown): one file per table and date per
+flush, so flushing every 10 s cycle would make ~8,600 small files per table per day."""
+
+
+@dataclass
+class ClusterCollection:
+    cluster: Any
+    collectors: list[Collector]
+    alerts: Any = None
+    last_snapshot: dict[str, Any] | None = None
+
+
+@dataclass
+class CycleResult:
+    snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)
+    lake_error: str | None = None
+
+
+class CollectionService:
+    """Owns the collectors of every cluster between cycles (rates, histories and trackers live in
+    them). The constructor connects to nothing."""
+
+    def __init__(self, config, *, registry: Registry | None = None, lake: LakeWriter | None = None,
+                 exporter=None, clock: Callable[[], float] = time.time, alert_state_factory=None,
+                 cluster_names: list[str] | None = None, flush_seconds: float = FLUSH_SECONDS):
+        self.config = config
+        registry = registry or default_registry()
+        clusters = [config.cluster(name) for name in cluster_names] if cluster_names else list(config.clusters)
+        factory = alert_state_factory or _default_alert_state
+        self.clusters = [ClusterCollection(c, registry.create(c), factory(c)) for c in clusters]
+        self.lake = lake if lake is not None else LakeWriter(config.lake.path)
+        self.exporter = exporter
+        self._clock = clock
+        self._flush_seconds = flush_seconds
+        self._last_flush = float("-inf")
+
+    def cycle(self) -> CycleResult:
+        result = CycleResult()
+        for entry in self.clusters:
+            now = self._clock()
+            sections, rows, statuses = run_isolated(entry.collectors, CollectContext(entry.cluster, now))
+            snapshot = compose(entry.cluster.name, now, sections, statuses)
+            if entry.alerts is not None:
+                evaluation = entry.alerts.evaluate(snapshot)
+                snapshot["alerts"] = [_alert_dict(a) for a in evaluation.firing]
+                rows.setdefault("alert_event", []).extend(_event_row(e, entry.cluster.name, now)
+                                                          for e in evaluation.events)
+            rows.setdefault("collector_status", []).extend(
+                {"time": now, "cluster": entry.cluster.name, "collector": s.name, "up": s.up,
+                 "duration_seconds": s.duration_seconds, "error": s.error} for s in statuses)
+            for table, table_rows in rows.items():
+                try:
+                    self.lake.append(table, table_rows)
+                except ValueError as error:  # a collector broke the lake contract: say so, keep going
+                    snapshot.setdefault("lake_errors", []).append(str(error))
+                    LOG.error("lake rows refused: %s", error)
+            entry.last_snapshot = snapshot
+            result.snapshots[entry.cluster.name] = snapshot
+            if self.exporter is not None:
+                self.exporter.update(snapshot)
+        if time.monotonic() - self._last_flush >= self._flush_seconds:
+            result.lake_error = self.flush()
+        for name, snapshot in result.snapshots.items():
+            self._publish_snapshot(name, snapshot)
+        return result
+
+    def flush(self) -> str | None:
+        """Write buffered rows to the lake; the error (one line) when some could not be written."""
+        self._last_flush = time.monotonic()
+        flushed = self.lake.flush()
+        if flushed.ok:
+            return None
+        error = "; ".join(f"{t}: {e}" for t, e in flushed.errors.items())
+        LOG.warning("lake write failed, rows kept for the next flush: %s", error)
+        return error
+
+    def _publish_snapshot(self, cluster_name: str, snapshot: dict[str, Any]) -> None:
+        """The latest snapshot for the dashboard, written whole (temp name, then rename)."""
+        try:
+            fs, base = resolve(self.lake.path)
+            directory = f"{base}/{SNAPSHOT_DIR}"
+            fs.create_dir(directory, recursive=True)
+            temporary, final = f"{directory}/.{cluster_name}.json.tmp", f"{directory}/{cluster_name}.json"
+            with fs.open_output_stream(temporary) as out:
+                out.write(json.dumps(snapshot, default=str).encode())
+            fs.move(temporary, final)
+        except OSError as error:
+            LOG.warning("could not publish the snapshot of %s: %s", cluster_name, error)
+
+    def run(self, stop: threading.Event, on_cycle: Callable[[CycleResult], None] | None = None) -> None:
+        interval = self.config.intervals.collect_seconds
+        while not stop.is_set():
+            began = time.monotonic()
+            result = self.cycle()
+            if on_cycle:
+                on_cycle(result)
+            stop.wait(max(0.0, interval - (time.monotonic() - began)))
+        self.close()
+
+    def close(self) -> None:
+        for entry in self.clusters:
+            for collector in entry.collectors:
+                close = getattr(collector, "close", None)
+                if close is not None:
+                    try:
+                        close()
+                    except Exception:  # noqa: BLE001 - closing must not hide the other closes
+                        LOG.exception("closing collector %s", collector.name)
+        self.flush()
+
+
+def _default_alert_state(cluster):
+    try:
+        from collectors.alerts import AlertState
+    except ImportError:  # the alert rules module lands separately
+        return None
+    return AlertState()
+
+
+def _alert_dict(alert) -> dict[str, Any]:
+    return dict(alert) if isinstance(alert, dict) else {k: getattr(alert, k) for k in
+                                                         ("rule", "severity", "entity", "value", "summary", "since")}
+
+
+def _event_row(event, cluster: str, now: float) -> dict[str, Any]:
+    row = dict(event) if isinstance(event, dict) else dict(vars(event))
+    row.setdefault("time", now)
+    row["cluster"] = cluster
+    return row

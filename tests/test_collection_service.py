@@ -1,0 +1,176 @@
+"""The collection loop: isolation of failing collectors, the snapshot, the lake, the exporter and
+the `kpulse collect` command on the real cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry, generate_latest
+
+from collectors.builtins import default_registry
+from collectors.exporter import SnapshotExporter
+from collectors.lake import LakeWriter, read_table
+from collectors.protocol import (CollectContext, CollectorResult, DuplicateCollectorError, Registry,
+                                 run_isolated)
+from collectors.runner import CollectionService
+from kpulse.config import load_config
+
+
+class Broken:
+    name = "broken"
+
+    def collect(self, context):
+        raise ConnectionError("cannot reach the thing\nsecond line")
+
+
+class Fixed:
+    name = "fixed"
+
+    def collect(self, context):
+        return CollectorResult(sections={"fixed": 1}, rows={"collector_status": []})
+
+
+def test_a_failing_collector_is_marked_down_with_its_error_and_the_others_keep_running():
+    sections, _, statuses = run_isolated([Broken(), Fixed()], CollectContext(cluster=None, now=0.0))
+    assert sections == {"fixed": 1}
+    assert [(s.name, s.up, s.error) for s in statuses] == [
+        ("broken", False, "ConnectionError: cannot reach the thing"), ("fixed", True, None)]
+
+
+def test_the_registry_refuses_a_second_collector_of_the_same_name():
+    registry = Registry()
+    registry.register("fixed", lambda cluster: Fixed())
+    with pytest.raises(DuplicateCollectorError, match="'fixed' is already registered"):
+        registry.register("fixed", lambda cluster: Fixed())
+    assert set(default_registry(with_add_ons=False).names) >= {"cluster_metadata", "broker_metrics", "consumer_lag"}
+
+
+def exposition(snapshot) -> str:
+    exporter = SnapshotExporter()
+    exporter.update(snapshot)
+    registry = CollectorRegistry()
+    registry.register(exporter)
+    return generate_latest(registry).decode()
+
+
+def test_the_exporter_uses_kafka_exporter_names_and_leaves_nulls_out():
+    snapshot = {"cluster_name": "prod", "cluster": {"brokers_up": 3, "under_replicated_partitions": None},
+                "brokers": [], "streams_apps": [], "probe": None, "alerts": [],
+                "collectors": [{"name": "consumer_lag", "up": False, "duration_seconds": 0.5, "error": "x"}],
+                "consumer_groups": [{"group_id": "billing", "members": 0, "total_lag": 12, "max_lag_seconds": 4.5,
+                                     "status": "STOP", "partitions": [
+                                         {"topic": "t", "partition": 0, "committed_offset": 8, "log_end_offset": 20,
+                                          "lag": 12, "lag_seconds": 4.5},
+                                         {"topic": "t", "partition": 1, "committed_offset": None,
+                                          "log_end_offset": 5, "lag": None, "lag_seconds": None}]}]}
+    text = exposition(snapshot)
+    assert 'kafka_consumergroup_lag{cluster="prod",consumergroup="billing",partition="0",topic="t"} 12.0' in text
+    assert 'partition="1"' in text.split("kafka_topic_partition_current_offset", 1)[1]  # log end known
+    assert not any(line.startswith("kafka_consumergroup_lag{") and 'partition="1"' in line
+                   for line in text.splitlines())
+    assert 'kpulse_consumergroup_status{cluster="prod",consumergroup="billing",status="STOP"} 1.0' in text
+    assert 'kpulse_consumergroup_status{cluster="prod",consumergroup="billing",status="OK"} 0.0' in text
+    assert 'kpulse_collector_up{cluster="prod",collector="consumer_lag"} 0.0' in text
+    assert "kpulse_cluster_under_replicated_partitions" not in text
+    assert 'kafka_brokers{cluster="prod"} 3.0' in text
+
+
+# --- on the real cluster ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def config_file(local_cluster, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("collect")
+    layout = local_cluster.layout
+    data = {"clusters": [{"name": "test", "bootstrap_servers": layout.bootstrap_servers,
+                          "metrics": {"source": "jmx_exporter", "timeout_seconds": 10,
+                                      "broker_endpoints": {n.node_id: n.metrics_url for n in layout.nodes}}}],
+            "lake": {"path": str(directory / "lake")},
+            "intervals": {"collect_seconds": 1},
+            "exporter": {"port": free_port(), "host": "127.0.0.1"}}
+    path = directory / "kpulse.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.cluster
+def test_collect_once_json_prints_the_documented_snapshot(config_file):
+    result = subprocess.run([sys.executable, "-m", "kpulse.cli", "--config", str(config_file), "collect", "--once",
+                             "--json"], capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    snapshot = json.loads(result.stdout)
+    cluster = snapshot["cluster"]
+    for key in ("controller_id", "brokers", "under_replicated_partitions", "offline_partitions",
+                "under_min_isr_partitions", "active_controller_count"):
+        assert key in cluster
+    assert cluster["active_controller_count"] == 1
+    assert cluster["controller_id"] in (1, 2, 3)
+    assert [b["up"] for b in cluster["brokers"]] == [True, True, True]
+    for broker in snapshot["brokers"]:
+        for key in ("request_handler_idle_ratio", "network_processor_idle_ratio", "bytes_in_per_sec",
+                    "bytes_out_per_sec", "partition_count", "leader_count"):
+            assert broker[key] is not None or key in broker["reasons"], (broker["id"], key)
+        assert 0 <= broker["request_handler_idle_ratio"] <= 1
+    for key in ("consumer_groups", "streams_apps", "alerts", "collectors"):
+        assert isinstance(snapshot[key], list)
+    assert all(c["up"] for c in snapshot["collectors"]), snapshot["collectors"]
+    lake = load_config(config_file).lake.path
+    health = read_table(lake, "cluster_health")
+    assert len(health) == 3 and set(health["cluster"]) == {"test"}
+    assert (health["under_replicated_partitions"] == cluster["under_replicated_partitions"]).iloc[-1]
+    assert os.path.exists(os.path.join(lake, "_snapshots", "test.json"))
+
+
+@pytest.mark.cluster
+def test_a_collector_that_fails_is_down_in_the_snapshot_the_exporter_and_the_lake(config_file):
+    config = load_config(config_file)
+    registry = default_registry(with_add_ons=False)
+    registry.register("broken", lambda cluster: Broken())
+    exporter = SnapshotExporter()
+    service = CollectionService(config, registry=registry, exporter=exporter)
+    snapshot = service.cycle().snapshots["test"]
+    statuses = {c["name"]: c for c in snapshot["collectors"]}
+    assert statuses["broken"]["up"] is False and "cannot reach the thing" in statuses["broken"]["error"]
+    assert statuses["cluster_metadata"]["up"] is True
+    assert snapshot["cluster"]["brokers_up"] == 3
+    registry_ = CollectorRegistry()
+    registry_.register(exporter)
+    assert 'kpulse_collector_up{cluster="test",collector="broken"} 0.0' in generate_latest(registry_).decode()
+    rows = read_table(config.lake.path, "collector_status")
+    assert not rows[rows["collector"] == "broken"]["up"].any()
+
+
+@pytest.mark.cluster
+def test_collect_serves_prometheus_metrics_and_stops_cleanly_on_sigterm(config_file):
+    port = load_config(config_file).exporter.port
+    process = subprocess.Popen([sys.executable, "-m", "kpulse.cli", "--config", str(config_file), "collect"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, text = time.monotonic() + 60, ""
+        while time.monotonic() < deadline and "kpulse_collector_up" not in text:
+            time.sleep(1)
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            except OSError:
+                continue
+        assert 'kpulse_collector_up{cluster="test",collector="cluster_metadata"} 1.0' in text
+        assert 'kafka_brokers{cluster="test"} 3.0' in text
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert "collector stopped" in out

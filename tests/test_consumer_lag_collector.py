@@ -1,0 +1,96 @@
+"""Consumer lag on the real cluster: kpulse's per-partition lag equals the official
+kafka-consumer-groups, and time lag is within 20 % of the truth for a producer at a known rate."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from collectors.consumer_lag import ConsumerLagCollector
+from collectors.protocol import CollectContext
+from kpulse.config import parse_config
+from tests.test_demo_workload import group_rows
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def cluster_config(local_cluster, tmp_path_factory):
+    data = {"clusters": [{"name": "test", "bootstrap_servers": local_cluster.layout.bootstrap_servers,
+                          "consumer_groups": {"include": ["lagtest-.*"]}}]}
+    return parse_config(data, source="test", base_dir=tmp_path_factory.mktemp("cfg")).cluster(None)
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=3)])[name].result(30)
+
+
+def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+    consumer.close()
+
+
+def group_section(result, group_id):
+    return next(g for g in result.sections["consumer_groups"] if g["group_id"] == group_id)
+
+
+def test_per_partition_lag_equals_kafka_consumer_groups_describe(cluster_config, bootstrap):
+    create_topic(bootstrap, "lagtest.orders", 4)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(400):
+        producer.produce("lagtest.orders", key=str(i), value=b"x")
+    producer.flush(30)
+    commit(bootstrap, "lagtest-equal", {("lagtest.orders", 0): 10, ("lagtest.orders", 1): 0, ("lagtest.orders", 2): 77})
+    # partition 3 is never committed: both must show no lag for it, not zero
+
+    result = ConsumerLagCollector(cluster_config).collect(CollectContext(cluster_config, time.time()))
+    ours = {(p["topic"], p["partition"]): (p["committed_offset"], p["log_end_offset"], p["lag"])
+            for p in group_section(result, "lagtest-equal")["partitions"]}
+    official = {(row["TOPIC"], int(row["PARTITION"])): (int(row["CURRENT-OFFSET"]), int(row["LOG-END-OFFSET"]),
+                                                        int(row["LAG"]))
+                for row in group_rows(bootstrap, "lagtest-equal")}
+    assert ours == official
+    assert ("lagtest.orders", 3) not in ours
+    group = group_section(result, "lagtest-equal")
+    assert group["state"] == "Empty" and group["members"] == 0
+    assert group["total_lag"] == sum(lag for _, _, lag in official.values())
+
+
+def test_groups_outside_the_include_filter_are_not_collected(cluster_config, bootstrap):
+    commit(bootstrap, "other-group", {("lagtest.orders", 0): 1})
+    result = ConsumerLagCollector(cluster_config).collect(CollectContext(cluster_config, time.time()))
+    ids = {g["group_id"] for g in result.sections["consumer_groups"]}
+    assert "other-group" not in ids and "lagtest-equal" in ids
+
+
+def test_time_lag_is_within_20_percent_for_a_producer_at_a_known_rate(cluster_config, bootstrap):
+    create_topic(bootstrap, "lagtest.rate", 1)
+    collector = ConsumerLagCollector(cluster_config)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    rate, produced, started = 40.0, 0, time.time()
+    committed_at = None
+    next_cycle = started
+    while time.time() - started < 14:
+        now = time.time()
+        due = int((now - started) * rate)
+        while produced < due:
+            producer.produce("lagtest.rate", value=b"x")
+            produced += 1
+        producer.flush(5)
+        if committed_at is None and now - started >= 3:
+            commit(bootstrap, "lagtest-rate", {("lagtest.rate", 0): produced})
+            committed_at = time.time()  # the log end was `produced` at about this moment
+        if now >= next_cycle:
+            result = collector.collect(CollectContext(cluster_config, time.time()))
+            next_cycle += 1.0
+        time.sleep(0.02)
+    truth = time.time() - committed_at
+    result = collector.collect(CollectContext(cluster_config, time.time()))
+    partition = group_section(result, "lagtest-rate")["partitions"][0]
+    assert partition["lag"] > 0
+    assert partition["lag_seconds"] == pytest.approx(truth, rel=0.2)
