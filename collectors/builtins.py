@@ -31,10 +31,26 @@ def _consumer_lag(cluster):
     return ConsumerLagCollector(cluster)
 
 
+def _streams_apps(cluster):
+    from collectors.streams_apps import StreamsAppsCollector
+
+    return StreamsAppsCollector(cluster)
+
+
+def _probe(cluster):
+    if not cluster.probe.enabled:
+        return None
+    from collectors.probe import ProbeCollector
+
+    return ProbeCollector(cluster, topic=cluster.probe.topic)
+
+
 BUILTINS = {
     "cluster_metadata": _cluster_metadata,
     "broker_metrics": _broker_metrics,
     "consumer_lag": _consumer_lag,
+    "streams_apps": _streams_apps,
+    "probe": _probe,
 }
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import faulthandler
 import json
+import os
 import signal
+import subprocess
 import sys
 import threading
 import time
 
 from collectors.runner import CollectionService, CycleResult
+from kpulse.config import DEFAULT_SOURCE
 
 ONCE_READINGS = 3
 ONCE_SPACING_SECONDS = 1.0
@@ -18,6 +22,7 @@ consumer group's status needs three observations."""
 
 def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
                     spacing: float = ONCE_SPACING_SECONDS, out=sys.stdout) -> int:
+    faulthandler.enable()  # a crash inside a native client library still leaves a Python stack in the log
     service = CollectionService(config, cluster_names=[cluster] if cluster else None)
     if once:
         try:
@@ -34,6 +39,9 @@ def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
             for snapshot in snapshots:
                 print(summary_line(snapshot, result), file=out)
         return 0
+
+    if os.environ.get(_SUPERVISED) is None:
+        return supervise(config, cluster, out)
 
     from prometheus_client import CollectorRegistry, start_http_server
 
@@ -58,6 +66,58 @@ def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
     service.run(stop, on_cycle=report)
     print("collector stopped", file=out)
     return 0
+
+
+_SUPERVISED = "KPULSE_COLLECT_SUPERVISED"
+RESTART_DELAY_SECONDS = 5.0
+
+
+def supervise(config, cluster: str | None, out) -> int:
+    """Run the collection loop in a child process and start it again when it dies.
+
+    The native Kafka client library has crashed the process here (a segfault in librdkafka's own
+    thread, seen twice in hours of collection, not reproduced since); a crash must not end
+    monitoring silently. Each restart is written to the lake's ``collector_status`` table as
+    collector ``kpulse-collect`` down with the signal, and the rows the child had not flushed yet
+    (at most ``FLUSH_SECONDS``) are the gap it records."""
+    command = [sys.executable, "-m", "kpulse.cli"]
+    if config.source != DEFAULT_SOURCE:
+        command += ["--config", str(config.source)]
+    command += ["collect"] + (["--cluster", cluster] if cluster else [])
+    stopping = threading.Event()
+    child: subprocess.Popen | None = None
+
+    def forward(signum, _frame) -> None:
+        stopping.set()
+        if child is not None and child.poll() is None:
+            child.send_signal(signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, forward)
+    while True:
+        child = subprocess.Popen(command, env={**os.environ, _SUPERVISED: "1"})
+        code = child.wait()
+        if stopping.is_set() or code == 0:
+            return 0 if stopping.is_set() else code
+        why = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+        print(f"collector process died ({why}); restarting in {RESTART_DELAY_SECONDS:g}s", file=out, flush=True)
+        _record_crash(config, cluster, why)
+        if stopping.wait(RESTART_DELAY_SECONDS):
+            return 0
+
+
+def _record_crash(config, cluster: str | None, why: str) -> None:
+    from collectors.lake import LakeWriter
+    from collectors.runner import FLUSH_SECONDS
+
+    now = time.time()
+    lake = LakeWriter(config.lake.path)
+    for name in [cluster] if cluster else [c.name for c in config.clusters]:
+        lake.append("collector_status", [{"time": now, "cluster": name, "collector": "kpulse-collect", "up": False,
+                                          "duration_seconds": None,
+                                          "error": f"collector process died ({why}); samples of up to "
+                                                   f"{FLUSH_SECONDS:g}s before it were not written; restarted"}])
+    lake.flush()
 
 
 def summary_line(snapshot: dict, result: CycleResult) -> str:

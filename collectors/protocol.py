@@ -9,6 +9,7 @@ the error) and the others keep running.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
@@ -53,8 +54,9 @@ class DuplicateCollectorError(ValueError):
 
 
 class Registry:
-    """Named collector factories, each ``factory(cluster_config) -> Collector``. ``create`` builds
-    fresh collectors for one cluster; factories and constructors make no connection."""
+    """Named collector factories, each ``factory(cluster_config) -> Collector | None`` (None: the
+    collector does not apply to that cluster, e.g. a probe turned off). ``create`` builds fresh
+    collectors for one cluster; factories and constructors make no connection."""
 
     def __init__(self) -> None:
         self._factories: dict[str, Callable[[Any], Collector]] = {}
@@ -69,26 +71,37 @@ class Registry:
         return list(self._factories)
 
     def create(self, cluster_config: Any) -> list[Collector]:
-        return [factory(cluster_config) for factory in self._factories.values()]
+        collectors = (factory(cluster_config) for factory in self._factories.values())
+        return [collector for collector in collectors if collector is not None]
 
 
 def run_isolated(collectors: list[Collector], context: CollectContext,
                  clock: Callable[[], float] = time.monotonic) -> tuple[dict[str, Any], dict[str, list[dict]],
                                                                        list[CollectorStatus]]:
-    """Run every collector once; a failing one is reported down and contributes nothing."""
-    sections: dict[str, Any] = {}
-    rows: dict[str, list[dict]] = {}
-    statuses = []
-    for collector in collectors:
+    """Run every collector once, concurrently (each owns its clients, so a slow one, such as the
+    probe waiting for its records, does not hold up the others); a failing one is reported down
+    and contributes nothing. Results are merged in registration order."""
+
+    def run(collector: Collector) -> tuple[CollectorResult | None, CollectorStatus]:
         began = clock()
         try:
             result = collector.collect(context)
         except Exception as error:  # noqa: BLE001 - isolation is the point
-            statuses.append(CollectorStatus(collector.name, False, clock() - began,
-                                            f"{type(error).__name__}: {error}".splitlines()[0]))
+            first_line = f"{type(error).__name__}: {error}".splitlines()[0]
+            return None, CollectorStatus(collector.name, False, clock() - began, first_line)
+        return result, CollectorStatus(collector.name, True, clock() - began)
+
+    if len(collectors) > 1:
+        with ThreadPoolExecutor(max_workers=len(collectors), thread_name_prefix="collector") as pool:
+            outcomes = list(pool.map(run, collectors))
+    else:
+        outcomes = [run(c) for c in collectors]
+    sections: dict[str, Any] = {}
+    rows: dict[str, list[dict]] = {}
+    for result, _ in outcomes:
+        if result is None:
             continue
-        statuses.append(CollectorStatus(collector.name, True, clock() - began))
         sections.update(result.sections)
         for table, table_rows in result.rows.items():
             rows.setdefault(table, []).extend(table_rows)
-    return sections, rows, statuses
+    return sections, rows, [status for _, status in outcomes]

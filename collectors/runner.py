@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from collectors.alerts import AlertState, to_dicts
 from collectors.builtins import default_registry
 from collectors.lake import LakeWriter, resolve
 from collectors.protocol import CollectContext, Collector, Registry, run_isolated
@@ -31,7 +32,7 @@ flush, so flushing every 10 s cycle would make ~8,600 small files per table per 
 class ClusterCollection:
     cluster: Any
     collectors: list[Collector]
-    alerts: Any = None
+    alerts: AlertState
     last_snapshot: dict[str, Any] | None = None
 
 
@@ -51,7 +52,7 @@ class CollectionService:
         self.config = config
         registry = registry or default_registry()
         clusters = [config.cluster(name) for name in cluster_names] if cluster_names else list(config.clusters)
-        factory = alert_state_factory or _default_alert_state
+        factory = alert_state_factory or (lambda cluster: AlertState(cluster=cluster.name))
         self.clusters = [ClusterCollection(c, registry.create(c), factory(c)) for c in clusters]
         self.lake = lake if lake is not None else LakeWriter(config.lake.path)
         self.exporter = exporter
@@ -65,11 +66,11 @@ class CollectionService:
             now = self._clock()
             sections, rows, statuses = run_isolated(entry.collectors, CollectContext(entry.cluster, now))
             snapshot = compose(entry.cluster.name, now, sections, statuses)
-            if entry.alerts is not None:
-                evaluation = entry.alerts.evaluate(snapshot)
-                snapshot["alerts"] = [_alert_dict(a) for a in evaluation.firing]
-                rows.setdefault("alert_event", []).extend(_event_row(e, entry.cluster.name, now)
-                                                          for e in evaluation.events)
+            evaluation = entry.alerts.evaluate(snapshot)
+            snapshot["alerts"] = to_dicts(evaluation.firing)
+            if evaluation.errors:
+                snapshot["alert_errors"] = list(evaluation.errors)
+            rows.setdefault("alert_event", []).extend(event.row() for event in evaluation.events)
             rows.setdefault("collector_status", []).extend(
                 {"time": now, "cluster": entry.cluster.name, "collector": s.name, "up": s.up,
                  "duration_seconds": s.duration_seconds, "error": s.error} for s in statuses)
@@ -132,23 +133,3 @@ class CollectionService:
                     except Exception:  # noqa: BLE001 - closing must not hide the other closes
                         LOG.exception("closing collector %s", collector.name)
         self.flush()
-
-
-def _default_alert_state(cluster):
-    try:
-        from collectors.alerts import AlertState
-    except ImportError:  # the alert rules module lands separately
-        return None
-    return AlertState()
-
-
-def _alert_dict(alert) -> dict[str, Any]:
-    return dict(alert) if isinstance(alert, dict) else {k: getattr(alert, k) for k in
-                                                         ("rule", "severity", "entity", "value", "summary", "since")}
-
-
-def _event_row(event, cluster: str, now: float) -> dict[str, Any]:
-    row = dict(event) if isinstance(event, dict) else dict(vars(event))
-    row.setdefault("time", now)
-    row["cluster"] = cluster
-    return row

@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from kpulse.errors import KpulseError
 from kpulse.progress import Progress
@@ -58,6 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
     collect.add_argument("--json", action="store_true", help="with --once: print the snapshot as JSON")
     collect.add_argument("--cluster", help="only this configured cluster (default: all)")
 
+    alerts = commands.add_parser("alerts", help="alert rules")
+    alerts_commands = alerts.add_subparsers(dest="action", required=True, metavar="ACTION")
+    export = alerts_commands.add_parser("export-rules", help="kpulse's alert rules as a Prometheus rule file")
+    export.add_argument("--job", default="kafka", help="Prometheus job label of the brokers' exporters (default: kafka)")
+    export.add_argument("--kpulse-job", default="kpulse", help="job label of kpulse's exporter (default: kpulse)")
+    export.add_argument("--output", "-o", help="write to this file instead of stdout")
+
     config = commands.add_parser("config", help="check or show configuration")
     config_commands = config.add_subparsers(dest="action", required=True, metavar="ACTION")
     config_commands.add_parser("check", help="load the config and print it (passwords hidden)")
@@ -94,6 +102,8 @@ def _dispatch(args: argparse.Namespace) -> int | None:
         os.execvp(command[0], command)
     if args.command == "config":
         return _config(args)
+    if args.command == "alerts":
+        return _export_rules(args)
     if args.command == "collect":
         from collectors.command import collect_command
         from kpulse.config import load_config
@@ -108,9 +118,13 @@ def _dispatch(args: argparse.Namespace) -> int | None:
     if args.command == "up":
         return _up(args, cluster, demo)
     if args.command == "down":
+        from kpulse.home import state_dir
+        from kpulse.services import Services
+
+        services = Services(state_dir()).stop()
         demo.stop()
         stopped = cluster.down(wipe=args.wipe)
-        print(f"stopped {len(stopped)} node(s) and the demo workload")
+        print(f"stopped {len(services)} kpulse service(s), the demo workload and {len(stopped)} node(s)")
         return None
     if args.command == "cluster":
         return _cluster(args, cluster)
@@ -122,19 +136,35 @@ def _dispatch(args: argparse.Namespace) -> int | None:
 def _up(args, cluster, demo) -> None:
     from kpulse.config import DEFAULT_SOURCE, load_config
 
+    from kpulse.home import state_dir
+    from kpulse.services import Service, Services
+
     config = load_config(args.config)
-    if config.source != DEFAULT_SOURCE:
+    local = config.source == DEFAULT_SOURCE
+    if local:
+        status = cluster.up()
+        if not args.no_demo:
+            demo.start()
+    else:
         _check_configured_clusters(config)
-        return
-    status = cluster.up()
-    if not args.no_demo:
-        demo.start()
-    _print_cluster(status)
-    if not args.no_demo:
-        print("\nDemo workload: producers on demo.*, groups demo-healthy / demo-slow / demo-stopped,")
-        print("Streams app kpulse-demo-streams (metrics: " + ", ".join(demo.streams_metrics_urls()) + ")")
-    print("\nOfficial tools: kpulse kafka-cli kafka-consumer-groups --bootstrap-server "
-          f"{status.bootstrap_servers.split(',')[0]} --describe --all-groups")
+    exporter = (f"Prometheus exporter http://{config.exporter.host}:{config.exporter.port}/metrics"
+                if config.exporter.enabled else "exporter disabled")
+    services = [Service("collect", ("collect",), f"{exporter}; lake {config.lake.path}")]
+    with cluster.progress.step("starting the kpulse collectors"):
+        started = Services(state_dir(), None if local else str(Path(config.source).resolve())).start(services)
+    if local:
+        _print_cluster(status)
+        if not args.no_demo:
+            print("\nDemo workload: producers on demo.*, groups demo-healthy / demo-slow / demo-stopped,")
+            print("Streams app kpulse-demo-streams (metrics: " + ", ".join(demo.streams_metrics_urls()) + ")")
+    print()
+    for service in started:
+        print(f"kpulse {service.name}: {'running' if service.running else 'NOT RUNNING'} "
+              f"(pid {service.pid or '-'}) - {service.where}; log {service.log}")
+    if local:
+        print("\nOfficial tools: kpulse kafka-cli kafka-consumer-groups --bootstrap-server "
+              f"{status.bootstrap_servers.split(',')[0]} --describe --all-groups")
+    print("One snapshot now: kpulse collect --once --json")
     print("Stop everything: kpulse down")
 
 
@@ -197,6 +227,22 @@ def _demo(args, demo) -> None:
         else:
             for item in items:
                 print(f"{item.name:<24} {'running' if item.running else 'stopped':<8} {item.pid or '-':>7}  {item.log}")
+
+
+def _export_rules(args) -> None:
+    from collectors.alert_rules_export import export_rules_yaml
+    from kpulse.config import load_config
+
+    groups = load_config(args.config).cluster(None).consumer_groups
+    text = export_rules_yaml(args.job, kpulse_job_label=args.kpulse_job,
+                             lag_seconds_threshold=groups.lag_seconds_threshold,
+                             lag_seconds_overrides={g: o.lag_seconds_threshold for g, o in groups.overrides.items()
+                                                    if o.lag_seconds_threshold is not None})
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}")
+    else:
+        print(text, end="")
 
 
 def _config(args) -> None:

@@ -88,20 +88,39 @@ def signal_process(pid_file: Path, signum: int) -> psutil.Process | None:
 
 
 def wait_gone(processes: list[psutil.Process], timeout: float) -> None:
-    """Wait for processes to exit; SIGKILL the ones still alive after ``timeout``."""
-    _, alive = psutil.wait_procs(processes, timeout=timeout)
+    """Wait for processes to exit; SIGKILL the ones still alive after ``timeout``.
+
+    A zombie counts as gone: when the parent is another process (a test run that started the
+    node), only that parent can reap it, and waiting for the PID to vanish would wait in vain."""
+    alive = _wait(processes, timeout)
     for process in alive:
         try:
             process.kill()
         except psutil.Error:
             pass
-    psutil.wait_procs(alive, timeout=10)
-    # Reap children of this process (tests start nodes from the same interpreter).
-    for process in processes:
-        try:
-            os.waitpid(process.pid, os.WNOHANG)
-        except (ChildProcessError, OSError):
-            pass
+    _wait(alive, 10)
+
+
+def _wait(processes: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    deadline = time.monotonic() + timeout
+    alive = list(processes)
+    while alive:
+        alive = [p for p in alive if _alive(p)]
+        if not alive or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    return alive
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        os.waitpid(process.pid, os.WNOHANG)  # reap it when it is our own child
+    except (ChildProcessError, OSError):
+        pass
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def wait_until(predicate, timeout: float, interval: float = 0.25) -> bool:

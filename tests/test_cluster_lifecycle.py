@@ -28,17 +28,24 @@ def port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_down_stops_every_process_it_started_and_frees_every_port(tmp_path, local_cluster):
-    env = {**os.environ, "KPULSE_STATE_DIR": str(tmp_path / "state"), "KPULSE_PORT_BASE": "39090"}
-    run(env, "cluster", "up")
+def test_up_starts_the_main_job_and_down_stops_every_process_it_started(tmp_path, local_cluster):
+    """`kpulse up` (what `make up` runs): cluster, demo workload and collectors; `kpulse down` stops
+    every one of them by PID and frees every port."""
+    env = {key: value for key, value in os.environ.items() if key != "KPULSE_CONFIG"}
+    env.update(KPULSE_STATE_DIR=str(tmp_path / "state"), KPULSE_PORT_BASE="39090")
+    up = run(env, "up")
+    assert "kpulse collect: running" in up.stdout
     status = json.loads(run(env, "cluster", "status", "--json").stdout)
-    pids = [node["pid"] for node in status["nodes"]]
+    demo = json.loads(run(env, "demo", "status", "--json").stdout)
+    pids = [node["pid"] for node in status["nodes"]] + [p["pid"] for p in demo if p["running"]]
+    pids += [json.loads(f.read_text())["pid"] for f in (tmp_path / "state" / "services").glob("*.pid.json")]
+    assert len(pids) >= 3 + 4 + 1  # nodes, producer + 2 consumers + 2 Streams instances, collector
     ports = [node["port"] for node in status["nodes"]] + [node["controller_port"] for node in status["nodes"]]
     assert all(psutil.pid_exists(pid) for pid in pids)
     assert all(port_open(port) for port in ports)
 
-    result = run(env, "cluster", "down", "--wipe")
-    assert "stopped 3 node(s)" in result.stdout
+    result = run(env, "down", "--wipe")
+    assert "stopped 1 kpulse service(s), the demo workload and 3 node(s)" in result.stdout
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
     assert not any(port_open(port) for port in ports)
     assert not (tmp_path / "state" / "cluster").exists()
@@ -46,3 +53,18 @@ def test_down_stops_every_process_it_started_and_frees_every_port(tmp_path, loca
     assert [node["running"] for node in after["nodes"]] == [False, False, False]
     # The session's own cluster is untouched.
     assert local_cluster.status().all_running
+
+
+def test_up_refuses_ports_in_use_with_one_line_and_starts_nothing(tmp_path):
+    env = {**os.environ, "KPULSE_STATE_DIR": str(tmp_path / "state"), "KPULSE_PORT_BASE": "38090"}
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", 38292))  # node 2's metrics port
+        squatter.listen()
+        result = run(env, "cluster", "up", check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "kpulse: error: port(s) 38292 already in use on 127.0.0.1 (another cluster? stop it, or choose other "
+        "ports with KPULSE_PORT_BASE)")
+    status = json.loads(run(env, "cluster", "status", "--json").stdout)
+    assert not any(node["running"] for node in status["nodes"])

@@ -174,3 +174,41 @@ def test_collect_serves_prometheus_metrics_and_stops_cleanly_on_sigterm(config_f
         out, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
     assert "collector stopped" in out
+
+
+@pytest.mark.cluster
+def test_a_crashed_collector_process_is_restarted_and_the_crash_recorded(config_file):
+    import psutil
+
+    config = load_config(config_file)
+    port = config.exporter.port
+    supervisor = subprocess.Popen([sys.executable, "-m", "kpulse.cli", "--config", str(config_file), "collect"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def serving() -> bool:
+        try:
+            return "kpulse_collector_up" in urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                                                  timeout=5).read().decode()
+        except OSError:
+            return False
+
+    def wait(check, timeout=60):
+        deadline = time.monotonic() + timeout
+        while not check():
+            assert time.monotonic() < deadline, "timed out"
+            time.sleep(0.5)
+
+    try:
+        wait(serving)
+        [first] = psutil.Process(supervisor.pid).children()
+        first.send_signal(signal.SIGSEGV)  # what a crash in the native client library looks like
+        wait(lambda: [c.pid for c in psutil.Process(supervisor.pid).children()] not in ([], [first.pid]))
+        wait(serving)
+    finally:
+        supervisor.send_signal(signal.SIGTERM)
+        out, err = supervisor.communicate(timeout=60)
+    assert supervisor.returncode == 0, err
+    assert "collector process died (signal SIGSEGV); restarting" in out
+    rows = read_table(config.lake.path, "collector_status")
+    crash = rows[rows["collector"] == "kpulse-collect"]
+    assert len(crash) == 1 and not crash["up"].iloc[0] and "SIGSEGV" in crash["error"].iloc[0]

@@ -784,3 +784,15 @@ def test_check_kpulse_wiring_catches_mismatch():
     problems = kpulse_wiring_problems(kpulse_doc, doc, prometheus_doc)
     assert len(problems) == 3
     assert "kafka-2" in problems[0] and "prom:9090" in problems[1] and "9999" in problems[2]
+
+
+def test_the_compose_alert_rules_are_what_kpulse_alerts_export_rules_writes_for_its_config():
+    """docker/prometheus/alerts.yml is generated (`kpulse --config docker/kpulse.yaml alerts
+    export-rules -o docker/prometheus/alerts.yml`); it must not drift from kpulse's own rules."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "kpulse.cli", "--config", str(DOCKER_DIR / "kpulse.yaml"),
+                             "alerts", "export-rules"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert (DOCKER_DIR / "prometheus" / "alerts.yml").read_text() == result.stdout

@@ -94,7 +94,8 @@ def test_every_metrics_endpoint_serves_the_health_metrics_with_plausible_values(
 def test_killing_a_broker_shows_in_the_official_tools_and_starting_it_heals(local_cluster, bootstrap):
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topics = [NewTopic("kill.rf3", num_partitions=3, replication_factor=3, config={"min.insync.replicas": "2"}),
-              NewTopic("kill.rf1", num_partitions=3, replica_assignment=[[1], [2], [3]])]
+              NewTopic("kill.rf1", num_partitions=3, replica_assignment=[[1], [2], [3]],
+                       config={"min.insync.replicas": "1"})]
     for future in admin.create_topics(topics).values():
         future.result(30)
     _produce(bootstrap, "kill.rf3", 30)

@@ -72,7 +72,8 @@ def default_config(environ: Mapping[str, str] | None = None) -> KpulseConfig:
             "expected_instances": len(STREAMS_DEMO_INSTANCES),
         }],
     }
-    data = {"clusters": [cluster], "lake": {"path": str(home.state_dir() / "lake")}}
+    data = {"clusters": [cluster], "lake": {"path": str(home.state_dir() / "lake")},
+            "exporter": {"port": layout.exporter_port, "host": "127.0.0.1"}}
     return parse_config(data, source=DEFAULT_SOURCE, base_dir=Path.cwd(), environ=environ)
 
 

@@ -88,6 +88,17 @@ class MetricsConfig:
 
 
 @dataclass(frozen=True)
+class ProbeConfig:
+    """The end-to-end probe: a topic with a partition led by every broker, written and read back
+    every cycle (produce and consume availability, end-to-end latency, lost and duplicated)."""
+
+    enabled: bool = True
+    """Off for clusters where kpulse may not create a topic."""
+    topic: str = "kpulse-probe"
+    """Created by kpulse when missing (replication factor min(3, brokers), 1 h retention)."""
+
+
+@dataclass(frozen=True)
 class StreamsAppConfig:
     """One Kafka Streams application to monitor."""
 
@@ -147,6 +158,7 @@ class ClusterConfig:
     metrics: MetricsConfig = MetricsConfig()
     streams_apps: tuple[StreamsAppConfig, ...] = ()
     consumer_groups: ConsumerGroupsConfig = ConsumerGroupsConfig()
+    probe: ProbeConfig = ProbeConfig()
 
     def client_config(self) -> dict[str, str]:
         """librdkafka (confluent-kafka) client settings; only the ones that are set."""

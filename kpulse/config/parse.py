@@ -23,7 +23,7 @@ from kpulse.config.errors import ConfigError, child_path
 from kpulse.config.model import (
     METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, ClusterConfig, ConsumerGroupsConfig,
     DashboardConfig, ExporterConfig, GroupOverride, IntervalsConfig, KpulseConfig, LakeConfig,
-    MetricsConfig, SecurityConfig, StreamsAppConfig,
+    MetricsConfig, ProbeConfig, SecurityConfig, StreamsAppConfig,
 )
 
 _CLUSTER_NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
@@ -76,7 +76,7 @@ def parse_config(
 
 def _cluster(reader: _Section) -> ClusterConfig:
     reader.declare("name", "bootstrap_servers", "read_only", "security", "metrics",
-                   "streams_apps", "consumer_groups")
+                   "streams_apps", "consumer_groups", "probe")
     name = reader.string("name", required=True)
     if not _CLUSTER_NAME.match(name):
         raise ConfigError(f"{reader.path('name')}: {name!r} may only use letters, digits, '_', '.', '-'")
@@ -96,7 +96,14 @@ def _cluster(reader: _Section) -> ClusterConfig:
         metrics=_metrics(reader.section("metrics")),
         streams_apps=apps,
         consumer_groups=_consumer_groups(reader.section("consumer_groups")),
+        probe=_probe(reader.section("probe")),
     )
+
+
+def _probe(reader: _Section) -> ProbeConfig:
+    reader.declare("enabled", "topic")
+    return ProbeConfig(enabled=reader.boolean("enabled", True),
+                       topic=reader.string("topic", "kpulse-probe", non_empty=True))
 
 
 def _security(reader: _Section) -> SecurityConfig:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 import time
 import urllib.request
@@ -100,17 +101,28 @@ class LocalCluster:
         if not missing:
             self.progress.note(f"cluster already up: {self.layout.bootstrap_servers}")
             return self.status()
+        busy = [port for node in missing for port in (node.client_port, node.controller_port, node.metrics_port)
+                if _port_in_use(port)]
+        if busy:
+            raise ClusterError(f"port(s) {', '.join(map(str, busy))} already in use on 127.0.0.1 (another cluster? "
+                               "stop it, or choose other ports with KPULSE_PORT_BASE)")
         runtime = ensure_runtime(self.progress)
         self._save_layout()
         unformatted = [n for n in missing if not (self.node_dir(n.node_id) / "data" / "meta.properties").exists()]
         if unformatted:
             with self.progress.step(f"formatting storage of {len(unformatted)} node(s)"):
                 self._format(runtime, unformatted)
-        with self.progress.step(f"starting {len(missing)} node(s)"):
-            for node in missing:
-                self._start_node(runtime, node)
-        with self.progress.step("waiting for a quorum leader and all brokers registered"):
-            self.wait_ready(timeout)
+        try:
+            with self.progress.step(f"starting {len(missing)} node(s)"):
+                for node in missing:
+                    self._start_node(runtime, node)
+            with self.progress.step("waiting for a quorum leader and all brokers registered"):
+                self.wait_ready(timeout)
+        except BaseException:
+            # Leave nothing half-started behind: stop the nodes this call started.
+            started = [processes.signal_process(self._pid_file(n.node_id), 15) for n in missing]
+            processes.wait_gone([p for p in started if p is not None], timeout=30)
+            raise
         return self.status()
 
     def down(self, wipe: bool = False) -> list[int]:
@@ -186,6 +198,7 @@ class LocalCluster:
         """Until every running node's exporter answers, a quorum leader is known and the brokers are registered."""
         deadline = time.monotonic() + timeout
         last_problem = "nothing checked yet"
+        self._exporters_seen: set[int] = set()
         while time.monotonic() < deadline:
             dead = [n.node_id for n in self.layout.nodes
                     if processes.read_record(self._pid_file(n.node_id)) is not None
@@ -200,24 +213,36 @@ class LocalCluster:
         raise ClusterError(f"cluster not ready after {timeout:.0f}s: {last_problem}")
 
     def _readiness_problem(self) -> str | None:
+        """None when ready. A broker registers only with an active controller, so every running
+        node registered means the quorum has a leader; each node's exporter must then answer once
+        (a full scrape walks every MBean: slow on a loaded machine, so it is read once per node)."""
         running = [n for n in self.layout.nodes if processes.running_pid(self._pid_file(n.node_id)) is not None]
-        for node in running:
-            leader = _scrape_value(node.metrics_url, "kafka_server_raft_metrics_current_leader")
-            if leader is None:
-                return f"node {node.node_id} metrics endpoint not serving yet"
-            if leader < 0:
-                return f"node {node.node_id} knows no quorum leader yet"
         registered = _registered_brokers(self.layout.bootstrap_servers)
         expected = {n.node_id for n in running}
         if registered is None or not expected <= registered:
             return f"brokers registered: {sorted(registered or [])}, expected {sorted(expected)}"
+        for node in running:
+            if node.node_id in self._exporters_seen:
+                continue
+            leader = _scrape_value(node.metrics_url, "kafka_server_raft_metrics_current_leader", timeout=15)
+            if leader is None:
+                return f"node {node.node_id} metrics endpoint not serving yet"
+            if leader < 0:
+                return f"node {node.node_id} knows no quorum leader yet"
+            self._exporters_seen.add(node.node_id)
         return None
 
 
-def _scrape_value(url: str, metric: str) -> float | None:
+def _port_in_use(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _scrape_value(url: str, metric: str, timeout: float = 5) -> float | None:
     """The first sample of ``metric`` on a Prometheus text endpoint, or None when unreachable."""
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             text = response.read().decode()
     except OSError:
         return None

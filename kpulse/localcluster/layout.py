@@ -10,6 +10,7 @@ client listener        base + i            19091
 controller listener    base + 100 + i      19191
 JMX exporter metrics   base + 200 + i      19291
 Streams demo metrics   base + 300 + j      19391 (instance j)
+kpulse exporter        base + 400          9308 (default base only)
 =====================  ==================  =====================
 """
 
@@ -96,6 +97,12 @@ class ClusterLayout:
 
     def streams_metrics_port(self, instance: int) -> int:
         return self.base + 300 + instance
+
+    @property
+    def exporter_port(self) -> int:
+        """kpulse's own Prometheus exporter: kafka_exporter's usual 9308 beside the default
+        cluster, base + 400 beside any other (a test cluster next to a demo one)."""
+        return 9308 if self.base == DEFAULT_PORT_BASE else self.base + 400
 
 
 def server_properties(layout: ClusterLayout, node: NodeLayout, data_dir: str) -> str:

@@ -1,0 +1,143 @@
+"""One full collection cycle on a cluster with 10,000 partitions and 200 consumer groups.
+
+Run: ``.venv/bin/python bench/lag_collection.py`` (starts a cluster of its own on ports 49090+
+in a temporary state directory, builds the state, measures, stops it). ``--bootstrap`` measures
+an existing cluster instead (the state must already be there; see ``build``).
+
+State: 200 topics x 50 partitions (replication factor 1, so three small nodes hold them), 10
+records in each partition, and 200 groups, group i committed on all 50 partitions of topic i:
+every one of the 10,000 partitions has a committed offset.
+
+Measured in a separate process, so its peak RSS is the collectors' alone: the median of 10 cycles
+of the consumer lag collector, and of a whole collection cycle (cluster metadata + broker metrics
++ consumer lag + snapshot), with the requests each makes. Goals: <= 0.5 s per cycle, <= 300 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TOPICS, PARTITIONS, RECORDS_PER_PARTITION = 200, 50, 10
+
+
+def build(bootstrap: str) -> None:
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    names = [f"bench.t{i:03d}" for i in range(TOPICS)]
+    for start in range(0, TOPICS, 20):
+        futures = admin.create_topics([NewTopic(n, num_partitions=PARTITIONS, replication_factor=1)
+                                       for n in names[start:start + 20]], request_timeout=120)
+        for future in futures.values():
+            future.result(180)
+        print(f"  topics {start + 20}/{TOPICS}", flush=True)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 10000})
+    for name in names:
+        for partition in range(PARTITIONS):
+            for _ in range(RECORDS_PER_PARTITION):
+                producer.produce(name, value=b"x", partition=partition)
+        producer.poll(0)
+    producer.flush(300)
+    print(f"  produced {TOPICS * PARTITIONS * RECORDS_PER_PARTITION} records", flush=True)
+    for i, name in enumerate(names):
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-g{i:03d}"})
+        offsets = [TopicPartition(name, p, RECORDS_PER_PARTITION // 2) for p in range(PARTITIONS)]
+        for attempt in range(20):  # the group coordinator may still be moving right after start
+            try:
+                consumer.commit(offsets=offsets, asynchronous=False)
+                break
+            except KafkaException:
+                if attempt == 19:
+                    raise
+                time.sleep(1)
+        consumer.close()
+    print(f"  committed offsets for {TOPICS} groups", flush=True)
+
+
+def measure(bootstrap: str, metrics_urls: list[str], cycles: int) -> dict:
+    from collectors.consumer_lag import ConsumerLagCollector
+    from collectors.protocol import CollectContext
+    from collectors.runner import CollectionService
+    from kpulse.config import parse_config
+
+    data = {"clusters": [{"name": "bench", "bootstrap_servers": bootstrap,
+                          "consumer_groups": {"include": ["bench-.*"]},
+                          "metrics": {"source": "jmx_exporter", "timeout_seconds": 10,
+                                      "broker_endpoints": {i + 1: u for i, u in enumerate(metrics_urls)}}}],
+            "lake": {"path": tempfile.mkdtemp(prefix="kpulse-bench-lake-")}}
+    config = parse_config(data, source="bench", base_dir=os.getcwd())
+    cluster = config.cluster(None)
+    lag = ConsumerLagCollector(cluster)
+    lag_times, partitions = [], 0
+    for _ in range(cycles):
+        began = time.perf_counter()
+        result = lag.collect(CollectContext(cluster, time.time()))
+        lag_times.append(time.perf_counter() - began)
+        partitions = sum(len(g["partitions"]) for g in result.sections["consumer_groups"])
+        time.sleep(0.5)
+    service = CollectionService(config, flush_seconds=3600)
+    full_times = []
+    for _ in range(cycles):
+        began = time.perf_counter()
+        service.cycle()
+        full_times.append(time.perf_counter() - began)
+        time.sleep(0.5)
+    service.close()
+    return {"partitions": partitions, "groups": len(result.sections["consumer_groups"]),
+            "lag_cycle_median_s": statistics.median(lag_times), "full_cycle_median_s": statistics.median(full_times),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bootstrap", help="measure this cluster (already built) instead of starting one")
+    parser.add_argument("--metrics-url", action="append", default=[])
+    parser.add_argument("--cycles", type=int, default=10)
+    parser.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure_only:
+        print(json.dumps(measure(args.bootstrap, args.metrics_url, args.cycles)))
+        return
+
+    cluster = None
+    if args.bootstrap is None:
+        from kpulse.localcluster.cluster import LocalCluster
+        from kpulse.localcluster.layout import ClusterLayout
+        from kpulse.progress import Progress
+
+        state = tempfile.mkdtemp(prefix="kpulse-bench-state-")
+        cluster = LocalCluster(Path(state), ClusterLayout.from_base(49090), Progress())
+    try:
+        if cluster is not None:
+            cluster.up()
+            args.bootstrap = cluster.layout.bootstrap_servers
+            args.metrics_url = [n.metrics_url for n in cluster.layout.nodes]
+            print(f"building {TOPICS} topics x {PARTITIONS} partitions and {TOPICS} groups ...", flush=True)
+            began = time.monotonic()
+            build(args.bootstrap)
+            print(f"  built in {time.monotonic() - began:.0f} s", flush=True)
+        command = [sys.executable, __file__, "--measure-only", "--bootstrap", args.bootstrap,
+                   "--cycles", str(args.cycles)] + [a for u in args.metrics_url for a in ("--metrics-url", u)]
+        figures = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+    finally:
+        if cluster is not None:
+            cluster.down(wipe=True)
+    print(f"\n{figures['groups']} groups, {figures['partitions']} partitions with committed offsets, "
+          f"{os.cpu_count()} cores, median of {args.cycles} cycles")
+    print(f"  consumer lag collector cycle:            {figures['lag_cycle_median_s']:.3f} s  (goal <= 0.5 s)")
+    print(f"  full collection cycle (metadata+metrics+lag+snapshot): {figures['full_cycle_median_s']:.3f} s")
+    print(f"  peak resident memory of the collector:   {figures['peak_rss_mb']:.0f} MB (goal <= 300 MB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,484 @@
+"""End-to-end probe: can a client write to every broker and read it back, and how fast?
+
+Like LinkedIn's Xinfra Monitor and the Strimzi canary, the probe owns a topic (``kpulse-probe``)
+with one partition led by each broker, writes to every partition each cycle and reads back.
+
+Topic (:func:`plan_probe_topic`, applied on the first cycle and re-checked every cycle):
+    one partition per live broker, partition ``i`` -> replicas ``[b_i, b_i+1, b_i+2]`` over the
+    sorted broker ids (so ``b_i`` is its preferred leader), replication factor ``min(3, brokers)``,
+    ``min.insync.replicas=2`` when the replication factor is 3, ``retention.ms`` one hour. When a
+    broker appears that is the preferred leader of no probe partition (a broker added later, or
+    down when the topic was created), a partition led by it is added. Partitions are never removed
+    or reassigned: after a broker is decommissioned its partition is led by another replica.
+    Leadership comes back to a restarted broker only by preferred leader election
+    (``auto.leader.rebalance.enable``, every 5 minutes by default).
+
+Each cycle:
+    1. read what arrived late since the previous cycle;
+    2. write ``messages_per_cycle`` records to every partition: ``acks=all``, key = this probe's id
+       (records of other probes are ignored), value ``"<sequence>:<send time ns>"``, delivery
+       timeout ``delivery_timeout_seconds`` (3 s) so a dead leader shows as produce errors at once;
+    3. wait for the delivery reports, then read back (a long-lived consumer assigned to every
+       probe partition from the end of the log, no group membership, no commits) until every
+       record acknowledged this cycle is seen or ``consume_wait_seconds`` pass.
+
+Accounting (:class:`ProbeLedger`, per partition and cycle):
+    ``produced`` records acknowledged, ``produce_errors`` records whose delivery failed (both
+    counted in the cycle the delivery report arrives in: after a leader dies it can be the next),
+    ``consumed`` records read for the first time (this cycle's or late ones), ``duplicated`` reads
+    of a record already read, ``lost`` records acknowledged but still unread at the end of the
+    :data:`LOSS_DEADLINE_CYCLES`-th cycle after the one they were sent in, latency = read time -
+    send time (ms; nearest-rank percentiles, :func:`percentile`).
+    ``produce_availability`` = produced / (produced + produce_errors); ``consume_availability`` =
+    of the records sent and acknowledged this cycle, the fraction read back this cycle. Both are
+    ``None`` when there was nothing to measure.
+
+Snapshot section ``probe``::
+
+    {"topic", "produce_availability", "consume_availability", "latency_p50_ms", "latency_p99_ms",
+     "latency_max_ms", "produced", "produce_errors", "consumed", "lost", "duplicated",
+     "per_partition": [{"partition", "broker_id", "produced", "produce_errors", "consumed", "lost",
+                        "duplicated", "latency_p50_ms", "latency_p99_ms", "latency_max_ms",
+                        "consume_availability", "error"}],
+     "error"}     # why the probe could not run, or a summary of the produce errors; else None
+
+Lake rows: table ``probe``, one per partition per cycle (``broker_id`` = its leader this cycle,
+null when it has none).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from collectors.protocol import CollectContext, CollectorResult
+
+SECTION = TABLE = "probe"
+DEFAULT_TOPIC = "kpulse-probe"
+LOSS_DEADLINE_CYCLES = 2
+REMEMBER_CYCLES = 10
+"""Records older than this many cycles are forgotten: a duplicate arriving later is not seen."""
+RETENTION_MS = "3600000"
+ADMIN_TIMEOUT_SECONDS = 10.0
+PREFERRED_ELECTION_SECONDS = 30.0
+
+
+# --- topic plan (pure) -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ProbeTopicPlan:
+    """What to change so that every live broker leads a probe partition. Changes nothing itself."""
+
+    create: bool
+    """The topic does not exist: create it with ``new_assignments`` as its partitions."""
+    new_assignments: tuple[tuple[int, ...], ...]
+    """Replica lists of the partitions to create (or to add, appended after the existing ones)."""
+    configs: dict[str, str] = field(default_factory=dict)
+    """Topic configs, applied only on creation."""
+
+    @property
+    def empty(self) -> bool:
+        return not self.new_assignments
+
+
+def plan_probe_topic(broker_ids: Iterable[int], existing: Sequence[Sequence[int]] | None) -> ProbeTopicPlan:
+    """``existing`` = replica lists of the topic's partitions in partition order, ``None`` when
+    the topic does not exist."""
+    brokers = sorted(set(broker_ids))
+    if not brokers:
+        return ProbeTopicPlan(False, ())
+    factor = min(3, len(brokers))
+
+    def ring(start: int) -> tuple[int, ...]:
+        return tuple(brokers[(start + k) % len(brokers)] for k in range(factor))
+
+    if existing is None:
+        configs = {"retention.ms": RETENTION_MS}
+        if factor >= 3:
+            configs["min.insync.replicas"] = "2"
+        return ProbeTopicPlan(True, tuple(ring(i) for i in range(len(brokers))), configs)
+    leading = {replicas[0] for replicas in existing if replicas}
+    return ProbeTopicPlan(False, tuple(ring(i) for i, b in enumerate(brokers) if b not in leading))
+
+
+# --- accounting (pure) -------------------------------------------------------------------------------
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile (``q`` in 0..1): the smallest value with at least ``q`` of the
+    values at or below it. ``None`` for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+@dataclass
+class PartitionStats:
+    """One partition's accounting for one cycle (see the module docstring)."""
+
+    partition: int
+    produced: int = 0
+    produce_errors: int = 0
+    consumed: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    latencies_ms: list[float] = field(default_factory=list)
+    acknowledged_this_cycle: int = 0
+    """Records sent this cycle and acknowledged (the consume availability's denominator)."""
+    read_back_this_cycle: int = 0
+    """...of which read back this cycle (its numerator)."""
+    error: str | None = None
+    """The first produce error of the cycle."""
+
+    @property
+    def consume_availability(self) -> float | None:
+        return _ratio(self.read_back_this_cycle, self.acknowledged_this_cycle)
+
+    def latency(self, q: float) -> float | None:
+        value = percentile(self.latencies_ms, q)
+        return None if value is None else round(value, 3)
+
+
+@dataclass
+class _Record:
+    partition: int
+    cycle: int
+    acknowledged: bool | None = None
+    """None while the delivery report is pending."""
+    reads: int = 0
+    lost: bool = False
+
+
+class ProbeLedger:
+    """Sequence accounting over cycles: what was sent, acknowledged, read, read twice, never read."""
+
+    def __init__(self, loss_deadline_cycles: int = LOSS_DEADLINE_CYCLES,
+                 remember_cycles: int = REMEMBER_CYCLES) -> None:
+        self.cycle = 0
+        self._deadline = loss_deadline_cycles
+        self._remember = max(remember_cycles, loss_deadline_cycles + 1)
+        self._records: dict[int, _Record] = {}
+        self._stats: dict[int, PartitionStats] = {}
+
+    def start_cycle(self) -> int:
+        self.cycle += 1
+        self._stats = {}
+        return self.cycle
+
+    def _partition(self, partition: int) -> PartitionStats:
+        return self._stats.setdefault(partition, PartitionStats(partition))
+
+    def sent(self, sequence: int, partition: int) -> None:
+        self._records[sequence] = _Record(partition, self.cycle)
+        self._partition(partition)
+
+    def acknowledged(self, sequence: int, error: str | None = None) -> None:
+        record = self._records.get(sequence)
+        if record is None:
+            return
+        stats = self._partition(record.partition)
+        record.acknowledged = error is None
+        if error is None:
+            stats.produced += 1
+        else:
+            stats.produce_errors += 1
+            stats.error = stats.error or error
+
+    def read(self, sequence: int, sent_ns: int, received_ns: int) -> None:
+        record = self._records.get(sequence)
+        if record is None:
+            return  # forgotten (older than remember_cycles) or never sent by this probe
+        stats = self._partition(record.partition)
+        record.reads += 1
+        if record.reads > 1:
+            stats.duplicated += 1
+            return
+        stats.consumed += 1
+        stats.latencies_ms.append((received_ns - sent_ns) / 1e6)
+
+    def unread_this_cycle(self) -> int:
+        """Records sent this cycle, not failed, not read yet: what the read-back waits for."""
+        return sum(1 for r in self._records.values()
+                   if r.cycle == self.cycle and r.acknowledged is not False and r.reads == 0)
+
+    def finish_cycle(self, partitions: Iterable[int] = ()) -> list[PartitionStats]:
+        """Close the cycle: declare losses, forget old records; one entry per partition that had
+        activity or is listed in ``partitions``, in partition order."""
+        for partition in partitions:
+            self._partition(partition)
+        for sequence, record in list(self._records.items()):
+            stats = self._partition(record.partition)
+            if record.cycle == self.cycle and record.acknowledged:
+                stats.acknowledged_this_cycle += 1
+                stats.read_back_this_cycle += record.reads > 0
+            if (record.acknowledged and record.reads == 0 and not record.lost
+                    and record.cycle <= self.cycle - self._deadline):
+                record.lost = True
+                stats.lost += 1
+            if record.cycle <= self.cycle - self._remember:
+                del self._records[sequence]
+        return [self._stats[p] for p in sorted(self._stats)]
+
+
+def _ratio(numerator: int, denominator: int) -> float | None:
+    return None if denominator == 0 else numerator / denominator
+
+
+def summarize(stats: Sequence[PartitionStats]) -> dict[str, Any]:
+    """The section's totals over every partition of one cycle."""
+    latencies = [value for s in stats for value in s.latencies_ms]
+    produced = sum(s.produced for s in stats)
+    errors = sum(s.produce_errors for s in stats)
+
+    def rounded(value: float | None) -> float | None:
+        return None if value is None else round(value, 3)
+
+    return {
+        "produce_availability": _ratio(produced, produced + errors),
+        "consume_availability": _ratio(sum(s.read_back_this_cycle for s in stats),
+                                       sum(s.acknowledged_this_cycle for s in stats)),
+        "latency_p50_ms": rounded(percentile(latencies, 0.5)),
+        "latency_p99_ms": rounded(percentile(latencies, 0.99)),
+        "latency_max_ms": rounded(max(latencies, default=None)),
+        "produced": produced, "produce_errors": errors,
+        "consumed": sum(s.consumed for s in stats),
+        "lost": sum(s.lost for s in stats), "duplicated": sum(s.duplicated for s in stats),
+    }
+
+
+# --- the collector (I/O) -----------------------------------------------------------------------------
+
+class ProbeCollector:
+    """See the module docstring. Factories take a librdkafka config dict (defaults: confluent-kafka
+    ``Producer``, ``Consumer`` and :func:`kpulse.kafka_clients.admin_client`); nothing connects
+    before the first :meth:`collect`. ``clock`` (epoch seconds) times sends and reads.
+    ``messages_per_cycle`` is records per partition per cycle. Call :meth:`close` when done."""
+
+    name = "probe"
+
+    def __init__(self, cluster_config: Any, topic: str = DEFAULT_TOPIC, messages_per_cycle: int = 1,
+                 producer_factory: Callable[[dict], Any] | None = None,
+                 consumer_factory: Callable[[dict], Any] | None = None,
+                 admin_factory: Callable[[dict], Any] | None = None, clock: Callable[[], float] = time.time,
+                 delivery_timeout_seconds: float = 3.0, consume_wait_seconds: float = 2.0) -> None:
+        self._cluster = cluster_config
+        self.topic = topic
+        self._per_partition = messages_per_cycle
+        self._producer_factory = producer_factory
+        self._consumer_factory = consumer_factory
+        self._admin_factory = admin_factory
+        self._clock = clock
+        self._delivery_timeout = delivery_timeout_seconds
+        self._consume_wait = consume_wait_seconds
+        self.probe_id = f"kpulse-probe-{uuid.uuid4().hex[:12]}"
+        self.ledger = ProbeLedger()
+        self._sequence = 0
+        self._admin = self._producer = self._consumer = None
+        self._assigned: set[int] = set()
+        self._last_election = float("-inf")
+
+    # --- clients -------------------------------------------------------------------------------------
+    def _clients(self) -> None:
+        from kpulse.kafka_clients import admin_client
+
+        base = self._cluster.client_config()
+        log = logging.getLogger("kpulse.librdkafka")
+        if self._admin is None:
+            self._admin = (self._admin_factory or admin_client)(base)
+        if self._producer is None:
+            ms = str(int(self._delivery_timeout * 1000))
+            settings = {**base, "acks": "all", "linger.ms": "0", "message.timeout.ms": ms,
+                        "request.timeout.ms": ms, "client.id": f"{self.probe_id}-producer"}
+            self._producer = (self._producer_factory or _default_producer)({**settings, "logger": log})
+        if self._consumer is None:
+            settings = {**base, "group.id": f"kpulse-probe-{self._cluster.name}", "enable.auto.commit": "false",
+                        "auto.offset.reset": "latest", "fetch.wait.max.ms": "50",
+                        "client.id": f"{self.probe_id}-consumer"}
+            self._consumer = (self._consumer_factory or _default_consumer)({**settings, "logger": log})
+
+    def close(self) -> None:
+        """Flush the producer briefly and close the consumer. The collector can be used again: it
+        then starts afresh (records still unread now are not reported lost)."""
+        if self._producer is not None:
+            self._producer.flush(1.0)
+        if self._consumer is not None:
+            self._consumer.close()
+        self._producer = self._consumer = None
+        self._assigned = set()
+        self.ledger = ProbeLedger()
+
+    # --- topic ---------------------------------------------------------------------------------------
+    def _topic_metadata(self):
+        """(live broker ids, {partition: (leader, replicas)} or None when the topic does not exist)."""
+        metadata = self._admin.list_topics(topic=self.topic, timeout=ADMIN_TIMEOUT_SECONDS)
+        topic = metadata.topics.get(self.topic)
+        partitions = None
+        if topic is not None and topic.error is None and topic.partitions:
+            partitions = {p.id: (p.leader, tuple(p.replicas)) for p in topic.partitions.values()}
+        return set(metadata.brokers), partitions
+
+    def _ensure_topic(self) -> dict[int, tuple[int, tuple[int, ...]]]:
+        """Apply the topic plan when it is not empty; returns the partitions (leader, replicas)."""
+        from confluent_kafka.admin import NewPartitions, NewTopic
+
+        brokers, partitions = self._topic_metadata()
+        existing = None if partitions is None else [partitions[p][1] for p in sorted(partitions)]
+        plan = plan_probe_topic(brokers, existing)
+        if plan.empty:
+            self._restore_preferred_leaders(brokers, partitions or {})
+            return partitions or {}
+        if plan.create:
+            new_topic = NewTopic(self.topic, num_partitions=len(plan.new_assignments), replication_factor=-1,
+                                 replica_assignment=[list(r) for r in plan.new_assignments], config=plan.configs)
+            futures = self._admin.create_topics([new_topic], request_timeout=ADMIN_TIMEOUT_SECONDS)
+        else:
+            total = len(existing) + len(plan.new_assignments)
+            futures = self._admin.create_partitions(
+                [NewPartitions(self.topic, total, [list(r) for r in plan.new_assignments])],
+                request_timeout=ADMIN_TIMEOUT_SECONDS)
+        for future in futures.values():
+            future.result(timeout=ADMIN_TIMEOUT_SECONDS)
+        wanted = len(existing or ()) + len(plan.new_assignments)
+        deadline = time.monotonic() + ADMIN_TIMEOUT_SECONDS
+        while True:
+            _, partitions = self._topic_metadata()
+            if partitions and len(partitions) >= wanted and all(leader >= 0 for leader, _ in partitions.values()):
+                return partitions
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"probe topic {self.topic}: partitions without a leader after creation")
+            time.sleep(0.2)
+
+    def _restore_preferred_leaders(self, brokers: set[int], partitions: dict[int, tuple[int, tuple[int, ...]]]) -> None:
+        """The probe needs a partition *led* by every broker. After a broker comes back, Kafka moves
+        leadership back only at its next automatic rebalance (up to 5 min by default), so the probe
+        elects the preferred leaders of its own topic, and of nothing else, at most every
+        PREFERRED_ELECTION_SECONDS."""
+        from confluent_kafka import ElectionType, TopicPartition
+
+        misplaced = [p for p, (leader, replicas) in partitions.items()
+                     if replicas and leader != replicas[0] and replicas[0] in brokers]
+        if not misplaced or time.monotonic() - self._last_election < PREFERRED_ELECTION_SECONDS:
+            return
+        self._last_election = time.monotonic()
+        future = self._admin.elect_leaders(ElectionType.PREFERRED,
+                                           [TopicPartition(self.topic, p) for p in misplaced],
+                                           request_timeout=ADMIN_TIMEOUT_SECONDS)
+        try:
+            future.result(timeout=ADMIN_TIMEOUT_SECONDS)
+        except Exception:  # noqa: BLE001 - e.g. the preferred replica is not in sync yet: next time
+            pass
+
+    def _assign(self, partitions: Iterable[int]) -> None:
+        """Read new partitions from their current end (only this probe's new records matter)."""
+        from confluent_kafka import OFFSET_END, TopicPartition
+
+        new = []
+        for partition in sorted(set(partitions) - self._assigned):
+            try:
+                _, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, partition),
+                                                               timeout=ADMIN_TIMEOUT_SECONDS)
+            except Exception:  # noqa: BLE001 - leader unavailable: the end of the log, resolved later
+                high = OFFSET_END
+            new.append(TopicPartition(self.topic, partition, high))
+        if new:
+            self._consumer.incremental_assign(new)
+            self._assigned.update(tp.partition for tp in new)
+
+    # --- one cycle -----------------------------------------------------------------------------------
+    def collect(self, context: CollectContext) -> CollectorResult:
+        try:
+            self._clients()
+            partitions = self._ensure_topic()
+            self._assign(partitions)
+        except Exception as error:  # noqa: BLE001 - the probe reports that it could not probe
+            section = {"topic": self.topic, **summarize([]), "per_partition": [], "error": _one_line(error)}
+            return CollectorResult(sections={SECTION: section}, rows={TABLE: []})
+        self.ledger.start_cycle()
+        self._read(0.0)
+        self._produce(sorted(partitions))
+        self._read(self._consume_wait, until_all_read=True)
+        stats = self.ledger.finish_cycle(partitions)
+        leaders = {p: (leader if leader >= 0 else None) for p, (leader, _) in partitions.items()}
+        per_partition = [_partition_view(s, leaders.get(s.partition)) for s in stats]
+        totals = summarize(stats)
+        failed = [p for p in per_partition if p["error"]]
+        error = None
+        if failed:
+            first = failed[0]
+            error = (f"{totals['produce_errors']} produce error(s) on {len(failed)} partition(s); first: partition "
+                     f"{first['partition']} (leader {first['broker_id']}): {first['error']}")
+        section = {"topic": self.topic, **totals, "per_partition": per_partition, "error": error}
+        rows = [{"time": context.now, "cluster": self._cluster.name,
+                 **{k: v for k, v in p.items() if k not in ("error", "consume_availability")}}
+                for p in per_partition]
+        return CollectorResult(sections={SECTION: section}, rows={TABLE: rows})
+
+    def _produce(self, partitions: list[int]) -> None:
+        for partition in partitions:
+            for _ in range(self._per_partition):
+                self._sequence += 1
+                sequence = self._sequence
+                self.ledger.sent(sequence, partition)
+                value = f"{sequence}:{int(self._clock() * 1e9)}"
+                try:
+                    self._producer.produce(self.topic, key=self.probe_id.encode(), value=value.encode(),
+                                           partition=partition, on_delivery=self._delivered(sequence))
+                except Exception as error:  # noqa: BLE001 - e.g. the local queue is full
+                    self.ledger.acknowledged(sequence, _one_line(error))
+        # A delivery report that comes later (the leader just died) counts in the cycle it arrives in.
+        self._producer.flush(self._delivery_timeout + 1.0)
+
+    def _delivered(self, sequence: int) -> Callable[[Any, Any], None]:
+        def report(error, _message) -> None:
+            self.ledger.acknowledged(sequence, None if error is None else error.str())
+        return report
+
+    def _read(self, wait_seconds: float, until_all_read: bool = False) -> None:
+        deadline = time.monotonic() + wait_seconds
+        key = self.probe_id.encode()
+        while True:
+            for message in self._consumer.consume(num_messages=500, timeout=0.05):
+                if message.error() is not None or message.key() != key:
+                    continue
+                received_ns = int(self._clock() * 1e9)
+                try:
+                    sequence, sent_ns = (int(part) for part in message.value().split(b":"))
+                except ValueError:
+                    continue
+                self.ledger.read(sequence, sent_ns, received_ns)
+            if until_all_read and self.ledger.unread_this_cycle() == 0:
+                return
+            if time.monotonic() >= deadline:
+                return
+
+
+def _partition_view(stats: PartitionStats, leader: int | None) -> dict[str, Any]:
+    return {"partition": stats.partition, "broker_id": leader, "produced": stats.produced,
+            "produce_errors": stats.produce_errors, "consumed": stats.consumed, "lost": stats.lost,
+            "duplicated": stats.duplicated, "latency_p50_ms": stats.latency(0.5),
+            "latency_p99_ms": stats.latency(0.99), "latency_max_ms": stats.latency(1.0),
+            "consume_availability": stats.consume_availability, "error": stats.error}
+
+
+def _default_producer(settings: dict):
+    from confluent_kafka import Producer
+
+    return Producer(settings)
+
+
+def _default_consumer(settings: dict):
+    from confluent_kafka import Consumer
+
+    return Consumer(settings)
+
+
+def _one_line(error: BaseException) -> str:
+    first = error.args[0] if error.args else None
+    text = first.str() if hasattr(first, "str") else f"{type(error).__name__}: {error}"
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:297] + "..."
