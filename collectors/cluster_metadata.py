@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from collectors.cluster_health import PartitionState, summarize
 from collectors.protocol import CollectContext, CollectorResult
+from kpulse.kafka_clients import LazyAdmin
 
 CONFIG_REFRESH_SECONDS = 60.0
 PROBLEM_PARTITIONS_SHOWN = 200
@@ -24,25 +25,15 @@ class ClusterMetadataCollector:
     def __init__(self, cluster_config, admin_factory: Callable[[dict], Any] | None = None,
                  clock: Callable[[], float] = time.monotonic, request_timeout: float = 10.0):
         self._cluster = cluster_config
-        self._admin_factory = admin_factory
-        self._admin = None
+        self._admin = LazyAdmin(cluster_config, admin_factory)
         self._clock = clock
         self._timeout = request_timeout
         self._known_brokers: set[int] = set()
         self._min_isr: dict[str, int | None] = {}
         self._min_isr_read_at = float("-inf")
 
-    def _client(self):
-        if self._admin is None:
-            if self._admin_factory is None:
-                from kpulse.kafka_clients import admin_client
-
-                self._admin_factory = admin_client
-            self._admin = self._admin_factory(self._cluster.client_config())
-        return self._admin
-
     def collect(self, context: CollectContext) -> CollectorResult:
-        admin = self._client()
+        admin = self._admin.get()
         metadata = admin.list_topics(timeout=self._timeout)
         live = {broker_id: f"{broker.host}:{broker.port}" for broker_id, broker in metadata.brokers.items()}
         partitions = [

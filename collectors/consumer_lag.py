@@ -15,6 +15,7 @@ from collectors.group_offsets import ClusterOffsets, read_cluster_offsets
 from collectors.lag_math import OffsetHistory, estimate_lag_seconds, partition_lag
 from collectors.lag_status import OffsetObservation, StatusTracker, worst_status
 from collectors.protocol import CollectContext, CollectorResult
+from kpulse.kafka_clients import LazyAdmin
 
 
 class ConsumerLagCollector:
@@ -23,25 +24,15 @@ class ConsumerLagCollector:
     def __init__(self, cluster_config, admin_factory: Callable[[dict], Any] | None = None,
                  read_offsets: Callable[..., ClusterOffsets] = read_cluster_offsets, concurrency: int = 8):
         self._cluster = cluster_config
-        self._admin_factory = admin_factory
-        self._admin = None
+        self._admin = LazyAdmin(cluster_config, admin_factory)
         self._read_offsets = read_offsets
         self._concurrency = concurrency
         self.history = OffsetHistory()
         self.status = StatusTracker()
 
-    def _client(self):
-        if self._admin is None:
-            if self._admin_factory is None:
-                from kpulse.kafka_clients import admin_client
-
-                self._admin_factory = admin_client
-            self._admin = self._admin_factory(self._cluster.client_config())
-        return self._admin
-
     def collect(self, context: CollectContext) -> CollectorResult:
         groups_config = self._cluster.consumer_groups
-        offsets = self._read_offsets(self._client(), groups_config.monitors, concurrency=self._concurrency)
+        offsets = self._read_offsets(self._admin.get(), groups_config.monitors, concurrency=self._concurrency)
         return self.evaluate(offsets, context)
 
     def evaluate(self, offsets: ClusterOffsets, context: CollectContext) -> CollectorResult:

@@ -65,7 +65,7 @@ REMEMBER_CYCLES = 10
 """Records older than this many cycles are forgotten: a duplicate arriving later is not seen."""
 RETENTION_MS = "3600000"
 ADMIN_TIMEOUT_SECONDS = 10.0
-PREFERRED_ELECTION_SECONDS = 30.0
+PREFERRED_ELECTION_SECONDS = 5.0
 
 
 # --- topic plan (pure) -------------------------------------------------------------------------------
@@ -358,19 +358,18 @@ class ProbeCollector:
         leadership back only at its next automatic rebalance (up to 5 min by default), so the probe
         elects the preferred leaders of its own topic, and of nothing else, at most every
         PREFERRED_ELECTION_SECONDS."""
-        from confluent_kafka import ElectionType, TopicPartition
+        from confluent_kafka import ElectionType, KafkaException, TopicPartition
 
         misplaced = [p for p, (leader, replicas) in partitions.items()
                      if replicas and leader != replicas[0] and replicas[0] in brokers]
         if not misplaced or time.monotonic() - self._last_election < PREFERRED_ELECTION_SECONDS:
             return
         self._last_election = time.monotonic()
-        future = self._admin.elect_leaders(ElectionType.PREFERRED,
-                                           [TopicPartition(self.topic, p) for p in misplaced],
-                                           request_timeout=ADMIN_TIMEOUT_SECONDS)
+        # No request_timeout here: confluent-kafka 2.16.1's elect_leaders raises SystemError with it.
+        future = self._admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(self.topic, p) for p in misplaced])
         try:
             future.result(timeout=ADMIN_TIMEOUT_SECONDS)
-        except Exception:  # noqa: BLE001 - e.g. the preferred replica is not in sync yet: next time
+        except (KafkaException, TimeoutError):  # e.g. the preferred replica is not in sync yet: next time
             pass
 
     def _assign(self, partitions: Iterable[int]) -> None:

@@ -37,6 +37,7 @@ from collectors.broker_metrics import http_get_text
 from collectors.protocol import CollectContext, CollectorResult
 from collectors.streams_state import (InstanceReading, Observation, TransitionTracker, app_state,
                                       instances_from_samples, rebalance_summary, streams_app_ids, unreachable)
+from kpulse.kafka_clients import LazyAdmin
 
 SECTION = "streams_apps"
 INSTANCE_TABLE = "streams_instance"
@@ -72,21 +73,11 @@ class StreamsAppsCollector:
                  discover: bool = True) -> None:
         self._cluster = cluster_config
         self._http_get = http_get or http_get_text
-        self._admin_factory = admin_factory
-        self._admin = None
+        self._admin = LazyAdmin(cluster_config, admin_factory)
         self._clock = clock
         self._discover = discover
         self.tracker = TransitionTracker()
         self._ids_by_endpoint: dict[str, list[str]] = {}
-
-    def _client(self):
-        if self._admin is None:
-            if self._admin_factory is None:
-                from kpulse.kafka_clients import admin_client
-
-                self._admin_factory = admin_client
-            self._admin = self._admin_factory(self._cluster.client_config())
-        return self._admin
 
     # --- one cycle -------------------------------------------------------------------------------------
     def collect(self, context: CollectContext) -> CollectorResult:
@@ -142,7 +133,7 @@ class StreamsAppsCollector:
         """Group state and members of every application; discovered applications included."""
         app_ids = set(configured)
         try:
-            admin = self._client()
+            admin = self._admin.get()
             if self._discover:
                 listed = admin.list_consumer_groups(request_timeout=ADMIN_TIMEOUT_SECONDS).result(
                     timeout=ADMIN_TIMEOUT_SECONDS)

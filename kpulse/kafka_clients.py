@@ -17,6 +17,21 @@ def admin_client(settings: dict[str, str]):
     return AdminClient({**settings, "logger": _LIBRDKAFKA_LOG})
 
 
+class LazyAdmin:
+    """The Admin client of one cluster, built on first use: collectors' constructors never
+    connect. ``factory(client_config)`` replaces :func:`admin_client` (tests pass fakes)."""
+
+    def __init__(self, cluster_config, factory=None):
+        self._cluster = cluster_config
+        self._factory = factory or admin_client
+        self._admin = None
+
+    def get(self):
+        if self._admin is None:
+            self._admin = self._factory(self._cluster.client_config())
+        return self._admin
+
+
 def error_text(error: BaseException) -> str:
     """One line for a confluent-kafka exception (whose first argument is a KafkaError)."""
     first = error.args[0] if error.args else None

@@ -75,6 +75,14 @@ def stop(pid_file: Path, *, kill: bool = False, timeout: float = 30.0) -> bool:
     return stopped is not None
 
 
+def stop_all(pid_files: list[Path], timeout: float = 30.0) -> list[int]:
+    """SIGTERM every recorded process at once, wait for all (SIGKILL after ``timeout``); returns
+    the PIDs that were running. The PID files are left for the caller to remove."""
+    signalled = [p for p in (signal_process(f, signal.SIGTERM) for f in pid_files) if p is not None]
+    wait_gone(signalled, timeout)
+    return [p.pid for p in signalled]
+
+
 def signal_process(pid_file: Path, signum: int) -> psutil.Process | None:
     pid = running_pid(pid_file)
     if pid is None:

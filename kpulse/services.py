@@ -45,15 +45,10 @@ class Services:
         return self.status(services)
 
     def stop(self) -> list[int]:
-        signalled = []
-        for pid_file in sorted(self.root.glob("*.pid.json")):
-            process = processes.signal_process(pid_file, 15)
-            if process is not None:
-                signalled.append(process)
-        processes.wait_gone(signalled, timeout=30)
+        stopped = processes.stop_all(sorted(self.root.glob("*.pid.json")))
         for pid_file in self.root.glob("*.pid.json"):
             pid_file.unlink(missing_ok=True)
-        return [p.pid for p in signalled]
+        return stopped
 
     def status(self, services: list[Service]) -> list[ServiceStatus]:
         return [ServiceStatus(s.name, (pid := processes.running_pid(self._pid_file(s.name))) is not None, pid,

@@ -89,16 +89,11 @@ class DemoWorkload:
                    for url in self.streams_metrics_urls())
 
     def stop(self) -> list[int]:
-        signalled = []
-        for pid_file in sorted(self.root.glob("*.pid.json")):
-            process = processes.signal_process(pid_file, 15)
-            if process is not None:
-                signalled.append(process)
-        processes.wait_gone(signalled, timeout=30)
+        stopped = processes.stop_all(sorted(self.root.glob("*.pid.json")))
         for pid_file in self.root.glob("*.pid.json"):
             if not pid_file.name.startswith("consumer-demo-stopped"):
                 pid_file.unlink(missing_ok=True)
-        return [p.pid for p in signalled]
+        return stopped
 
     def status(self) -> list[DemoProcess]:
         result = []

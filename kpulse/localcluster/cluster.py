@@ -120,24 +120,18 @@ class LocalCluster:
                 self.wait_ready(timeout)
         except BaseException:
             # Leave nothing half-started behind: stop the nodes this call started.
-            started = [processes.signal_process(self._pid_file(n.node_id), 15) for n in missing]
-            processes.wait_gone([p for p in started if p is not None], timeout=30)
+            processes.stop_all([self._pid_file(n.node_id) for n in missing])
             raise
         return self.status()
 
     def down(self, wipe: bool = False) -> list[int]:
         """Stop every node this state directory started (SIGTERM, then SIGKILL after 30 s)."""
-        signalled = []
-        for node in self.layout.nodes:
-            process = processes.signal_process(self._pid_file(node.node_id), 15)
-            if process is not None:
-                signalled.append(process)
-        processes.wait_gone(signalled, timeout=30)
+        stopped = processes.stop_all([self._pid_file(node.node_id) for node in self.layout.nodes])
         for node in self.layout.nodes:
             self._pid_file(node.node_id).unlink(missing_ok=True)
         if wipe:
             shutil.rmtree(self.root, ignore_errors=True)
-        return [p.pid for p in signalled]
+        return stopped
 
     # --- one node -----------------------------------------------------------------------------------
     def stop_broker(self, node_id: int) -> bool:
