@@ -22,7 +22,7 @@ class ConsumerLagCollector:
     name = "consumer_lag"
 
     def __init__(self, cluster_config, admin_factory: Callable[[dict], Any] | None = None,
-                 read_offsets: Callable[..., ClusterOffsets] = read_cluster_offsets, concurrency: int = 8):
+                 read_offsets: Callable[..., ClusterOffsets] = read_cluster_offsets, concurrency: int = 32):
         self._cluster = cluster_config
         self._admin = LazyAdmin(cluster_config, admin_factory)
         self._read_offsets = read_offsets
@@ -44,13 +44,14 @@ class ConsumerLagCollector:
         groups, lag_rows, group_rows = [], [], []
         for group in offsets.groups:
             has_members = group.members > 0
-            partitions = []
+            partitions, statuses = [], []
             for (topic, partition), committed in sorted(group.committed.items()):
                 log_end = offsets.log_end.get((topic, partition))
                 if committed is not None and log_end is not None:
                     self.status.observe(group.group_id, topic, partition, OffsetObservation(now, committed, log_end))
                 estimate = estimate_lag_seconds(self.history, topic, partition, committed, log_end, now)
                 status = self.status.partition_status(group.group_id, topic, partition, now, has_members)
+                statuses.append(status)
                 reasons = {}
                 if log_end is None:
                     reasons["log_end_offset"] = offsets.log_end_errors.get((topic, partition), "not read")
@@ -65,8 +66,7 @@ class ConsumerLagCollector:
                 lag_rows.append({"time": now, "cluster": self._cluster.name, "group_id": group.group_id, **row})
             lags = [p["lag"] for p in partitions if p["lag"] is not None]
             seconds = [p["lag_seconds"] for p in partitions if p["lag_seconds"] is not None]
-            status = worst_status(self.status.partition_status(group.group_id, p["topic"], p["partition"], now,
-                                                               has_members) for p in partitions)
+            status = worst_status(statuses)
             summary = {
                 "group_id": group.group_id, "state": group.state, "members": group.members,
                 "partition_count": len(partitions),

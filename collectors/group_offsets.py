@@ -4,7 +4,7 @@ Cost per cycle does not grow with one request per partition:
 
 - one ListGroups and one DescribeGroups round (librdkafka batches by coordinator);
 - committed offsets: one OffsetFetch per group (the Admin API takes one group per call), at most
-  ``concurrency`` in flight at once;
+  ``concurrency`` (default 32) in flight at once;
 - log end offsets: one ListOffsets call for every partition of every consumed topic, which
   librdkafka splits into one request per partition leader.
 """
@@ -38,7 +38,7 @@ class ClusterOffsets:
     log_end_errors: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
-def read_cluster_offsets(admin, monitors, *, concurrency: int = 8, timeout: float = 15.0) -> ClusterOffsets:
+def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: float = 15.0) -> ClusterOffsets:
     """Groups accepted by ``monitors(group_id)``, their members, committed offsets and the log ends."""
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec

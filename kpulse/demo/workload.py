@@ -5,12 +5,11 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from kpulse import processes
 from kpulse.demo.topology import (CONSUMERS, PRODUCERS, STREAMS_APPLICATION_ID, STREAMS_INSTANCES, TOPICS,
                                   TopicSpec)
-from kpulse.localcluster.cluster import ClusterError, LocalCluster, _scrape_value
+from kpulse.localcluster.cluster import ClusterError, LocalCluster, scrape_value
 from kpulse.kafka_clients import admin_client
 from kpulse.progress import SILENT, Progress
 from kpulse.runtime import JAVA_DIR, ensure_runtime, java_command
@@ -85,7 +84,7 @@ class DemoWorkload:
         return self.status()
 
     def streams_running(self) -> bool:
-        return all(_scrape_value(url, "kafka_streams_stream_metrics_client_state") == STREAMS_RUNNING
+        return all(scrape_value(url, "kafka_streams_stream_metrics_client_state") == STREAMS_RUNNING
                    for url in self.streams_metrics_urls())
 
     def stop(self) -> list[int]:
@@ -139,7 +138,3 @@ def create_topics(bootstrap: str, topics: tuple[TopicSpec, ...], timeout: float 
             return
         time.sleep(0.5)
     raise ClusterError(f"demo topics have no leaders after {timeout:.0f}s")
-
-
-def demo_root(state: Path) -> Path:
-    return state / "demo"

@@ -218,7 +218,7 @@ class LocalCluster:
         for node in running:
             if node.node_id in self._exporters_seen:
                 continue
-            leader = _scrape_value(node.metrics_url, "kafka_server_raft_metrics_current_leader", timeout=15)
+            leader = scrape_value(node.metrics_url, "kafka_server_raft_metrics_current_leader", timeout=15)
             if leader is None:
                 return f"node {node.node_id} metrics endpoint not serving yet"
             if leader < 0:
@@ -233,7 +233,7 @@ def _port_in_use(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _scrape_value(url: str, metric: str, timeout: float = 5) -> float | None:
+def scrape_value(url: str, metric: str, timeout: float = 5) -> float | None:
     """The first sample of ``metric`` on a Prometheus text endpoint, or None when unreachable."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
