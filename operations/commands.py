@@ -1,0 +1,230 @@
+"""The operations subcommands of ``kpulse``: argument parsing, identity, and printing. Planning and
+executing are :class:`operations.service.Operations`'s.
+
+Who acts on the command line: without a users file, the OS user, with the admin role (a
+single-user local setup). With a users file (``dashboard.users_file``, default
+``<state dir>/users.yaml``), the OS user must be in it (the OS login authenticates), or ``--as USER``
+names another user, whose password comes from ``$KPULSE_PASSWORD`` or a prompt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from operations.errors import BadInput, NotAuthorized
+from operations.offset_plan import STRATEGIES
+
+COMMANDS = ("reset-offsets", "audit", "users")
+
+
+def add_parsers(commands) -> None:
+    """Add the operations subcommands to ``kpulse``'s subparsers."""
+    reset = commands.add_parser(
+        "reset-offsets", help="reset a consumer group's committed offsets (dry run unless --execute)",
+        description="Flags mirror `kafka-consumer-groups --reset-offsets`. Without --execute the plan is "
+                    "shown and nothing changes.")
+    reset.add_argument("--group", required=True, help="consumer group id")
+    _cluster_and_actor(reset)
+    scope = reset.add_mutually_exclusive_group()
+    scope.add_argument("--all-topics", action="store_true", help="every partition the group has offsets for")
+    scope.add_argument("--topic", action="append", metavar="TOPIC[:P,...]", help="a topic, or chosen partitions (repeatable)")
+    _strategy_flags(reset, required=False)
+    reset.add_argument("--plan", metavar="FILE", help="execute this JSON plan (from --json) instead of planning")
+    _mode_flags(reset)
+    reset.add_argument("--export", action="store_true", help="print the plan as the official tool's CSV (topic,partition,offset)")
+
+    audit = commands.add_parser("audit", help="the audit log of operations")
+    audit_commands = audit.add_subparsers(dest="action", required=True, metavar="ACTION")
+    show = audit_commands.add_parser("show", help="recent audit records (oldest first)")
+    show.add_argument("--cluster", help="only this cluster")
+    show.add_argument("--since", default="P7D", help="ISO-8601 duration back from now (default P7D)")
+    show.add_argument("--json", action="store_true")
+
+    users = commands.add_parser("users", help="the local users file (roles: viewer, operator, admin)")
+    users_commands = users.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add = users_commands.add_parser("add", help="add a user or replace its role and password "
+                                                "(password from $KPULSE_NEW_PASSWORD or a prompt)")
+    add.add_argument("name")
+    add.add_argument("--role", required=True, choices=("viewer", "operator", "admin"))
+    add.add_argument("--as", dest="as_user", metavar="USER", help="act as this user (an admin)")
+    users_commands.add_parser("list", help="users and their roles")
+
+
+def _cluster_and_actor(parser) -> None:
+    parser.add_argument("--cluster", help="configured cluster name (default: the first)")
+    parser.add_argument("--as", dest="as_user", metavar="USER", help="act as this user of the users file")
+
+
+def _strategy_flags(parser, required: bool) -> None:
+    strategies = parser.add_mutually_exclusive_group(required=required)
+    for name in STRATEGIES:
+        if name in ("to-earliest", "to-latest", "to-current"):
+            strategies.add_argument(f"--{name}", dest="strategy", action="store_const", const=(name, None))
+        else:
+            strategies.add_argument(f"--{name}", dest="strategy", metavar="VALUE",
+                                    type=lambda value, n=name: (n, value))
+
+
+def _mode_flags(parser) -> None:
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--dry-run", action="store_true", help="show the plan only (the default)")
+    modes.add_argument("--execute", action="store_true", help="apply the plan, without a prompt")
+    parser.add_argument("--json", action="store_true", help="print the plan and the result as JSON")
+
+
+def run(args: argparse.Namespace, config_path: str | None) -> int | None:
+    from kpulse.config import load_config
+
+    config = load_config(config_path)
+    if args.command == "users":
+        return _users(args, config)
+    from operations.service import Operations
+
+    operations = Operations(config)
+    if args.command == "audit":
+        return _audit_show(args, operations)
+    if args.command == "reset-offsets":
+        return _reset_offsets(args, operations)
+    raise AssertionError(args.command)
+
+
+def users_file(config) -> "UsersFile":
+    from kpulse import home
+    from operations.access import UsersFile
+
+    return UsersFile(config.dashboard.users_file or home.state_dir() / "users.yaml")
+
+
+def cli_actor(config, as_user: str | None):
+    """The user a command acts as (module docstring)."""
+    from operations.access import User
+
+    users = users_file(config)
+    os_user = getpass.getuser()
+    if not users.exists():
+        if as_user:
+            raise BadInput(f"--as needs a users file ({users.path} does not exist; create it with kpulse users add)")
+        return User(os_user, "admin")
+    if as_user:
+        password = os.environ.get("KPULSE_PASSWORD")
+        if password is None and sys.stdin.isatty():
+            password = getpass.getpass(f"password of {as_user}: ")
+        if password is None:
+            raise NotAuthorized(f"--as {as_user} needs the password: set KPULSE_PASSWORD or run in a terminal")
+        return users.authenticate(as_user, password)
+    user = users.get(os_user)
+    if user is None:
+        raise NotAuthorized(f"OS user {os_user!r} is not in the users file {users.path}; use --as USER")
+    return user
+
+
+# --- reset-offsets -------------------------------------------------------------------------------
+
+def _reset_offsets(args, operations) -> int | None:
+    from operations.offset_plan import ResetPlan, Scope, Strategy
+
+    cluster = operations.config.cluster(args.cluster).name
+    if args.plan:
+        plan = ResetPlan.from_dict(_read_json(args.plan))
+        if plan.group_id != args.group or plan.cluster != cluster:
+            raise BadInput(f"the plan in {args.plan} is for group {plan.group_id!r} on cluster {plan.cluster!r}")
+    else:
+        if args.strategy is None:
+            raise BadInput("a reset strategy is needed: --" + ", --".join(STRATEGIES))
+        plan = operations.plan_reset_offsets(cluster, args.group, Scope.parse(args.all_topics, args.topic),
+                                             Strategy(*args.strategy))
+    outcome = None
+    if args.execute:
+        outcome = operations.reset_offsets(cli_actor(operations.config, args.as_user), plan)
+    if args.export:
+        print(plan.to_csv(), end="")
+    elif args.json:
+        print(json.dumps({"plan": plan.to_dict(), "result": outcome.to_dict() if outcome else None}, indent=2))
+    else:
+        _print_reset_plan(plan)
+        if outcome is None:
+            print("dry run: nothing changed (add --execute to apply)")
+        else:
+            _print_reset_outcome(outcome)
+    return 1 if outcome is not None and outcome.result != "ok" else None
+
+
+def _print_reset_plan(plan) -> None:
+    print(f"group {plan.group_id} ({plan.group_state}) on cluster {plan.cluster}: {plan.strategy.describe()}, "
+          f"scope {plan.scope.describe() or 'from file'}")
+    width = max([5] + [len(p.topic) for p in plan.partitions])
+    print(f"{'TOPIC':<{width}} {'PARTITION':>9} {'CURRENT':>10} {'NEW':>10} {'LAG-BEFORE':>10} "
+          f"{'LAG-AFTER':>10} {'REPLAYED':>9} {'SKIPPED':>9}")
+    for p in plan.partitions:
+        current = "-" if p.current is None else p.current
+        lag = "-" if p.lag_before is None else p.lag_before
+        print(f"{p.topic:<{width}} {p.partition:>9} {current:>10} {p.new:>10} {lag:>10} {p.lag_after:>10} "
+              f"{p.replayed:>9} {p.skipped:>9}")
+    print(f"{len(plan.partitions)} partition(s): {plan.total_replayed} message(s) replayed, "
+          f"{plan.total_skipped} skipped")
+    for warning in plan.warnings:
+        print(f"warning: {warning}")
+
+
+def _print_reset_outcome(outcome) -> None:
+    for p in outcome.partitions:
+        if p.error:
+            print(f"FAILED {p.topic}-{p.partition}: {p.error}")
+    done = sum(p.error is None for p in outcome.partitions)
+    print(f"{outcome.result}: {done}/{len(outcome.partitions)} partition(s) reset and verified "
+          "(committed offsets read back)")
+
+
+def _read_json(path: str):
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise BadInput(f"cannot read the plan {path}: {error}") from None
+
+
+# --- audit and users -----------------------------------------------------------------------------
+
+def _audit_show(args, operations) -> None:
+    from operations.time_specs import parse_duration_ms
+
+    waiting = operations.audit.retry_spool()
+    since = time.time() - parse_duration_ms(args.since) / 1000
+    cluster = operations.config.cluster(args.cluster).name if args.cluster else None
+    frame = operations.audit.read(since=since, cluster=cluster)
+    rows = frame.to_dict("records")
+    if args.json:
+        print(json.dumps({"records": rows, "spooled": waiting}, indent=2, default=str))
+        return
+    for row in rows:
+        print(f"{row['time']:%Y-%m-%d %H:%M:%S}Z {row['cluster']} {row['actor']:<12} {row['action']:<18} "
+              f"{row['target']:<28} {row['result']:<8} {row['error'] or ''}")
+    print(f"{len(rows)} record(s)" + (f"; {waiting} waiting in the spool (lake not writable)" if waiting else ""))
+
+
+def _users(args, config) -> None:
+    from operations.access import authorize_user_admin
+
+    users = users_file(config)
+    if args.action == "list":
+        for user in users.users():
+            print(f"{user.name:<24} {user.role}")
+        return
+    if users.exists():
+        authorize_user_admin(cli_actor(config, args.as_user))
+    elif args.role != "admin":
+        raise BadInput("the first user must be an admin (--role admin)")
+    password = os.environ.get("KPULSE_NEW_PASSWORD")
+    if password is None:
+        if not sys.stdin.isatty():
+            raise BadInput("set KPULSE_NEW_PASSWORD or run in a terminal to type the password")
+        password = getpass.getpass(f"new password of {args.name}: ")
+        if getpass.getpass("again: ") != password:
+            raise BadInput("the passwords differ")
+    user = users.add(args.name, args.role, password)
+    print(f"{user.name}: {user.role} (in {users.path})")

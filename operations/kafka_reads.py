@@ -1,0 +1,136 @@
+"""What planners and executors read from a cluster (confluent-kafka Admin API): thin I/O, no
+decisions. Every client failure becomes a one-line :class:`OperationError`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from kpulse.kafka_clients import error_text
+from operations.errors import OperationError, unknown
+
+TIMEOUT = 15.0
+INACTIVE_STATES = ("Empty", "Dead")
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Member:
+    member_id: str
+    client_id: str
+    host: str
+
+    def describe(self) -> str:
+        return f"{self.client_id}@{self.host.lstrip('/')} ({self.member_id})"
+
+
+@dataclass(frozen=True)
+class GroupView:
+    group_id: str
+    state: str
+    """Stable, PreparingRebalance, CompletingRebalance, Empty, Dead, Unknown."""
+    members: tuple[Member, ...]
+
+    @property
+    def inactive(self) -> bool:
+        return self.state in INACTIVE_STATES and not self.members
+
+    def members_text(self) -> str:
+        return ", ".join(m.describe() for m in self.members) or "none"
+
+
+RETRIABLE = frozenset({"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE"})
+"""Group errors a fresh client meets while it finds the group coordinator: asked again."""
+
+
+def _result(future, what: str):
+    try:
+        return future.result(timeout=TIMEOUT + 5)
+    except Exception as error:  # noqa: BLE001 - any client failure is one line for the user
+        raise OperationError(f"{what}: {error_text(error)}") from None
+
+
+def group_call(call, what: str, attempts: int = 8):
+    """``call()`` returns one future; asked again while the coordinator is being found."""
+    for attempt in range(attempts):
+        try:
+            return call().result(timeout=TIMEOUT + 5)
+        except Exception as error:  # noqa: BLE001
+            first = error.args[0] if error.args else None
+            if attempt + 1 < attempts and getattr(first, "name", lambda: "")() in RETRIABLE:
+                time.sleep(0.25 * (attempt + 1))
+                continue
+            raise OperationError(f"{what}: {error_text(error)}") from None
+
+
+def describe_group(admin, group_id: str) -> GroupView:
+    described = group_call(lambda: admin.describe_consumer_groups([group_id], request_timeout=TIMEOUT)[group_id],
+                            f"cannot describe group {group_id!r}")
+    members = tuple(Member(m.member_id, m.client_id, m.host) for m in described.members)
+    return GroupView(group_id, _state_name(described.state), members)
+
+
+_STATE_NAMES = {"STABLE": "Stable", "PREPARING_REBALANCING": "PreparingRebalance",
+                "COMPLETING_REBALANCING": "CompletingRebalance", "EMPTY": "Empty", "DEAD": "Dead"}
+
+
+def _state_name(state) -> str:
+    """ConsumerGroupState.STABLE -> 'Stable', as the official tool spells it."""
+    return _STATE_NAMES.get(getattr(state, "name", ""), "Unknown")
+
+
+def group_ids(admin) -> set[str]:
+    listed = _result(admin.list_consumer_groups(request_timeout=TIMEOUT), "cannot list consumer groups")
+    return {g.group_id for g in listed.valid}
+
+
+def committed_offsets(admin, group_id: str, partitions: list[TopicPartition] | None = None) -> dict[TopicPartition, int]:
+    """The group's committed offsets (only partitions that have one); all of them when
+    ``partitions`` is None."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
+
+    request = ConsumerGroupTopicPartitions(
+        group_id, [KafkaTP(t, p) for t, p in partitions] if partitions is not None else None)
+    answer = group_call(lambda: admin.list_consumer_group_offsets([request], request_timeout=TIMEOUT)[group_id],
+                         f"cannot read the committed offsets of group {group_id!r}")
+    return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions if tp.offset >= 0}
+
+
+def topic_partitions(admin, topics: list[str]) -> dict[str, list[int]]:
+    """Partition numbers of each topic; an unknown topic is an error with a did-you-mean."""
+    metadata = _result_metadata(admin)
+    known = {name: sorted(t.partitions) for name, t in metadata.topics.items()}
+    for topic in topics:
+        if topic not in known:
+            raise unknown("topic", topic, set(known))
+    return {topic: known[topic] for topic in topics}
+
+
+def all_topics(admin) -> dict[str, list[int]]:
+    return {name: sorted(t.partitions) for name, t in _result_metadata(admin).topics.items()}
+
+
+def _result_metadata(admin):
+    try:
+        return admin.list_topics(timeout=TIMEOUT)
+    except Exception as error:  # noqa: BLE001
+        raise OperationError(f"cannot read the cluster metadata: {error_text(error)}") from None
+
+
+def log_offsets(admin, partitions: list[TopicPartition], spec: str | int) -> dict[TopicPartition, int | None]:
+    """``spec``: ``"earliest"``, ``"latest"`` or a timestamp in epoch ms. None for a timestamp
+    later than every message of the partition."""
+    from confluent_kafka import TopicPartition as KafkaTP
+    from confluent_kafka.admin import OffsetSpec
+
+    if not partitions:
+        return {}
+    offset_spec = (OffsetSpec.earliest() if spec == "earliest" else OffsetSpec.latest() if spec == "latest"
+                   else OffsetSpec.for_timestamp(int(spec)))
+    futures = admin.list_offsets({KafkaTP(t, p): offset_spec for t, p in partitions}, request_timeout=TIMEOUT)
+    offsets: dict[TopicPartition, int | None] = {}
+    for tp, future in futures.items():
+        answer = _result(future, f"cannot list offsets of {tp.topic}-{tp.partition}")
+        offsets[(tp.topic, tp.partition)] = answer.offset if answer.offset >= 0 else None
+    return offsets

@@ -1,0 +1,155 @@
+"""Consumer group offset reset: the planner (reads the cluster, changes nothing) and the executor
+(re-checks, applies, reads back). The choice of offsets is :mod:`operations.offset_plan`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from operations import kafka_reads
+from operations.errors import BadInput, OperationError, Refused, unknown
+from operations.offset_plan import (
+    TIMESTAMP_STRATEGIES, PartitionReset, ResetPlan, Scope, Strategy, TopicPartition, choose_offsets,
+    parse_reset_csv,
+)
+from operations.time_specs import parse_datetime_ms, parse_duration_ms
+
+
+@dataclass(frozen=True)
+class PartitionOutcome:
+    topic: str
+    partition: int
+    before: int | None
+    new: int
+    after: int | None
+    """Committed offset read back after the change."""
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ResetOutcome:
+    """What the executor did: ``result`` is ``ok``, ``partial`` or ``failed``."""
+
+    result: str
+    partitions: tuple[PartitionOutcome, ...]
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def refuse_unless_inactive(group: kafka_reads.GroupView, what: str = "the offsets of group") -> None:
+    if not group.inactive:
+        raise Refused(f"cannot reset {what} {group.group_id!r}: it is {group.state} with active members "
+                      f"{group.members_text()}; stop them first (the group must be Empty or Dead)")
+
+
+def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy: Strategy, *,
+                      clock: Callable[[], float] = time.time) -> ResetPlan:
+    """The reset ``strategy`` would do on ``scope``; raises :class:`BadInput` (unknown group,
+    topic or partition, malformed value) or :class:`Refused` (group active)."""
+    timestamp_ms = _timestamp(strategy, clock)
+    file_offsets = _read_plan_file(strategy.value, group_id) if strategy.name == "from-file" else None
+    if file_offsets is None and not scope.all_topics and not scope.topics:
+        raise BadInput("one of the reset scopes is needed: --all-topics or --topic")
+    group = kafka_reads.describe_group(admin, group_id)
+    committed = kafka_reads.committed_offsets(admin, group_id)
+    if group.state == "Dead" and not committed:
+        raise unknown("consumer group", group_id, kafka_reads.group_ids(admin))
+    refuse_unless_inactive(group)
+    partitions = _scope_partitions(admin, scope, committed, file_offsets)
+    log_start = kafka_reads.log_offsets(admin, partitions, "earliest")
+    log_end = kafka_reads.log_offsets(admin, partitions, "latest")
+    at_time = kafka_reads.log_offsets(admin, partitions, timestamp_ms) if timestamp_ms is not None else None
+    chosen = choose_offsets(strategy, partitions, committed, log_start, log_end,
+                            timestamp_offsets=at_time, file_offsets=file_offsets)
+    rows = tuple(PartitionReset(topic=t, partition=p, current=committed.get((t, p)), log_start=log_start[(t, p)],
+                                log_end=log_end[(t, p)], new=new, requested=requested)
+                 for (t, p), (new, requested) in sorted(chosen.items()))
+    warnings = tuple(f"{r.topic}-{r.partition}: requested {r.requested}, clamped to {r.new} "
+                     f"(log {r.log_start}..{r.log_end})" for r in rows if r.clamped)
+    return ResetPlan(cluster=cluster, group_id=group_id, group_state=group.state, strategy=strategy, scope=scope,
+                     partitions=rows, planned_at=clock(), warnings=warnings)
+
+
+def _timestamp(strategy: Strategy, clock: Callable[[], float]) -> int | None:
+    if strategy.name not in TIMESTAMP_STRATEGIES:
+        return None
+    if strategy.value is None:
+        raise BadInput(f"--{strategy.name} needs a value")
+    if strategy.name == "to-datetime":
+        return parse_datetime_ms(strategy.value)
+    return int(clock() * 1000) - parse_duration_ms(strategy.value)
+
+
+def _read_plan_file(path, group_id: str) -> dict[TopicPartition, int]:
+    if not path:
+        raise BadInput("--from-file needs a CSV file")
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise BadInput(f"cannot read the reset plan file {path}: {error.strerror or error}") from None
+    return parse_reset_csv(text, group_id)
+
+
+def _scope_partitions(admin, scope: Scope, committed: dict[TopicPartition, int],
+                      file_offsets: dict[TopicPartition, int] | None) -> list[TopicPartition]:
+    if file_offsets is not None:
+        wanted = sorted(file_offsets)
+        topics = sorted({t for t, _ in wanted})
+    elif scope.all_topics:
+        return sorted(committed)
+    else:
+        topics = [t for t, _ in scope.topics]
+        wanted = None
+    existing = kafka_reads.topic_partitions(admin, topics)
+    if wanted is None:
+        wanted = sorted({(t, p) for t, chosen in scope.topics for p in (chosen if chosen is not None else existing[t])})
+    missing = [f"{t}-{p}" for t, p in wanted if p not in existing[t]]
+    if missing:
+        raise BadInput(f"partition(s) {', '.join(missing)} do not exist")
+    return wanted
+
+
+def execute_offset_reset(admin, plan: ResetPlan) -> ResetOutcome:
+    """Apply ``plan``: re-check that the group is inactive and its offsets are those the plan
+    saw, commit the new offsets, read them back. Raises :class:`Refused` when a re-check fails
+    (nothing changed); per-partition failures are in the outcome."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
+
+    refuse_unless_inactive(kafka_reads.describe_group(admin, plan.group_id))
+    keys = [(p.topic, p.partition) for p in plan.partitions]
+    now = kafka_reads.committed_offsets(admin, plan.group_id, keys)
+    moved = [f"{p.topic}-{p.partition}: {p.current} -> {now.get((p.topic, p.partition))}"
+             for p in plan.partitions if now.get((p.topic, p.partition)) != p.current]
+    if moved:
+        raise Refused(f"the offsets of group {plan.group_id!r} changed since the plan was made "
+                      f"({'; '.join(moved[:5])}); plan again")
+    request = ConsumerGroupTopicPartitions(plan.group_id, [KafkaTP(p.topic, p.partition, p.new) for p in plan.partitions])
+    errors: dict = {}
+    failure = None
+    try:
+        for attempt in range(5):
+            answer = kafka_reads.group_call(
+                lambda: admin.alter_consumer_group_offsets([request], request_timeout=kafka_reads.TIMEOUT)[plan.group_id],
+                f"cannot commit the offsets of group {plan.group_id!r}")
+            errors = {(tp.topic, tp.partition): tp.error for tp in answer.topic_partitions if tp.error is not None}
+            if not all(e.name() in kafka_reads.RETRIABLE for e in errors.values()) or not errors:
+                break
+            time.sleep(0.3 * (attempt + 1))  # the coordinator moved or is loading: commit again
+        errors = {tp: e.str() or e.name() for tp, e in errors.items()}
+    except OperationError as error:  # reported per partition, in the outcome and the audit log
+        failure = str(error)
+    after = kafka_reads.committed_offsets(admin, plan.group_id, keys)
+    rows = []
+    for p in plan.partitions:
+        key = (p.topic, p.partition)
+        error = errors.get(key)
+        if error is None and after.get(key) != p.new:
+            error = failure or f"committed offset is {after.get(key)} after the reset, expected {p.new}"
+        rows.append(PartitionOutcome(p.topic, p.partition, p.current, p.new, after.get(key), error))
+    failed = sum(r.error is not None for r in rows)
+    result = "ok" if not failed else "failed" if failed == len(rows) else "partial"
+    return ResetOutcome(result, tuple(rows), failure or (f"{failed} of {len(rows)} partition(s) failed" if failed else None))
