@@ -83,6 +83,13 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("collector", pa.string()), ("up", pa.bool_()), ("duration_seconds", pa.float64()),
         ("error", pa.string()),
     ),
+    # One row per operation attempt (reset, election, reassignment), refused ones included.
+    "audit": _table(
+        ("action_id", pa.string()), ("actor", pa.string()), ("action", pa.string()),
+        ("target", pa.string()), ("result", pa.string()), ("plan_json", pa.string()),
+        ("before_json", pa.string()), ("after_json", pa.string()), ("error", pa.string()),
+        ("approved_by", pa.string()),
+    ),
     # Samples that could not be written and were dropped: the gap is recorded instead.
     "lake_gap": _table(
         ("table_name", pa.string()), ("first_time", TIME), ("last_time", TIME),

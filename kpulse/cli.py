@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     config_commands = config.add_subparsers(dest="action", required=True, metavar="ACTION")
     config_commands.add_parser("check", help="load the config and print it (passwords hidden)")
     config_commands.add_parser("reference", help="print the documented reference config")
+
+    from operations.commands import add_parsers as add_operation_parsers
+
+    add_operation_parsers(commands)
     return parser
 
 
@@ -104,6 +108,12 @@ def _dispatch(args: argparse.Namespace) -> int | None:
         return _config(args)
     if args.command == "alerts":
         return _export_rules(args)
+    from operations.commands import COMMANDS as OPERATION_COMMANDS
+
+    if args.command in OPERATION_COMMANDS:
+        from operations.commands import run as run_operation
+
+        return run_operation(args, args.config)
     if args.command == "collect":
         from collectors.command import collect_command
         from kpulse.config import load_config
