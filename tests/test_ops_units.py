@@ -1,0 +1,156 @@
+"""Pure logic of operations, from tables of cases: datetimes and durations as the official tools
+read them, offset choice and clamping, plan files, password hashes and roles, the audit spool."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from operations.access import User, UsersFile, authorize, hash_password, password_matches
+from operations.audit import AuditLog, AuditRecord
+from operations.errors import BadInput, NotAuthorized, Refused
+from operations.offset_plan import PartitionReset, ResetPlan, Scope, Strategy, choose_offsets, parse_reset_csv
+from operations.time_specs import parse_datetime_ms, parse_duration_ms
+
+
+def ms(*args) -> int:
+    return int(datetime(*args, tzinfo=timezone.utc).timestamp() * 1000)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2024-03-09T12:00:00.250", ms(2024, 3, 9, 12) + 250),
+    ("2024-03-09T12:00:00", ms(2024, 3, 9, 12)),
+    ("2024-03-09T12:00:00.000Z", ms(2024, 3, 9, 12)),
+    ("2024-03-09T14:00:00.000+02:00", ms(2024, 3, 9, 12)),
+    ("2024-03-09T07:00:00.000-0500", ms(2024, 3, 9, 12)),
+])
+def test_datetimes_are_utc_unless_a_zone_is_given(text, expected):
+    assert parse_datetime_ms(text) == expected
+
+
+@pytest.mark.parametrize("text", ["2024-03-09 12:00:00", "2024-02-30T00:00:00.000", "12:00", "", "2024-03-09T25:00:00"])
+def test_malformed_datetimes_are_refused(text):
+    with pytest.raises(BadInput, match="malformed datetime"):
+        parse_datetime_ms(text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("PT30M", 1_800_000), ("P1DT2H", 93_600_000), ("PT0.5S", 500), ("pt1h", 3_600_000), ("-PT1S", -1000),
+    ("P2D", 172_800_000), ("PT1H30M15S", 5_415_000),
+])
+def test_durations_follow_java_duration_parse(text, expected):
+    assert parse_duration_ms(text) == expected
+
+
+@pytest.mark.parametrize("text", ["P", "PT", "30M", "P1H", "PT5X", "P1W", ""])
+def test_malformed_durations_are_refused(text):
+    with pytest.raises(BadInput, match="malformed duration"):
+        parse_duration_ms(text)
+
+
+T0, T1 = ("t", 0), ("t", 1)
+START = {T0: 3, T1: 0}
+END = {T0: 20, T1: 12}
+COMMITTED = {T0: 10}
+
+
+@pytest.mark.parametrize("strategy, extra, expected", [
+    (Strategy("to-earliest"), {}, {T0: (3, None), T1: (0, None)}),
+    (Strategy("to-latest"), {}, {T0: (20, None), T1: (12, None)}),
+    (Strategy("to-current"), {}, {T0: (10, None), T1: (12, None)}),  # no commit: the log end
+    (Strategy("to-offset", "15"), {}, {T0: (15, 15), T1: (12, 15)}),
+    (Strategy("to-offset", "1"), {}, {T0: (3, 1), T1: (1, 1)}),
+    (Strategy("to-datetime", "x"), {"timestamp_offsets": {T0: 8, T1: None}}, {T0: (8, None), T1: (12, None)}),
+    (Strategy("from-file", "f"), {"file_offsets": {T1: 99}}, {T1: (12, 99)}),
+])
+def test_offsets_chosen_and_clamped_like_the_official_tool(strategy, extra, expected):
+    assert choose_offsets(strategy, [T0, T1], COMMITTED, START, END, **extra) == expected
+
+
+def test_shift_by_needs_a_committed_offset_and_is_clamped():
+    assert choose_offsets(Strategy("shift-by", "-9"), [T0], COMMITTED, START, END) == {T0: (3, 1)}
+    with pytest.raises(BadInput, match="cannot shift partition t-1: the group has no committed offset"):
+        choose_offsets(Strategy("shift-by", "1"), [T0, T1], COMMITTED, START, END)
+
+
+def test_scope_parsing_and_bad_scopes():
+    assert Scope.parse(False, ["a", "b:2,0"]).topics == (("a", None), ("b", (0, 2)))
+    for bad in ("b:x", ":1", "b:-1"):
+        with pytest.raises(BadInput):
+            Scope.parse(False, [bad])
+
+
+def test_plan_files_in_both_official_formats():
+    assert parse_reset_csv("t,0,5\nt,1,7\n", "g") == {T0: 5, T1: 7}
+    assert parse_reset_csv("g,t,0,5\nother,t,1,7\n", "g") == {T0: 5}
+    for bad, message in (("", "empty"), ("t,0\n", "line 1"), ("t,zero,1\n", "integers"), ("other,t,0,1\n", "no line for group")):
+        with pytest.raises(BadInput, match=message):
+            parse_reset_csv(bad, "g")
+
+
+def test_a_plan_survives_json_and_csv_round_trips():
+    plan = ResetPlan(cluster="c", group_id="g", group_state="Empty", strategy=Strategy("shift-by", "-9"),
+                     scope=Scope.parse(False, ["t:0"]),
+                     partitions=(PartitionReset("t", 0, 10, 3, 20, 3, requested=1),), planned_at=1.5)
+    assert ResetPlan.from_dict(json.loads(plan.to_json())) == plan
+    assert parse_reset_csv(plan.to_csv(), "g") == plan.new_offsets() == {T0: 3}
+    row = plan.to_dict()["partitions"][0]
+    assert (row["lag_before"], row["lag_after"], row["replayed"], row["skipped"]) == (10, 17, 7, 0)
+
+
+def test_passwords_are_salted_hashes_checked_in_constant_time(tmp_path):
+    first, second = hash_password("correct horse"), hash_password("correct horse")
+    assert first != second and password_matches("correct horse", first) and not password_matches("wrong", first)
+    users = UsersFile(tmp_path / "users.yaml")
+    users.add("ann", "operator", "correct horse")
+    assert users.authenticate("ann", "correct horse") == User("ann", "operator")
+    assert (tmp_path / "users.yaml").stat().st_mode & 0o077 == 0
+    for name, password in (("ann", "nope"), ("bob", "correct horse")):
+        with pytest.raises(NotAuthorized, match=f"wrong user name or password for '{name}'"):
+            users.authenticate(name, password)
+    with pytest.raises(BadInput, match="too short"):
+        users.add("cid", "viewer", "short")
+    with pytest.raises(BadInput, match="unknown role"):
+        users.add("cid", "root", "long enough")
+
+
+class Cluster:
+    def __init__(self, read_only: bool):
+        self.name, self.read_only = "prod", read_only
+
+
+@pytest.mark.parametrize("role, action, read_only, allowed", [
+    ("viewer", "reset-offsets", False, False), ("operator", "reset-offsets", False, True),
+    ("operator", "elect-leaders", False, True), ("operator", "reset-streams-app", False, False),
+    ("operator", "reassign", False, False), ("admin", "reassign", False, True),
+    ("admin", "reset-offsets", True, False), ("admin", "manage-users", True, True),
+])
+def test_roles_and_read_only_clusters(role, action, read_only, allowed):
+    user = User("u", role)
+    if allowed:
+        authorize(user, action, Cluster(read_only))
+    else:
+        with pytest.raises(Refused):
+            authorize(user, action, Cluster(read_only))
+
+
+def test_audit_rows_wait_in_the_spool_while_the_lake_cannot_be_written_and_none_is_lost(tmp_path):
+    blocked = tmp_path / "lake"
+    blocked.write_text("a file where the lake directory should be")
+    audit = AuditLog(str(blocked), tmp_path / "spool.jsonl", clock=lambda: 1_700_000_000.0)
+    record = AuditRecord(cluster="prod", actor="ann", action="reset-offsets", target="group g", result="ok",
+                         plan={"p": 1}, before={"t-0": 5}, after={"t-0": 0})
+
+    first_id, written = audit.record(record)
+    second_id, written_again = audit.record(record)
+    assert not written and not written_again
+    assert [r["action_id"] for r in audit.pending()] == [first_id, second_id]
+
+    blocked.unlink()
+    assert audit.retry_spool() == 0
+    frame = audit.read()
+    assert list(frame["action_id"]) == [first_id, second_id]
+    assert json.loads(frame["before_json"][0]) == {"t-0": 5} and not Path(tmp_path / "spool.jsonl").exists()
