@@ -56,7 +56,7 @@ def partition_lag(committed: int | None, log_end: int | None) -> int | None:
     return max(0, log_end - committed)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HistoryPoint:
     """One row of a partition's lookup table."""
 

@@ -92,7 +92,7 @@ def worst_status(statuses: Iterable[PartitionStatus | None]) -> PartitionStatus 
     return max(known, key=lambda status: status.severity) if known else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OffsetObservation:
     """One poll of one partition of one group."""
 
@@ -145,6 +145,8 @@ def evaluate_partition(observations: Sequence[OffsetObservation], now: float, ha
 
 class PartitionWindow:
     """The last ``size`` observations of one partition of one group, plus when it got stuck."""
+
+    __slots__ = ("_observations", "stuck_since")  # one per group partition: 10,000s of them
 
     def __init__(self, size: int = DEFAULT_WINDOW_SIZE) -> None:
         self._observations: deque[OffsetObservation] = deque(maxlen=size)

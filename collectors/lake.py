@@ -26,16 +26,18 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from numbers import Real
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from collectors.lake_schema import SCHEMAS, TIME
+
+if TYPE_CHECKING:  # pandas (also loaded by pyarrow.dataset) is for readers: the collectors never need its ~50 MB
+    import pandas as pd
+    import pyarrow.dataset as ds
 
 LOG = logging.getLogger(__name__)
 GAP_TABLE = "lake_gap"
@@ -44,8 +46,6 @@ ATOMIC_PUT_FILESYSTEMS = frozenset({"s3", "gcs", "abfs"})
 """Object stores where an upload appears whole or not at all: written in place, no rename."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MICROSECOND = timedelta(microseconds=1)
-_PANDAS_TYPES = {pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
-"""Nullable pandas dtypes, so a column's dtype does not depend on whether this read had a null."""
 
 
 @dataclass(frozen=True)
@@ -246,7 +246,9 @@ def rows_to_arrow(table: str, rows: list[dict[str, Any]]) -> pa.Table:
                 for value in values:
                     if isinstance(value, float) and not value.is_integer():
                         raise ValueError(f"{value!r} is not a whole number")
-            columns.append(pa.array(values, type=column.type, from_pandas=pa.types.is_floating(column.type)))
+            elif pa.types.is_floating(column.type):  # NaN is stored as null (from_pandas=True would load pandas)
+                values = [None if isinstance(value, float) and value != value else value for value in values]
+            columns.append(pa.array(values, type=column.type))
         except (ValueError, TypeError, pa.ArrowException) as error:
             raise ValueError(f"lake table {table!r}, column {column.name!r} ({column.type}): "
                              f"{_one_line(error)}") from error
@@ -306,7 +308,7 @@ def read_table_with_problems(path: str, table: str, *, since: Any = None, until:
     data = pa.concat_tables(pieces) if pieces else schema.empty_table().select(wanted)
     if "time" in wanted:
         data = data.sort_by("time")
-    frame = data.to_pandas(types_mapper=_PANDAS_TYPES.get, coerce_temporal_nanoseconds=True)
+    frame = data.to_pandas(types_mapper=_pandas_types().get, coerce_temporal_nanoseconds=True)
     return LakeRead(frame, skipped)
 
 
@@ -319,6 +321,13 @@ def read_table(path: str, table: str, *, since: Any = None, until: Any = None,
     for problem in skipped:
         LOG.warning("lake: skipped %s", problem)
     return frame
+
+
+def _pandas_types() -> dict:
+    """Nullable pandas dtypes, so a column's dtype does not depend on whether this read had a null."""
+    import pandas as pd
+
+    return {pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
 
 
 def _schema(table: str) -> pa.Schema:
@@ -372,6 +381,8 @@ def _data_files(fs: pafs.FileSystem, table_dir: str, first: date | None, last: d
 
 def _condition(low: int | None, high: int | None,
                cluster: str | Iterable[str] | None) -> ds.Expression | None:
+    import pyarrow.dataset as ds
+
     parts = []
     if low is not None:
         parts.append(ds.field("time") >= pa.scalar(low, TIME))
@@ -388,6 +399,8 @@ def _condition(low: int | None, high: int | None,
 
 def _read_files(fs: pafs.FileSystem, files: list[str], schema: pa.Schema, columns: list[str],
                 condition: ds.Expression | None, skipped: list[str]) -> list[pa.Table]:
+    import pyarrow.dataset as ds
+
     """Read all files in one scan; if that fails, file by file, skipping the unreadable ones.
     Files written before a column was added read that column as null (``schema`` is explicit)."""
     def scan(paths: list[str]) -> pa.Table:

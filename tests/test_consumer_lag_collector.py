@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from collectors.consumer_lag import ConsumerLagCollector
@@ -30,9 +30,22 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
 
 
 def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit, retrying while the group coordinator is still being elected (a fresh cluster creates
+    __consumer_offsets on the first commit, and its leaders move for a few seconds)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
-    consumer.close()
+    try:
+        for attempt in range(30):
+            try:
+                consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+                                asynchronous=False)
+                return
+            except KafkaException as error:
+                retriable = error.args[0].retriable() or error.args[0].code() == KafkaError.NOT_COORDINATOR
+                if not retriable or attempt == 29:
+                    raise
+                time.sleep(1)
+    finally:
+        consumer.close()
 
 
 def group_section(result, group_id):
