@@ -20,7 +20,7 @@ from pathlib import Path
 from operations.errors import BadInput, NotAuthorized
 from operations.offset_plan import STRATEGIES
 
-COMMANDS = ("reset-offsets", "audit", "users")
+COMMANDS = ("reset-offsets", "elect-leaders", "audit", "users")
 
 
 def add_parsers(commands) -> None:
@@ -38,6 +38,19 @@ def add_parsers(commands) -> None:
     reset.add_argument("--plan", metavar="FILE", help="execute this JSON plan (from --json) instead of planning")
     _mode_flags(reset)
     reset.add_argument("--export", action="store_true", help="print the plan as the official tool's CSV (topic,partition,offset)")
+
+    elect = commands.add_parser(
+        "elect-leaders", help="preferred leader election (plan unless --execute)",
+        description="Flags mirror `kafka-leader-election`; only the PREFERRED election type.")
+    _cluster_and_actor(elect)
+    elect.add_argument("--election-type", default="PREFERRED", type=str.upper, help="PREFERRED (the only one kpulse runs)")
+    elect_scope = elect.add_mutually_exclusive_group()
+    elect_scope.add_argument("--all-topic-partitions", action="store_true", help="every partition (the default)")
+    elect_scope.add_argument("--topic", help="one topic (all its partitions, or --partition)")
+    elect_scope.add_argument("--path-to-json-file", metavar="FILE",
+                             help='{"partitions": [{"topic": "t", "partition": 0}, ...]}')
+    elect.add_argument("--partition", type=int, help="with --topic: one partition")
+    _mode_flags(elect)
 
     audit = commands.add_parser("audit", help="the audit log of operations")
     audit_commands = audit.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -91,6 +104,8 @@ def run(args: argparse.Namespace, config_path: str | None) -> int | None:
         return _audit_show(args, operations)
     if args.command == "reset-offsets":
         return _reset_offsets(args, operations)
+    if args.command == "elect-leaders":
+        return _elect_leaders(args, operations)
     raise AssertionError(args.command)
 
 
@@ -186,6 +201,49 @@ def _read_json(path: str):
         return json.loads(Path(path).read_text())
     except (OSError, ValueError) as error:
         raise BadInput(f"cannot read the plan {path}: {error}") from None
+
+
+# --- elect-leaders -------------------------------------------------------------------------------
+
+def _election_scope(args) -> tuple:
+    if args.election_type != "PREFERRED":
+        raise BadInput(f"election type {args.election_type} is not run by kpulse (unclean elections lose data); "
+                       "use kafka-leader-election if you must")
+    if args.partition is not None and not args.topic:
+        raise BadInput("--partition needs --topic")
+    if args.topic:
+        return ((args.topic, None if args.partition is None else (args.partition,)),)
+    if args.path_to_json_file:
+        data = _read_json(args.path_to_json_file)
+        try:
+            chosen: dict[str, list[int]] = {}
+            for item in data["partitions"]:
+                chosen.setdefault(str(item["topic"]), []).append(int(item["partition"]))
+        except (KeyError, TypeError, ValueError):
+            raise BadInput(f"{args.path_to_json_file}: expected {{\"partitions\": [{{\"topic\": ..., \"partition\": ...}}]}}") from None
+        return tuple((t, tuple(sorted(p))) for t, p in sorted(chosen.items()))
+    return ()
+
+
+def _elect_leaders(args, operations) -> int | None:
+    cluster = operations.config.cluster(args.cluster).name
+    plan = operations.plan_election(cluster, _election_scope(args))
+    outcome = operations.elect_leaders(cli_actor(operations.config, args.as_user), plan) if args.execute else None
+    if args.json:
+        print(json.dumps({"plan": plan.to_dict(), "result": outcome.to_dict() if outcome else None}, indent=2))
+    else:
+        print(f"{len(plan.moves)} partition(s) of {plan.target} not led by their preferred replica")
+        for m in plan.moves:
+            note = "" if m.preferred_in_sync else "  (preferred replica not in sync: cannot elect now)"
+            print(f"  {m.topic}-{m.partition}: leader {m.leader} -> preferred {m.preferred}{note}")
+        if outcome is None:
+            print("dry run: nothing changed (add --execute to elect)")
+        else:
+            for row in outcome.partitions:
+                status = "ok" if row["error"] is None else f"FAILED: {row['error']}"
+                print(f"  {row['topic']}-{row['partition']}: leader now {row['after']} {status}")
+            print(f"{outcome.result}: {len(outcome.partitions)} election(s), leaders read back")
+    return 1 if outcome is not None and outcome.result != "ok" else None
 
 
 # --- audit and users -----------------------------------------------------------------------------

@@ -99,7 +99,7 @@ def committed_offsets(admin, group_id: str, partitions: list[TopicPartition] | N
 
 def topic_partitions(admin, topics: list[str]) -> dict[str, list[int]]:
     """Partition numbers of each topic; an unknown topic is an error with a did-you-mean."""
-    metadata = _result_metadata(admin)
+    metadata = metadata(admin)
     known = {name: sorted(t.partitions) for name, t in metadata.topics.items()}
     for topic in topics:
         if topic not in known:
@@ -108,10 +108,10 @@ def topic_partitions(admin, topics: list[str]) -> dict[str, list[int]]:
 
 
 def all_topics(admin) -> dict[str, list[int]]:
-    return {name: sorted(t.partitions) for name, t in _result_metadata(admin).topics.items()}
+    return {name: sorted(t.partitions) for name, t in metadata(admin).topics.items()}
 
 
-def _result_metadata(admin):
+def metadata(admin):
     try:
         return admin.list_topics(timeout=TIMEOUT)
     except Exception as error:  # noqa: BLE001

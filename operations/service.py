@@ -23,6 +23,8 @@ from operations import locks
 from operations.access import User, authorize
 from operations.audit import AuditLog, AuditRecord
 from operations.errors import NotAuthorized, OperationError, Refused
+from operations.kafka_reads import metadata
+from operations.leaders import ElectionOutcome, ElectionPlan, execute_election, plan_election
 from operations.offset_plan import ResetPlan, Scope, Strategy
 from operations.offset_reset import ResetOutcome, execute_offset_reset, plan_offset_reset
 
@@ -60,6 +62,21 @@ class Operations:
 
         return self.run(actor, "reset-offsets", plan.cluster, f"group {plan.group_id}",
                         plan.to_dict(), before, apply)
+
+    # --- preferred leader election ---------------------------------------------------------------
+
+    def plan_election(self, cluster: str, scope=()) -> ElectionPlan:
+        name = self.config.cluster(cluster).name
+        return plan_election(metadata(self.admin(name)).topics, name, scope, clock=self._clock)
+
+    def elect_leaders(self, actor: User, plan: ElectionPlan) -> ElectionOutcome:
+        before = {f"{m.topic}-{m.partition}": m.leader for m in plan.moves}
+
+        def apply():
+            outcome = execute_election(self.admin(plan.cluster), plan)
+            return outcome, {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions}
+
+        return self.run(actor, "elect-leaders", plan.cluster, plan.target, plan.to_dict(), before, apply)
 
     # --- the common sequence ---------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ def create_topic(admin, name: str, partitions: int, replication: int = 3, config
                  assignment: list[list[int]] | None = None) -> None:
     from confluent_kafka.admin import NewTopic
 
-    topic = (NewTopic(name, replica_assignment=assignment, config=config or {}) if assignment
+    topic = (NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment, config=config or {}) if assignment
              else NewTopic(name, partitions, replication, config=config or {}))
     admin.create_topics([topic], request_timeout=20)[name].result(timeout=30)
     deadline = time.monotonic() + 20
