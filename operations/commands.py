@@ -20,7 +20,7 @@ from pathlib import Path
 from operations.errors import BadInput, NotAuthorized
 from operations.offset_plan import STRATEGIES
 
-COMMANDS = ("reset-offsets", "elect-leaders", "audit", "users")
+COMMANDS = ("reset-offsets", "reset-streams-app", "elect-leaders", "audit", "users")
 
 
 def add_parsers(commands) -> None:
@@ -38,6 +38,20 @@ def add_parsers(commands) -> None:
     reset.add_argument("--plan", metavar="FILE", help="execute this JSON plan (from --json) instead of planning")
     _mode_flags(reset)
     reset.add_argument("--export", action="store_true", help="print the plan as the official tool's CSV (topic,partition,offset)")
+
+    streams = commands.add_parser(
+        "reset-streams-app", help="reset a Kafka Streams application (dry run unless --execute)",
+        description="Flags mirror `kafka-streams-application-reset`, but nothing changes without --execute. "
+                    "Input topics go to the beginning (or the strategy), intermediate topics to the end, internal "
+                    "topics are deleted, output topics are untouched.")
+    streams.add_argument("--application-id", required=True, help="the app's application.id")
+    _cluster_and_actor(streams)
+    streams.add_argument("--input-topics", default="", metavar="LIST", help="comma-separated input topics")
+    streams.add_argument("--intermediate-topics", default="", metavar="LIST", help="comma-separated intermediate topics")
+    streams.add_argument("--internal-topics", default="", metavar="LIST",
+                         help="delete only these internal topics (a subset of those found)")
+    _strategy_flags(streams, required=False)
+    _mode_flags(streams)
 
     elect = commands.add_parser(
         "elect-leaders", help="preferred leader election (plan unless --execute)",
@@ -106,6 +120,8 @@ def run(args: argparse.Namespace, config_path: str | None) -> int | None:
         return _reset_offsets(args, operations)
     if args.command == "elect-leaders":
         return _elect_leaders(args, operations)
+    if args.command == "reset-streams-app":
+        return _reset_streams_app(args, operations)
     raise AssertionError(args.command)
 
 
@@ -201,6 +217,44 @@ def _read_json(path: str):
         return json.loads(Path(path).read_text())
     except (OSError, ValueError) as error:
         raise BadInput(f"cannot read the plan {path}: {error}") from None
+
+
+# --- reset-streams-app ---------------------------------------------------------------------------
+
+def _topics(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _reset_streams_app(args, operations) -> int | None:
+    from operations.offset_plan import Strategy
+
+    cluster = operations.config.cluster(args.cluster).name
+    strategy = Strategy(*args.strategy) if args.strategy else None
+    plan = operations.plan_streams_reset(cluster, args.application_id, _topics(args.input_topics),
+                                         _topics(args.intermediate_topics), _topics(args.internal_topics), strategy)
+    outcome = operations.reset_streams_app(cli_actor(operations.config, args.as_user), plan) if args.execute else None
+    if args.json:
+        print(json.dumps({"plan": plan.to_dict(), "result": outcome.to_dict() if outcome else None}, indent=2))
+        return 1 if outcome is not None and outcome.result != "ok" else None
+    print(f"Streams application {plan.application_id} ({plan.group_state}) on cluster {plan.cluster}: "
+          f"{plan.strategy.describe()}")
+    for title, rows in (("input topics (reset)", plan.input), ("intermediate topics (to the end)", plan.intermediate)):
+        print(f"{title}:" + ("" if rows else " none"))
+        for p in rows:
+            print(f"  {p.topic}-{p.partition}: {'-' if p.current is None else p.current} -> {p.new}")
+    print("internal topics to delete: " + (", ".join(plan.delete_topics) or "none"))
+    if plan.untouched:
+        print("untouched (output, or not named): " + ", ".join(plan.untouched))
+    if outcome is None:
+        print("dry run: nothing changed (add --execute to apply)")
+    else:
+        for row in outcome.partitions:
+            if row["error"]:
+                print(f"FAILED {row['topic']}-{row['partition']}: {row['error']}")
+        print(f"{outcome.result}: offsets read back, deleted {len(outcome.deleted)} topic(s)"
+              + (f"; {outcome.error}" if outcome.error else ""))
+    print(plan.local_state_note)
+    return 1 if outcome is not None and outcome.result != "ok" else None
 
 
 # --- elect-leaders -------------------------------------------------------------------------------

@@ -50,8 +50,8 @@ def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy
                       clock: Callable[[], float] = time.time) -> ResetPlan:
     """The reset ``strategy`` would do on ``scope``; raises :class:`BadInput` (unknown group,
     topic or partition, malformed value) or :class:`Refused` (group active)."""
-    timestamp_ms = _timestamp(strategy, clock)
-    file_offsets = _read_plan_file(strategy.value, group_id) if strategy.name == "from-file" else None
+    timestamp_ms = strategy_timestamp_ms(strategy, clock)
+    file_offsets = read_plan_file(strategy.value, group_id) if strategy.name == "from-file" else None
     if file_offsets is None and not scope.all_topics and not scope.topics:
         raise BadInput("one of the reset scopes is needed: --all-topics or --topic")
     group = kafka_reads.describe_group(admin, group_id)
@@ -74,7 +74,7 @@ def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy
                      partitions=rows, planned_at=clock(), warnings=warnings)
 
 
-def _timestamp(strategy: Strategy, clock: Callable[[], float]) -> int | None:
+def strategy_timestamp_ms(strategy: Strategy, clock: Callable[[], float]) -> int | None:
     if strategy.name not in TIMESTAMP_STRATEGIES:
         return None
     if strategy.value is None:
@@ -84,7 +84,7 @@ def _timestamp(strategy: Strategy, clock: Callable[[], float]) -> int | None:
     return int(clock() * 1000) - parse_duration_ms(strategy.value)
 
 
-def _read_plan_file(path, group_id: str) -> dict[TopicPartition, int]:
+def read_plan_file(path, group_id: str) -> dict[TopicPartition, int]:
     if not path:
         raise BadInput("--from-file needs a CSV file")
     try:

@@ -27,6 +27,7 @@ from operations.kafka_reads import metadata
 from operations.leaders import ElectionOutcome, ElectionPlan, execute_election, plan_election
 from operations.offset_plan import ResetPlan, Scope, Strategy
 from operations.offset_reset import ResetOutcome, execute_offset_reset, plan_offset_reset
+from operations.streams_reset import StreamsResetOutcome, StreamsResetPlan, execute_streams_reset, plan_streams_reset
 
 
 class Operations:
@@ -77,6 +78,26 @@ class Operations:
             return outcome, {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions}
 
         return self.run(actor, "elect-leaders", plan.cluster, plan.target, plan.to_dict(), before, apply)
+
+    # --- Streams application reset --------------------------------------------------------------
+
+    def plan_streams_reset(self, cluster: str, application_id: str, input_topics: list[str],
+                           intermediate_topics: list[str], internal_topics: list[str] | None = None,
+                           strategy: Strategy | None = None) -> StreamsResetPlan:
+        name = self.config.cluster(cluster).name
+        return plan_streams_reset(self.admin(name), name, application_id, input_topics, intermediate_topics,
+                                  internal_topics, strategy, clock=self._clock)
+
+    def reset_streams_app(self, actor: User, plan: StreamsResetPlan) -> StreamsResetOutcome:
+        before = {"offsets": {f"{p.topic}-{p.partition}": p.current for p in plan.input + plan.intermediate},
+                  "topics": list(plan.delete_topics)}
+
+        def apply():
+            outcome = execute_streams_reset(self.admin(plan.cluster), plan)
+            return outcome, {"offsets": {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions},
+                             "deleted": list(outcome.deleted)}
+
+        return self.run(actor, "reset-streams-app", plan.cluster, plan.target, plan.to_dict(), before, apply)
 
     # --- the common sequence ---------------------------------------------------------------------
 

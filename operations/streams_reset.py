@@ -1,0 +1,197 @@
+"""Kafka Streams application reset with the semantics of ``kafka-streams-application-reset``
+(Kafka 4.x ``StreamsResetter``):
+
+1. input topics: the group's offsets go to the beginning, or where the chosen strategy says
+   (``--to-offset``, ``--shift-by``, ``--to-datetime``, ``--by-duration``, ``--to-latest``,
+   ``--from-file``), clamped to the log; ``--shift-by`` starts from the log end of a partition
+   without a committed offset (the resetter's consumer falls back to ``latest``);
+2. intermediate topics: offsets to the end of the log;
+3. internal topics, deleted: topics named ``<application.id>-...`` that end in ``-changelog``,
+   ``-repartition``, ``-subscription-registration-topic`` or ``-subscription-response-topic``
+   (or the foreign-key join ``-KTABLE-FK-JOIN-SUBSCRIPTION-...-<n>-topic`` forms), except topics
+   named as input or intermediate; ``--internal-topics`` narrows the set to a subset;
+4. output topics: untouched; local state: each instance must run ``KafkaStreams#cleanUp()`` (or
+   delete ``<state.dir>/<application.id>``) before it starts again.
+
+Refused while the group has active members. Unlike the official tool, a typo (unknown
+application id, unknown topic) is an error with a did-you-mean, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+from kpulse.kafka_clients import error_text
+from operations import kafka_reads
+from operations.errors import BadInput, OperationError, Refused, unknown
+from operations.offset_plan import PartitionReset, Strategy, choose_offsets
+from operations.offset_reset import read_plan_file, refuse_unless_inactive, strategy_timestamp_ms
+
+STREAMS_STRATEGIES = ("to-earliest", "to-latest", "to-offset", "shift-by", "to-datetime", "by-duration", "from-file")
+LOCAL_STATE_NOTE = ("Local state is not reset: before restarting, every instance must call KafkaStreams#cleanUp() "
+                    "or delete <state.dir>/{app} (default ${{java.io.tmpdir}}/kafka-streams/{app}).")
+_INTERNAL_SUFFIXES = ("-changelog", "-repartition", "-subscription-registration-topic", "-subscription-response-topic")
+_FK_JOIN = re.compile(r".+-KTABLE-FK-JOIN-SUBSCRIPTION-(REGISTRATION|RESPONSE)-\d+-topic\Z")
+
+
+def is_internal_topic(application_id: str, topic: str) -> bool:
+    return topic.startswith(application_id + "-") and (topic.endswith(_INTERNAL_SUFFIXES) or bool(_FK_JOIN.match(topic)))
+
+
+@dataclass(frozen=True)
+class StreamsResetPlan:
+    cluster: str
+    application_id: str
+    group_state: str
+    strategy: Strategy
+    input: tuple[PartitionReset, ...]
+    intermediate: tuple[PartitionReset, ...]
+    delete_topics: tuple[str, ...]
+    """Internal topics to delete."""
+    untouched: tuple[str, ...]
+    """Other topics the application has offsets on (output or forgotten input): left alone."""
+    planned_at: float
+
+    @property
+    def target(self) -> str:
+        return f"app {self.application_id}"
+
+    @property
+    def local_state_note(self) -> str:
+        return LOCAL_STATE_NOTE.format(app=self.application_id)
+
+    def new_offsets(self) -> dict[tuple[str, int], int]:
+        return {(p.topic, p.partition): p.new for p in self.input + self.intermediate}
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "local_state_note": self.local_state_note}
+
+
+@dataclass(frozen=True)
+class StreamsResetOutcome:
+    result: str
+    partitions: tuple[dict, ...]
+    """{topic, partition, before, new, after, error}."""
+    deleted: tuple[str, ...]
+    error: str | None
+    local_state_note: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def plan_streams_reset(admin, cluster: str, application_id: str, input_topics: list[str],
+                       intermediate_topics: list[str], internal_topics: list[str] | None = None,
+                       strategy: Strategy | None = None, *, clock: Callable[[], float] = time.time) -> StreamsResetPlan:
+    strategy = strategy or Strategy("to-earliest")
+    if strategy.name not in STREAMS_STRATEGIES:
+        raise BadInput(f"--{strategy.name} is not a Streams reset strategy; one of --{', --'.join(STREAMS_STRATEGIES)}")
+    both = set(input_topics) & set(intermediate_topics)
+    if both:
+        raise BadInput(f"topic(s) {', '.join(sorted(both))} named as both input and intermediate")
+    timestamp_ms = strategy_timestamp_ms(strategy, clock)
+    file_offsets = read_plan_file(strategy.value, application_id) if strategy.name == "from-file" else None
+    topics = kafka_reads.all_topics(admin)
+    group = kafka_reads.describe_group(admin, application_id)
+    committed = kafka_reads.committed_offsets(admin, application_id)
+    named = set(input_topics) | set(intermediate_topics)
+    inferred = sorted(t for t in topics if t not in named and is_internal_topic(application_id, t))
+    if group.state == "Dead" and not committed and not inferred:
+        known = kafka_reads.group_ids(admin)
+        raise unknown("application id", application_id, known)
+    refuse_unless_inactive(group, "the Streams application")
+    for topic in input_topics + intermediate_topics:
+        if topic not in topics:
+            raise unknown("topic", topic, set(topics))
+    if internal_topics:
+        extra = sorted(set(internal_topics) - set(inferred))
+        if extra:
+            raise BadInput(f"--internal-topics {', '.join(extra)}: not internal topics of {application_id} "
+                           f"(those are: {', '.join(inferred) or 'none'})")
+    input_parts = sorted((t, p) for t in input_topics for p in topics[t])
+    middle_parts = sorted((t, p) for t in intermediate_topics for p in topics[t])
+    every = input_parts + middle_parts
+    log_start = kafka_reads.log_offsets(admin, every, "earliest")
+    log_end = kafka_reads.log_offsets(admin, every, "latest")
+    at_time = kafka_reads.log_offsets(admin, input_parts, timestamp_ms) if timestamp_ms is not None else None
+    positions = {tp: committed.get(tp, log_end[tp]) for tp in input_parts}
+    if file_offsets is not None:
+        file_offsets = {tp: o for tp, o in file_offsets.items() if tp in positions}
+    chosen = choose_offsets(strategy, input_parts, positions, log_start, log_end,
+                            timestamp_offsets=at_time, file_offsets=file_offsets)
+
+    def row(tp, new, requested=None) -> PartitionReset:
+        return PartitionReset(tp[0], tp[1], committed.get(tp), log_start[tp], log_end[tp], new, requested)
+
+    delete = tuple(internal_topics) if internal_topics else tuple(inferred)
+    untouched = sorted({t for t, _ in committed} - named - set(inferred))
+    return StreamsResetPlan(
+        cluster=cluster, application_id=application_id, group_state=group.state, strategy=strategy,
+        input=tuple(row(tp, *chosen[tp]) for tp in sorted(chosen)),
+        intermediate=tuple(row(tp, log_end[tp]) for tp in middle_parts),
+        delete_topics=delete, untouched=tuple(untouched), planned_at=clock())
+
+
+def execute_streams_reset(admin, plan: StreamsResetPlan, *, settle_seconds: float = 30.0) -> StreamsResetOutcome:
+    """Re-check (no active member, offsets as planned), commit the offsets, delete the internal
+    topics, read offsets and topics back."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
+
+    refuse_unless_inactive(kafka_reads.describe_group(admin, plan.application_id), "the Streams application")
+    rows = plan.input + plan.intermediate
+    keys = [(p.topic, p.partition) for p in rows]
+    now = kafka_reads.committed_offsets(admin, plan.application_id, keys) if keys else {}
+    moved = [f"{p.topic}-{p.partition}" for p in rows if now.get((p.topic, p.partition)) != p.current]
+    if moved:
+        raise Refused(f"the offsets of {plan.application_id!r} changed since the plan was made "
+                      f"({', '.join(moved[:5])}); plan again")
+    failure = None
+    if rows:
+        request = ConsumerGroupTopicPartitions(plan.application_id, [KafkaTP(p.topic, p.partition, p.new) for p in rows])
+        try:
+            kafka_reads.group_call(
+                lambda: admin.alter_consumer_group_offsets([request], request_timeout=kafka_reads.TIMEOUT)[plan.application_id],
+                f"cannot commit the offsets of {plan.application_id!r}")
+        except OperationError as error:
+            failure = str(error)
+    delete_errors = _delete_topics(admin, plan.delete_topics) if failure is None else {}
+    after = kafka_reads.committed_offsets(admin, plan.application_id, keys) if keys else {}
+    remaining = _wait_deleted(admin, [t for t in plan.delete_topics if t not in delete_errors], settle_seconds)
+    partitions = []
+    for p in rows:
+        got = after.get((p.topic, p.partition))
+        error = None if got == p.new else (failure or f"committed offset is {got}, expected {p.new}")
+        partitions.append({"topic": p.topic, "partition": p.partition, "before": p.current, "new": p.new,
+                           "after": got, "error": error})
+    problems = [f"{t}: {e}" for t, e in delete_errors.items()] + [f"{t}: still exists" for t in remaining]
+    failed = sum(r["error"] is not None for r in partitions) + len(problems)
+    total = len(partitions) + len(plan.delete_topics)
+    result = "ok" if not failed else "failed" if failed == total else "partial"
+    error = failure or ("; ".join(problems) if problems else None) or (f"{failed} partition(s) failed" if failed else None)
+    deleted = tuple(t for t in plan.delete_topics if t not in delete_errors and t not in remaining)
+    return StreamsResetOutcome(result, tuple(partitions), deleted, error, plan.local_state_note)
+
+
+def _delete_topics(admin, topics) -> dict[str, str]:
+    if not topics:
+        return {}
+    errors = {}
+    for topic, future in admin.delete_topics(list(topics), operation_timeout=30, request_timeout=kafka_reads.TIMEOUT).items():
+        try:
+            future.result(timeout=kafka_reads.TIMEOUT + 30)
+        except Exception as error:  # noqa: BLE001 - reported per topic
+            errors[topic] = error_text(error)
+    return errors
+
+
+def _wait_deleted(admin, topics: list[str], settle_seconds: float) -> list[str]:
+    deadline = time.monotonic() + settle_seconds
+    while True:
+        existing = kafka_reads.all_topics(admin)
+        remaining = [t for t in topics if t in existing]
+        if not remaining or time.monotonic() > deadline:
+            return remaining
+        time.sleep(0.3)

@@ -1,0 +1,118 @@
+"""Streams application reset on the real cluster, against `kafka-streams-application-reset` on a
+twin application: both start from the same committed offsets and the same kinds of topics
+(internal repartition and changelog topics, a look-alike topic that is not internal, another
+application's topics); afterwards both leave the same offsets and delete the same topics."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+
+from operations.access import User
+from operations.errors import BadInput, Refused
+from operations.offset_plan import Strategy
+from tests.test_ops_support import admin_for, commit, committed, create_topic, official, operations_for, produce
+
+pytestmark = pytest.mark.cluster
+
+IN, MID, OUT = "ops-streams-in", "ops-streams-mid", "ops-streams-out"
+ADMIN = User("ada", "admin")
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def shared_topics(bootstrap):
+    admin = admin_for(bootstrap)
+    for topic, partitions in ((IN, 2), (MID, 2), (OUT, 1)):
+        create_topic(admin, topic, partitions)
+    now = int(time.time() * 1000)
+    produce(bootstrap, IN, {0: 10, 1: 8}, first_ms=now - 60_000, step_ms=10)
+    produce(bootstrap, MID, {0: 6, 1: 4}, first_ms=now - 60_000, step_ms=10)
+    produce(bootstrap, OUT, {0: 5}, first_ms=now - 60_000, step_ms=10)
+    return admin
+
+
+@pytest.fixture(scope="module")
+def operations(tmp_path_factory, bootstrap):
+    return operations_for(tmp_path_factory.mktemp("ops-streams"), bootstrap)
+
+
+def app_with_topics(admin, bootstrap, app: str) -> None:
+    """What a stopped Streams app leaves behind: internal topics with data, committed offsets on
+    input (partition 1 never committed), intermediate and repartition topics."""
+    for suffix, partitions in (("-by-key-repartition", 2), ("-counts-changelog", 1), ("-notes", 1),
+                               ("x-counts-changelog", 1)):
+        create_topic(admin, app + suffix, partitions)
+    produce(bootstrap, app + "-by-key-repartition", {0: 3, 1: 3}, first_ms=int(time.time() * 1000), step_ms=1)
+    commit(admin, app, {(IN, 0): 7, (MID, 0): 2, (app + "-by-key-repartition", 0): 3, (OUT, 0): 1})
+
+
+def topics_of(admin, app: str) -> set[str]:
+    return {t.replace(app, "APP") for t in admin.list_topics(timeout=10).topics if t.startswith(app)}
+
+
+def offsets_of(admin, app: str) -> dict:
+    return {(t.replace(app, "APP"), p): o for (t, p), o in committed(admin, app).items()}
+
+
+@pytest.mark.parametrize("strategy", [None, ("shift-by", "-2"), ("to-offset", "5")])
+def test_kpulse_reset_equals_the_official_reset_of_a_twin_app(shared_topics, operations, bootstrap, strategy):
+    number = next(_counter)
+    mine, theirs = f"ops-app{number}-k", f"ops-app{number}-t"
+    admin = shared_topics
+    for app in (mine, theirs):
+        app_with_topics(admin, bootstrap, app)
+
+    plan = operations.plan_streams_reset("test", mine, [IN], [MID], strategy=Strategy(*strategy) if strategy else None)
+    outcome = operations.reset_streams_app(ADMIN, plan)
+    flags = [f"--{strategy[0]}", strategy[1]] if strategy else []
+    output = official("kafka-streams-application-reset", "--bootstrap-server", bootstrap, "--application-id", theirs,
+                      "--input-topics", IN, "--intermediate-topics", MID, *flags)
+    assert not output.startswith("EXIT"), output
+    deadline = time.monotonic() + 20
+    while f"{theirs}-counts-changelog" in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
+        time.sleep(0.3)
+
+    assert outcome.result == "ok", outcome
+    assert set(plan.delete_topics) == {f"{mine}-by-key-repartition", f"{mine}-counts-changelog"}
+    assert topics_of(admin, mine) == topics_of(admin, theirs) == {"APP-notes", "APPx-counts-changelog"}
+    assert offsets_of(admin, mine) == offsets_of(admin, theirs)
+    assert offsets_of(admin, mine)[(IN, 0)] == {None: 0, "shift-by": 5, "to-offset": 5}[strategy and strategy[0]]
+    assert offsets_of(admin, mine)[(MID, 1)] == 4, "intermediate topics go to the end"
+    assert offsets_of(admin, mine)[(OUT, 0)] == 1, "output topics are untouched"
+    assert "KafkaStreams#cleanUp()" in outcome.local_state_note
+
+
+def test_a_typo_in_the_application_id_gets_a_did_you_mean_and_changes_nothing(shared_topics, operations, bootstrap):
+    app = "ops-app-typo"
+    app_with_topics(shared_topics, bootstrap, app)
+    with pytest.raises(BadInput, match=f"unknown application id 'ops-app-tpyo' \\(did you mean '{app}'\\?\\)"):
+        operations.plan_streams_reset("test", "ops-app-tpyo", [IN], [])
+    with pytest.raises(BadInput, match=r"unknown topic 'ops-streams-inn' \(did you mean 'ops-streams-in'\?\)"):
+        operations.plan_streams_reset("test", app, ["ops-streams-inn"], [])
+    with pytest.raises(BadInput, match="not internal topics of ops-app-typo"):
+        operations.plan_streams_reset("test", app, [IN], [], internal_topics=[OUT])
+    assert f"{app}-counts-changelog" in shared_topics.list_topics(timeout=10).topics
+
+
+def test_a_running_application_is_refused_and_nothing_is_deleted(shared_topics, operations, bootstrap):
+    from confluent_kafka import Consumer
+
+    app = "ops-app-running"
+    app_with_topics(shared_topics, bootstrap, app)
+    plan = operations.plan_streams_reset("test", app, [IN], [MID])
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": app, "client.id": "instance-1",
+                         "enable.auto.commit": False})
+    consumer.subscribe([IN])
+    try:
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        with pytest.raises(Refused, match="cannot reset the Streams application 'ops-app-running': it is Stable"):
+            operations.reset_streams_app(ADMIN, plan)
+    finally:
+        consumer.close()
+    assert f"{app}-counts-changelog" in shared_topics.list_topics(timeout=10).topics
+    assert committed(shared_topics, app)[(IN, 0)] == 7
