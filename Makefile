@@ -12,7 +12,9 @@ up: setup
 down:
 	@.venv/bin/kpulse down
 
-test: setup
+# The tests drive the dashboard in a headless Chromium: setup installs Debian's chromium.
+test:
+	@KPULSE_WITH_BROWSER=1 scripts/setup.sh
 	@.venv/bin/python -m pytest
 
 bench: setup
