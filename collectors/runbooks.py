@@ -1,6 +1,6 @@
 """Runbooks of the alert rules: what it means, what to check, what to do; for the on-call engineer.
 
-One :class:`Runbook` per rule of :mod:`collectors.alerts`, keyed by the rule name (the rule's
+One :class:`Runbook` per rule of :mod:`collectors.alert_rules`, keyed by the rule name (the rule's
 ``runbook`` reference). Commands are written for ``kpulse kafka-cli`` (the official Kafka tools of
 the pinned release, same arguments as ``bin/kafka-*.sh``) with ``$BOOTSTRAP`` as the bootstrap
 server: export it in the shell, or pass ``bootstrap=`` to :func:`runbook_text` to fill it in.
