@@ -11,7 +11,8 @@ import time
 import pytest
 
 from collectors.lake_schema import SCHEMAS
-from collectors.probe import ProbeCollector, ProbeLedger, percentile, plan_probe_topic, summarize
+from collectors.probe import ProbeCollector
+from collectors.probe_ledger import ProbeLedger, percentile, plan_probe_topic, summarize
 from collectors.protocol import CollectContext, Collector
 from kpulse.config.model import ClusterConfig
 from tests.conftest import kpulse
