@@ -15,10 +15,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from collectors import prom_text
-from collectors.broker_metrics import (
-    FIRST_SAMPLE, IDLE_NANOS, IDLE_ONE_MINUTE, NOT_CONFIGURED, BrokerMetricsCollector, counter_rate,
-    http_get_text,
-)
+from collectors.broker_metrics import BrokerMetricsCollector, http_get_text
+from collectors.broker_values import FIRST_SAMPLE, IDLE_NANOS, IDLE_ONE_MINUTE, NOT_CONFIGURED, counter_rate
 from collectors.protocol import CollectContext, Collector
 from kpulse.config.model import ClusterConfig, MetricsConfig
 
