@@ -90,6 +90,19 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("before_json", pa.string()), ("after_json", pa.string()), ("error", pa.string()),
         ("approved_by", pa.string()),
     ),
+    # SLO job (spark_jobs): good/valid per SLO, entity and minute; null = no data.
+    "slo_minute": _table(
+        ("slo", pa.string()), ("entity", pa.string()), ("good", pa.int64()), ("valid", pa.int64()),
+    ),
+    # SLO job: SLI, error budget, burn rates and alerts per SLO, entity and evaluation time.
+    "slo_status": _table(
+        ("slo", pa.string()), ("entity", pa.string()), ("scope", pa.string()), ("indicator", pa.string()),
+        ("budgeting_method", pa.string()), ("objective", pa.float64()), ("window", pa.string()),
+        ("sli", pa.float64()), ("good_events", pa.int64()), ("valid_events", pa.int64()),
+        ("error_budget_remaining", pa.float64()),
+        *[(f"burn_rate_{w}", pa.float64()) for w in ("5m", "30m", "1h", "2h", "6h", "1d", "3d", "window")],
+        ("time_to_exhaustion_seconds", pa.float64()), ("alert", pa.string()), ("alert_conditions", pa.string()),
+    ),
     # Samples that could not be written and were dropped: the gap is recorded instead.
     "lake_gap": _table(
         ("table_name", pa.string()), ("first_time", TIME), ("last_time", TIME),
