@@ -19,7 +19,7 @@ from typing import Any, Callable
 from collectors.lake import LakeWriter, read_table
 
 TABLE = "audit"
-RESULTS = ("ok", "partial", "failed", "refused", "denied")
+RESULTS = ("ok", "partial", "failed", "refused", "denied", "in-progress", "not-started", "cancelled")
 
 
 @dataclass(frozen=True)

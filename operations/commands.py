@@ -17,10 +17,12 @@ import sys
 import time
 from pathlib import Path
 
+from kpulse.progress import Progress
 from operations.errors import BadInput, NotAuthorized
 from operations.offset_plan import STRATEGIES
 
-COMMANDS = ("reset-offsets", "reset-streams-app", "elect-leaders", "audit", "users")
+COMMANDS = ("reset-offsets", "reset-streams-app", "elect-leaders", "reassign", "audit", "users")
+DEFAULT_THROTTLE = 10 * 1024 * 1024
 
 
 def add_parsers(commands) -> None:
@@ -65,6 +67,29 @@ def add_parsers(commands) -> None:
                              help='{"partitions": [{"topic": "t", "partition": 0}, ...]}')
     elect.add_argument("--partition", type=int, help="with --topic: one partition")
     _mode_flags(elect)
+
+    reassign = commands.add_parser("reassign", help="partition reassignment: generate, execute, verify, cancel")
+    reassign_commands = reassign.add_subparsers(dest="action", required=True, metavar="ACTION")
+    generate = reassign_commands.add_parser("generate", help="plan a balanced assignment, or drain a broker (changes nothing)")
+    _cluster_and_actor(generate)
+    generate.add_argument("--topics", default="", metavar="LIST", help="comma-separated topics (default: all but internal)")
+    generate.add_argument("--broker-list", default="", metavar="LIST", help="brokers to place replicas on (default: all)")
+    generate.add_argument("--drain", type=int, metavar="BROKER", help="move every replica off this broker")
+    generate.add_argument("--output", "-o", metavar="FILE", help="write the plan (kpulse JSON) to this file")
+    generate.add_argument("--json", action="store_true", help="print the plan as JSON")
+    for action, text in (("execute", "start a planned reassignment under a replication throttle"),
+                         ("verify", "progress; when complete, remove the throttles"),
+                         ("cancel", "cancel the moves still in progress and remove the throttles")):
+        command = reassign_commands.add_parser(action, help=text)
+        _cluster_and_actor(command)
+        command.add_argument("--plan", required=True, metavar="FILE",
+                             help="kpulse plan from generate, or the official tool's reassignment JSON (execute)")
+        command.add_argument("--json", action="store_true")
+        if action == "execute":
+            command.add_argument("--throttle", type=int, default=DEFAULT_THROTTLE, metavar="BYTES_PER_SEC",
+                                 help=f"replication throttle while moving (default {DEFAULT_THROTTLE})")
+            command.add_argument("--wait", action="store_true", help="show progress until done, then verify")
+            command.add_argument("--timeout", type=float, default=3600, help="with --wait: give up after seconds")
 
     audit = commands.add_parser("audit", help="the audit log of operations")
     audit_commands = audit.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -122,6 +147,11 @@ def run(args: argparse.Namespace, config_path: str | None) -> int | None:
         return _elect_leaders(args, operations)
     if args.command == "reset-streams-app":
         return _reset_streams_app(args, operations)
+    if args.command == "reassign":
+        try:
+            return _reassign(args, operations)
+        finally:
+            operations.close()
     raise AssertionError(args.command)
 
 
@@ -298,6 +328,65 @@ def _elect_leaders(args, operations) -> int | None:
                 print(f"  {row['topic']}-{row['partition']}: leader now {row['after']} {status}")
             print(f"{outcome.result}: {len(outcome.partitions)} election(s), leaders read back")
     return 1 if outcome is not None and outcome.result != "ok" else None
+
+
+# --- reassign ------------------------------------------------------------------------------------
+
+def _brokers(text: str) -> list[int]:
+    try:
+        return [int(b) for b in text.split(",") if b.strip()]
+    except ValueError:
+        raise BadInput(f"--broker-list {text!r}: expected broker ids like 1,2,3") from None
+
+
+def _reassign(args, operations) -> int | None:
+    from operations.reassign_plan import ReassignmentPlan
+
+    cluster = operations.config.cluster(args.cluster).name
+    if args.action == "generate":
+        plan = operations.plan_reassignment(cluster, _topics(args.topics), _brokers(args.broker_list) or None, args.drain)
+        if args.output:
+            Path(args.output).write_text(json.dumps(plan.to_dict(), indent=2))
+        if args.json:
+            print(json.dumps(plan.to_dict(), indent=2))
+            return None
+        print(f"{plan.goal}: {len(plan.moves)} partition(s) change, {plan.replicas_moved} replica(s) move")
+        for m in plan.moves:
+            print(f"  {m.topic}-{m.partition}: {list(m.current)} -> {list(m.target)}")
+        print(f"plan written to {args.output}" if args.output else "nothing changed (write it with --output FILE)")
+        return None
+    data = _read_json(args.plan)
+    if "moves" in data:
+        plan = ReassignmentPlan.from_dict(data)
+        if plan.cluster != cluster:
+            raise BadInput(f"the plan in {args.plan} is for cluster {plan.cluster!r}")
+    else:
+        plan = operations.plan_reassignment(cluster, [], official_json=json.dumps(data))
+    actor = cli_actor(operations.config, args.as_user)
+    progress = Progress()
+    if args.action == "execute":
+        status = operations.start_reassignment(actor, plan, args.throttle)
+        if args.wait and status.result == "in-progress":
+            reassigner = operations.reassigner(cluster)
+            status = reassigner.wait(plan, args.timeout, lambda s: progress.note(
+                f"{s.done}/{len(s.partitions)} partition(s) moved"))
+            if status.result == "ok":
+                status = operations.verify_reassignment(actor, plan)
+    elif args.action == "verify":
+        status = operations.verify_reassignment(actor, plan)
+    else:
+        status = operations.cancel_reassignment(actor, plan)
+    if args.json:
+        print(json.dumps(status.to_dict(), indent=2))
+    else:
+        for row in status.partitions:
+            state = "done" if row["done"] else "moving" if row["moving"] else "not moved"
+            print(f"  {row['topic']}-{row['partition']}: replicas {row['replicas']} (target {row['target']}) {state}"
+                  + (f" ERROR {row['error']}" if row["error"] else ""))
+        print(f"{status.result}: {status.done}/{len(status.partitions)} partition(s) at their target"
+              + ("; throttles removed" if status.throttles_removed else "")
+              + ("; run `kpulse reassign verify` until done (it removes the throttles)" if status.result == "in-progress" else ""))
+    return 1 if status.result in ("failed", "partial") else None
 
 
 # --- audit and users -----------------------------------------------------------------------------

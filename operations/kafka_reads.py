@@ -44,7 +44,7 @@ RETRIABLE = frozenset({"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORD
 """Group errors a fresh client meets while it finds the group coordinator: asked again."""
 
 
-def _result(future, what: str):
+def await_result(future, what: str):
     try:
         return future.result(timeout=TIMEOUT + 5)
     except Exception as error:  # noqa: BLE001 - any client failure is one line for the user
@@ -81,7 +81,7 @@ def _state_name(state) -> str:
 
 
 def group_ids(admin) -> set[str]:
-    listed = _result(admin.list_consumer_groups(request_timeout=TIMEOUT), "cannot list consumer groups")
+    listed = await_result(admin.list_consumer_groups(request_timeout=TIMEOUT), "cannot list consumer groups")
     return {g.group_id for g in listed.valid}
 
 
@@ -131,6 +131,6 @@ def log_offsets(admin, partitions: list[TopicPartition], spec: str | int) -> dic
     futures = admin.list_offsets({KafkaTP(t, p): offset_spec for t, p in partitions}, request_timeout=TIMEOUT)
     offsets: dict[TopicPartition, int | None] = {}
     for tp, future in futures.items():
-        answer = _result(future, f"cannot list offsets of {tp.topic}-{tp.partition}")
+        answer = await_result(future, f"cannot list offsets of {tp.topic}-{tp.partition}")
         offsets[(tp.topic, tp.partition)] = answer.offset if answer.offset >= 0 else None
     return offsets

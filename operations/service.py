@@ -26,6 +26,8 @@ from operations.errors import NotAuthorized, OperationError, Refused
 from operations.kafka_reads import metadata
 from operations.leaders import ElectionOutcome, ElectionPlan, execute_election, plan_election
 from operations.offset_plan import ResetPlan, Scope, Strategy
+from operations.reassign import Reassigner, ReassignmentStatus, generate, legacy_admin_client, plan_from_official_json
+from operations.reassign_plan import ReassignmentPlan
 from operations.offset_reset import ResetOutcome, execute_offset_reset, plan_offset_reset
 from operations.streams_reset import StreamsResetOutcome, StreamsResetPlan, execute_streams_reset, plan_streams_reset
 
@@ -41,6 +43,7 @@ class Operations:
         self.audit = audit or AuditLog(config.lake.path, self.state_dir / "audit-spool.jsonl", clock=clock)
         self._admin_factory = admin_factory or admin_client
         self._admins: dict[str, Any] = {}
+        self._reassigners: dict[str, Reassigner] = {}
         self._clock = clock
 
     def admin(self, cluster: str):
@@ -98,6 +101,51 @@ class Operations:
                              "deleted": list(outcome.deleted)}
 
         return self.run(actor, "reset-streams-app", plan.cluster, plan.target, plan.to_dict(), before, apply)
+
+    # --- partition reassignment -----------------------------------------------------------------
+
+    def reassigner(self, cluster: str) -> Reassigner:
+        """One per cluster, kept: it holds kafka-python's client (closed by :meth:`close`)."""
+        config = self.config.cluster(cluster)
+        if config.name not in self._reassigners:
+            self._reassigners[config.name] = Reassigner(self.admin(config.name), lambda: legacy_admin_client(config))
+        return self._reassigners[config.name]
+
+    def close(self) -> None:
+        for reassigner in self._reassigners.values():
+            reassigner.close()
+        self._reassigners.clear()
+
+    def plan_reassignment(self, cluster: str, topics: list[str], brokers: list[int] | None = None,
+                          drain_broker: int | None = None, official_json: str | None = None) -> ReassignmentPlan:
+        name = self.config.cluster(cluster).name
+        if official_json is not None:
+            return plan_from_official_json(self.admin(name), name, official_json, clock=self._clock)
+        return generate(self.admin(name), name, topics, brokers, drain_broker, clock=self._clock)
+
+    def start_reassignment(self, actor: User, plan: ReassignmentPlan, throttle_bytes: int) -> ReassignmentStatus:
+        return self._reassign(actor, "reassign:execute", plan,
+                              lambda reassigner: reassigner.execute(plan, throttle_bytes))
+
+    def verify_reassignment(self, actor: User, plan: ReassignmentPlan) -> ReassignmentStatus:
+        """Read-only while moves are in progress; once complete it removes the throttles (a change,
+        authorized and audited)."""
+        reassigner = self.reassigner(plan.cluster)
+        if reassigner.status(plan).result != "ok":
+            return reassigner.status(plan)
+        return self._reassign(actor, "reassign:verify", plan, lambda r: r.verify(plan))
+
+    def cancel_reassignment(self, actor: User, plan: ReassignmentPlan) -> ReassignmentStatus:
+        return self._reassign(actor, "reassign:cancel", plan, lambda reassigner: reassigner.cancel(plan))
+
+    def _reassign(self, actor: User, action: str, plan: ReassignmentPlan, call) -> ReassignmentStatus:
+        before = {f"{m.topic}-{m.partition}": list(m.current) for m in plan.moves}
+
+        def apply():
+            status = call(self.reassigner(plan.cluster))
+            return status, {f"{r['topic']}-{r['partition']}": r["replicas"] for r in status.partitions}
+
+        return self.run(actor, action, plan.cluster, plan.target, plan.to_dict(), before, apply)
 
     # --- the common sequence ---------------------------------------------------------------------
 
