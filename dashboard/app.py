@@ -1,0 +1,42 @@
+"""kpulse dashboard entry: `kpulse dashboard` runs `streamlit run` on this file.
+
+Routes with ``st.navigation`` over the file-based pages in ``pages/`` and draws the shared frame:
+the cluster picker and the freshness of the data (stale = older than two collection intervals)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import components, frame
+from dashboard.services.health import freshness
+
+st.set_page_config(page_title="kpulse", page_icon="📈", layout="wide")
+
+PAGES = [
+    st.Page("pages/overview.py", title="Overview", icon="🩺", url_path="overview", default=True),
+    st.Page("pages/brokers.py", title="Brokers", icon="🖥️", url_path="brokers"),
+    st.Page("pages/topics.py", title="Topics", icon="🗂️", url_path="topics"),
+    st.Page("pages/groups.py", title="Consumer groups", icon="👥", url_path="groups"),
+    st.Page("pages/streams.py", title="Streams apps", icon="🌊", url_path="streams"),
+    st.Page("pages/slos.py", title="SLOs", icon="🎯", url_path="slos"),
+    st.Page("pages/alerts.py", title="Alerts", icon="🚨", url_path="alerts"),
+]
+navigation = st.navigation(PAGES)
+
+with st.sidebar:
+    st.markdown("### kpulse")
+    with frame.shown_errors():
+        names = frame.sources().config.cluster_names
+        st.selectbox("Cluster", names, key=frame.CLUSTER_KEY)
+
+
+@st.fragment(run_every=10)
+def _freshness() -> None:
+    with frame.shown_errors("freshness"):
+        snap = frame.snapshot()
+        components.freshness_banner(freshness(frame.newest_sample_time(snap), frame.now(),
+                                              frame.sources().collect_seconds))
+
+
+_freshness()
+navigation.run()

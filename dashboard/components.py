@@ -1,0 +1,95 @@
+"""Shared drawing: coloured health tiles, Plotly charts, the freshness banner and the pager.
+Pages compose these; nothing here reads data."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Sequence
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+import streamlit as st
+
+from dashboard.services.health import CRIT, INFO, OK, UNKNOWN, WARN, Freshness, Tile
+from dashboard.services.paging import DEFAULT_PAGE_SIZE
+
+COLOURS = {OK: "#1b7f3b", WARN: "#b7791f", CRIT: "#c53030", UNKNOWN: "#718096", INFO: "#2b6cb0"}
+STATE_COLOURS = {"RUNNING": "#38a169", "REBALANCING": "#dd6b20", "ERROR": "#c53030", "PENDING_ERROR": "#c53030",
+                 "NOT_RUNNING": "#718096", "UNREACHABLE": "#4a5568", "PENDING_SHUTDOWN": "#a0aec0",
+                 "CREATED": "#90cdf4", "DEGRADED": "#d69e2e"}
+_TILE_CSS = """<style>
+.kp-tile{border-radius:8px;padding:10px 14px;color:#fff;min-height:92px;margin-bottom:8px}
+.kp-tile .kp-label{font-size:0.85rem;opacity:.9}.kp-tile .kp-value{font-size:1.6rem;font-weight:700}
+.kp-tile .kp-detail{font-size:0.75rem;opacity:.9}</style>"""
+
+
+def tiles(items: Sequence[Tile], per_row: int = 5) -> None:
+    st.markdown(_TILE_CSS, unsafe_allow_html=True)
+    for start in range(0, len(items), per_row):
+        for column, tile in zip(st.columns(per_row), items[start:start + per_row]):
+            column.markdown(
+                f"<div class='kp-tile' style='background:{COLOURS[tile.level]}' title='{escape(tile.level)}'>"
+                f"<div class='kp-label'>{escape(tile.label)}</div><div class='kp-value'>{escape(tile.value)}</div>"
+                f"<div class='kp-detail'>{escape(tile.level.upper())}{' · ' + escape(tile.detail) if tile.detail else ''}"
+                f"</div></div>", unsafe_allow_html=True)
+
+
+def freshness_banner(fresh: Freshness) -> None:
+    if fresh.stale:
+        st.error(fresh.text, icon="🚨")
+    else:
+        st.caption(f"🟢 {fresh.text}")
+
+
+def line_chart(frame: pd.DataFrame, *, x: str, y: str, color: str | None = None, title: str, y_title: str = "",
+               thresholds: Sequence[tuple[float, str]] = (), key: str | None = None, height: int = 300) -> None:
+    """A time series; ``thresholds`` are (value, label) horizontal lines."""
+    if frame.empty:
+        st.info(f"{title}: no data in this window")
+        return
+    figure = px.line(frame, x=x, y=y, color=color, title=title, height=height)
+    for value, label in thresholds:
+        figure.add_hline(y=value, line_dash="dash", line_color=COLOURS[CRIT] if value <= 0.1 else COLOURS[WARN],
+                         annotation_text=label)
+    figure.update_layout(margin=dict(l=10, r=10, t=40, b=10), yaxis_title=y_title, xaxis_title="")
+    st.plotly_chart(figure, width="stretch", key=key)
+
+
+def bar_chart(frame: pd.DataFrame, *, x: str, y: str, color: str | None = None, title: str,
+              key: str | None = None) -> None:
+    if frame.empty:
+        st.info(f"{title}: no data")
+        return
+    figure = px.bar(frame, x=x, y=y, color=color, barmode="group", title=title, height=300)
+    figure.update_layout(margin=dict(l=10, r=10, t=40, b=10))
+    st.plotly_chart(figure, width="stretch", key=key)
+
+
+def timeline_chart(periods: pd.DataFrame, *, title: str, key: str | None = None) -> None:
+    """State periods per instance as coloured bars (REBALANCING stands out in orange)."""
+    if periods.empty:
+        st.info(f"{title}: no states recorded in this window")
+        return
+    figure = px.timeline(periods, x_start="begin", x_end="end", y="instance", color="state", title=title,
+                         color_discrete_map=STATE_COLOURS, height=120 + 40 * periods["instance"].nunique())
+    figure.update_layout(margin=dict(l=10, r=10, t=40, b=10))
+    st.plotly_chart(figure, width="stretch", key=key)
+
+
+def burn_down_chart(frame: pd.DataFrame, *, title: str, key: str | None = None) -> None:
+    if frame.empty:
+        st.info(f"{title}: no evaluations in this window")
+        return
+    figure = go.Figure(go.Scatter(x=frame["time"], y=frame["error_budget_remaining"], mode="lines",
+                                  name="budget remaining", fill="tozeroy"))
+    figure.add_hline(y=0, line_dash="dash", line_color=COLOURS[CRIT], annotation_text="budget exhausted")
+    figure.update_layout(title=title, height=300, margin=dict(l=10, r=10, t=40, b=10), yaxis_tickformat=".0%",
+                         yaxis_title="error budget remaining")
+    st.plotly_chart(figure, width="stretch", key=key)
+
+
+def pager(key: str, matching: int, page_size: int = DEFAULT_PAGE_SIZE) -> int:
+    """A page-number input; returns the 1-based page asked for."""
+    pages = max(1, -(-matching // page_size))
+    return int(st.number_input(f"page (of {pages})", min_value=1, max_value=pages, value=1, step=1, key=key))

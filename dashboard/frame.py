@@ -1,0 +1,142 @@
+"""The shared frame of every page: the data sources, the chosen cluster, cached reads (caching
+lives here, at the page edge, never in services), and errors shown as one line.
+
+Pages call these helpers; they never build Kafka clients or read files themselves."""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.services.acks import AckStore, active
+from dashboard.services.alerts import firing_alerts
+from dashboard.services.kafka_admin import ClusterAdmin
+from dashboard.services.slos import latest_status
+from dashboard.services.sources import DashboardError, Sources, load_sources, one_line
+
+LOG = logging.getLogger("kpulse.dashboard")
+SOURCES_KEY = "kpulse_sources"
+"""Session-state key: tests and benchmarks may put their own :class:`Sources` here before a run."""
+CLUSTER_KEY = "cluster"
+ALERT_HISTORY_SECONDS = 7 * 86400
+SLO_STATUS_SECONDS = 15 * 60
+"""Newest SLO evaluations are looked for in this window."""
+
+
+@contextmanager
+def shown_errors(what: str = "") -> Iterator[None]:
+    """Run a part of a page; any failure becomes one ``st.error`` line (traceback only in the log)."""
+    try:
+        yield
+    except DashboardError as error:
+        st.error(f"{what + ': ' if what else ''}{error}", icon="⚠️")
+    except Exception as error:  # noqa: BLE001 - no traceback reaches the UI
+        LOG.exception("dashboard error")
+        st.error(f"{what + ': ' if what else ''}{one_line(error)}", icon="⚠️")
+
+
+@st.cache_resource(show_spinner=False)
+def _configured_sources() -> Sources:
+    return load_sources()
+
+
+def sources() -> Sources:
+    injected = st.session_state.get(SOURCES_KEY)
+    return injected if injected is not None else _configured_sources()
+
+
+def cluster() -> str:
+    """The cluster chosen in the sidebar (the first configured one until then)."""
+    names = sources().config.cluster_names
+    chosen = st.session_state.get(CLUSTER_KEY)
+    return chosen if chosen in names else names[0]
+
+
+def now() -> float:
+    return time.time()
+
+
+def _bucket(seconds: float, step: float) -> float:
+    """``seconds`` rounded down to ``step``, so cache keys repeat within one collection interval."""
+    return float(int(seconds // step) * step)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _snapshot(_sources: Sources, lake_path: str, cluster_name: str, stamp: float | None) -> dict[str, Any] | None:
+    return _sources.snapshot(cluster_name)
+
+
+def snapshot() -> dict[str, Any] | None:
+    """The chosen cluster's latest snapshot, parsed once per file version (read-only: do not mutate)."""
+    src = sources()
+    name = cluster()
+    return _snapshot(src, src.lake_path, name, src.snapshot_stamp(name))
+
+
+@st.cache_data(show_spinner=False, ttl=10, max_entries=64)
+def _read(_sources: Sources, lake_path: str, table: str, cluster_name: str, since: float,
+          columns: tuple[str, ...] | None) -> pd.DataFrame:
+    return _sources.read(table, cluster_name, since=since, columns=list(columns) if columns else None)
+
+
+def read(table: str, window_seconds: float, columns: list[str] | None = None) -> pd.DataFrame:
+    """Rows of ``table`` for the chosen cluster over the last ``window_seconds``."""
+    src = sources()
+    since = _bucket(now() - window_seconds, src.collect_seconds)
+    return _read(src, src.lake_path, table, cluster(), since, tuple(columns) if columns else None)
+
+
+def newest_sample_time(snap: dict[str, Any] | None) -> float | None:
+    """The snapshot's time, else the newest ``cluster_health`` row of the last hour."""
+    if snap is not None:
+        return float(snap["time"])
+    health = read("cluster_health", 3600, ["time"])
+    return health["time"].max().timestamp() if len(health) else None
+
+
+@st.cache_resource(show_spinner=False)
+def _admin(_sources: Sources, source: str, cluster_name: str, factory_id: int) -> ClusterAdmin:
+    return ClusterAdmin(_sources.config.cluster(cluster_name), factory=_sources.admin_factory)
+
+
+def admin() -> ClusterAdmin:
+    src = sources()
+    return _admin(src, src.config.source, cluster(), id(src.admin_factory))
+
+
+@st.cache_data(show_spinner=False, ttl=30, max_entries=8)
+def _partitions(_admin_client: ClusterAdmin, source: str, cluster_name: str, factory_id: int,
+                bucket: float) -> list[dict[str, Any]]:
+    return _admin_client.partitions()
+
+
+def topic_partitions() -> list[dict[str, Any]]:
+    """Every partition's metadata (Admin API), refreshed every 30 s."""
+    src = sources()
+    return _partitions(admin(), src.config.source, cluster(), id(src.admin_factory), _bucket(now(), 30))
+
+
+def ack_store() -> AckStore:
+    return AckStore(sources().lake_path)
+
+
+def firing() -> pd.DataFrame:
+    """Alerts firing now for the chosen cluster, acknowledgements applied."""
+    events = read("alert_event", ALERT_HISTORY_SECONDS)
+    acks = active(ack_store().load(), cluster(), now())
+    return firing_alerts(events, snapshot(), acks, now())
+
+
+def slo_latest() -> pd.DataFrame:
+    return latest_status(read("slo_status", SLO_STATUS_SECONDS))
+
+
+def entity_param(name: str) -> str | None:
+    """A query parameter naming an entity (``?group=...``), for links between pages."""
+    value = st.query_params.get(name)
+    return value or None

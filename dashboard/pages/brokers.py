@@ -1,0 +1,44 @@
+"""Brokers: table, idle ratios with the 0.2 and 0.1 lines, bytes in/out, URP, and balance."""
+
+import streamlit as st
+
+from dashboard import actions, components, frame
+from dashboard.services import brokers
+from dashboard.services.health import IDLE_CRITICAL_BELOW, IDLE_WARNING_BELOW
+
+WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600}
+
+st.title("Brokers")
+window = WINDOWS[st.segmented_control("Window", list(WINDOWS), default="1 hour", key="brokers-window") or "1 hour"]
+
+with frame.shown_errors():
+    snap = frame.snapshot()
+    metrics = frame.read("broker_metrics", window)
+    table = brokers.broker_table(snap, metrics)
+    st.dataframe(table, hide_index=True, width="stretch",
+                 column_config={"request_handler_idle": st.column_config.NumberColumn(format="percent"),
+                                "network_idle": st.column_config.NumberColumn(format="percent")})
+    skew = brokers.balance(table)
+    left, right = st.columns(2)
+    left.metric("Partition skew (busiest vs mean)", "—" if skew["partitions"] is None else f"{skew['partitions']:.0%}")
+    right.metric("Leader skew (busiest vs mean)", "—" if skew["leaders"] is None else f"{skew['leaders']:.0%}")
+    components.bar_chart(brokers.balance_frame(table), x="broker", y="count", color="kind",
+                         title="Partitions and leaders per broker", key="brokers-balance")
+    components.line_chart(brokers.series(metrics, "request_handler_idle_ratio"), x="time", y="value", color="broker",
+                          title="Request handler idle ratio", y_title="idle",
+                          thresholds=[(IDLE_WARNING_BELOW, "0.2 warning"), (IDLE_CRITICAL_BELOW, "0.1 critical")],
+                          key="brokers-idle")
+    left, right = st.columns(2)
+    with left:
+        components.line_chart(brokers.series(metrics, "bytes_in_per_sec"), x="time", y="value", color="broker",
+                              title="Bytes in per second", key="brokers-in")
+    with right:
+        components.line_chart(brokers.series(metrics, "bytes_out_per_sec"), x="time", y="value", color="broker",
+                              title="Bytes out per second", key="brokers-out")
+    components.line_chart(brokers.series(metrics, "under_replicated_partitions"), x="time", y="value", color="broker",
+                          title="Under-replicated partitions led by each broker", key="brokers-urp")
+    if len(table):
+        ids = [str(b) for b in table["broker"]]
+        wanted = frame.entity_param("broker")
+        chosen = st.selectbox("Broker", ids, index=ids.index(wanted) if wanted in ids else 0, key="brokers-chosen")
+        actions.slot("broker", frame.cluster(), chosen)

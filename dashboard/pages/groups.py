@@ -1,0 +1,50 @@
+"""Consumer groups: searchable, paged list (server side) sortable by lag seconds and status;
+group detail with per-partition lag and the lag history in offsets and seconds."""
+
+import streamlit as st
+
+from dashboard import actions, components, frame
+from dashboard.services import groups
+from dashboard.services.paging import DEFAULT_PAGE_SIZE, search_sort_page
+
+WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600}
+
+st.title("Consumer groups")
+with frame.shown_errors():
+    snap = frame.snapshot()
+    table = groups.groups_frame(snap)
+    search_col, sort_col, order_col = st.columns([3, 2, 1])
+    search = search_col.text_input("Search groups", key="groups-search", placeholder="part of a group id")
+    sort = sort_col.selectbox("Sort by", list(groups.SORTS), key="groups-sort")
+    descending = order_col.toggle("worst first", value=True, key="groups-desc")
+    kwargs = dict(search=search, search_column="group_id", sort_by=groups.SORTS[sort],
+                  descending=descending and sort != "group id")
+    number = components.pager("groups-page", search_sort_page(table, **kwargs).matching)
+    page = search_sort_page(table, page=number, **kwargs)
+    st.caption(f"{page.matching} of {len(table)} groups match · page {page.number} of {page.pages} · "
+               f"{DEFAULT_PAGE_SIZE} per page")
+    st.dataframe(page.rows.drop(columns=["status_rank"]), hide_index=True, width="stretch",
+                 column_config={"max_lag_seconds": st.column_config.NumberColumn("lag seconds", format="%.0f")})
+
+    names = list(page.rows["group_id"])
+    wanted = frame.entity_param("group")
+    if wanted and wanted not in names and wanted in set(table["group_id"]):
+        names.insert(0, wanted)
+    if names:
+        chosen = st.selectbox("Group detail", names, index=names.index(wanted) if wanted in names else 0,
+                              key="groups-chosen")
+        st.subheader(chosen)
+        detail = groups.group_partitions(snap, chosen)
+        if detail is not None:
+            st.dataframe(detail, hide_index=True, width="stretch")
+        window = WINDOWS[st.segmented_control("History", list(WINDOWS), default="1 hour", key="groups-window")
+                         or "1 hour"]
+        history = groups.lag_history(frame.read("consumer_group", window,
+                                                ["time", "group_id", "total_lag", "max_lag_seconds"]), chosen)
+        left, right = st.columns(2)
+        with left:
+            components.line_chart(history, x="time", y="total_lag", title="Lag (offsets)", key="groups-lag")
+        with right:
+            components.line_chart(history, x="time", y="max_lag_seconds", title="Lag (seconds, worst partition)",
+                                  key="groups-lag-seconds")
+        actions.slot("group", frame.cluster(), chosen)

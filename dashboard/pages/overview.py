@@ -1,0 +1,41 @@
+"""Overview: the chosen cluster's health at a glance, tiles coloured by DOMAIN.md's thresholds."""
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import components, frame
+from dashboard.services.health import overview_tiles
+from dashboard.services.sources import DashboardError
+
+st.title("Overview")
+
+
+@st.fragment(run_every=10)
+def live_tiles() -> None:
+    with frame.shown_errors():
+        snap = frame.snapshot()
+        if snap is None:
+            st.warning(f"No snapshot of cluster {frame.cluster()} yet: start the collectors (`kpulse collect`).")
+        try:
+            slo = frame.slo_latest()
+        except DashboardError:
+            slo = pd.DataFrame()
+        alerts = frame.firing()
+        components.tiles(overview_tiles(snap, alerts, slo))
+        if snap is not None:
+            cluster = snap.get("cluster") or {}
+            st.caption(f"{cluster.get('topic_count', '—')} topics · {cluster.get('partition_count', '—')} partitions · "
+                       f"{len(snap.get('consumer_groups') or [])} consumer groups · "
+                       f"{len(snap.get('streams_apps') or [])} Streams apps")
+            down = [c for c in snap.get("collectors") or [] if not c.get("up")]
+            for collector in down:
+                st.warning(f"collector {collector['name']} is down: {collector.get('error')}")
+
+
+live_tiles()
+with frame.shown_errors("cluster history"):
+    health = frame.read("cluster_health", 3600, ["time", "under_replicated_partitions", "offline_partitions",
+                                                   "under_min_isr_partitions"])
+    long = health.melt(id_vars=["time"], var_name="count", value_name="partitions")
+    components.line_chart(long, x="time", y="partitions", color="count", title="Problem partitions, last hour",
+                          key="overview-health")

@@ -1,0 +1,34 @@
+"""SLOs: every SLO and entity with SLI, objective, budget remaining, burn rates and alert state
+(from the SLO job's ``slo_status``), and the error-budget burn-down of one of them."""
+
+import streamlit as st
+
+from dashboard import components, frame
+from dashboard.services import slos
+
+WINDOWS = {"1 hour": 3600, "6 hours": 21600, "1 day": 86400}
+
+st.title("SLOs")
+with frame.shown_errors():
+    latest = frame.slo_latest()
+    if latest.empty:
+        st.info("No SLO evaluations in the last 15 minutes: is the SLO job running?")
+    else:
+        paging, ticket = int((latest["alert"] == "page").sum()), int((latest["alert"] == "ticket").sum())
+        a, b, c = st.columns(3)
+        a.metric("SLOs evaluated", len(latest))
+        b.metric("Paging", paging)
+        c.metric("Ticket", ticket)
+        st.dataframe(latest, hide_index=True, width="stretch",
+                     column_config={"sli": st.column_config.NumberColumn(format="%.4f"),
+                                    "objective": st.column_config.NumberColumn(format="%.4f"),
+                                    "error_budget_remaining": st.column_config.NumberColumn("budget left",
+                                                                                            format="percent")})
+        labels = [slos.label(row) for row in latest.to_dict("records")]
+        chosen = st.selectbox("Burn-down", labels, key="slos-chosen")
+        row = latest.iloc[labels.index(chosen)]
+        window = WINDOWS[st.segmented_control("Window", list(WINDOWS), default="1 hour", key="slos-window")
+                         or "1 hour"]
+        history = frame.read("slo_status", window, ["time", "slo", "entity", "error_budget_remaining", "sli"])
+        components.burn_down_chart(slos.burn_down(history, row["slo"], row["entity"]),
+                                   title=f"Error budget remaining: {chosen}", key="slos-burn-down")

@@ -1,0 +1,47 @@
+"""Topics: searchable, paged list (server side), partition detail with offsets, and configs."""
+
+import streamlit as st
+
+from dashboard import actions, components, frame
+from dashboard.services import topics
+from dashboard.services.paging import DEFAULT_PAGE_SIZE, search_sort_page
+
+SORTS = {"name": "topic", "partitions": "partitions", "under-replicated": "under_replicated", "offline": "offline"}
+
+st.title("Topics")
+with frame.shown_errors():
+    partitions = topics.partitions_frame(frame.topic_partitions())
+    catalog = topics.topics_frame(partitions)
+    search_col, sort_col, internal_col = st.columns([3, 2, 1])
+    search = search_col.text_input("Search topics", key="topics-search", placeholder="part of a topic name")
+    sort = sort_col.selectbox("Sort by", list(SORTS), key="topics-sort")
+    show_internal = internal_col.checkbox("internal", key="topics-internal")
+    listed = catalog if show_internal else catalog[~catalog["internal"]]
+    first = search_sort_page(listed, search=search, search_column="topic", sort_by=SORTS[sort],
+                             descending=sort != "name")
+    number = components.pager("topics-page", first.matching)
+    page = search_sort_page(listed, search=search, search_column="topic", sort_by=SORTS[sort],
+                            descending=sort != "name", page=number)
+    st.caption(f"{page.matching} of {len(catalog)} topics match · page {page.number} of {page.pages} · "
+               f"{DEFAULT_PAGE_SIZE} per page · size: not collected (per-partition log sizes are not exported)")
+    configs = frame.admin().topic_configs(list(page.rows["topic"]))
+    st.dataframe(topics.with_min_isr(page.rows, configs), hide_index=True, width="stretch")
+
+    names = list(page.rows["topic"])
+    wanted = frame.entity_param("topic")
+    if wanted and wanted in set(catalog["topic"]) and wanted not in names:
+        names.insert(0, wanted)
+    if names:
+        chosen = st.selectbox("Topic detail", names, index=names.index(wanted) if wanted in names else 0,
+                              key="topics-chosen")
+        chosen_configs = configs.get(chosen) or frame.admin().topic_configs([chosen]).get(chosen, {})
+        min_isr_value = (chosen_configs.get("min.insync.replicas") or {}).get("value")
+        numbers = list(partitions.loc[partitions["topic"] == chosen, "partition"])
+        offsets = frame.admin().offsets(chosen, numbers)
+        st.subheader(f"Partitions of {chosen}")
+        st.dataframe(topics.partition_detail(partitions, chosen, offsets,
+                                             int(min_isr_value) if min_isr_value else None),
+                     hide_index=True, width="stretch")
+        st.subheader("Configs")
+        st.dataframe(topics.config_frame(chosen_configs), hide_index=True, width="stretch")
+        actions.slot("topic", frame.cluster(), chosen)

@@ -1,0 +1,134 @@
+"""Alert triage: the alerts firing now, from the ``alert_event`` history and the latest snapshot
+(newer than the lake's last flush), with acknowledgements; and for one alert, the metric to chart
+around it and the pages of the entities it names. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import pandas as pd
+
+from dashboard.services.acks import Ack
+
+SEVERITY_ORDER = {"critical": 0, "warning": 1}
+ALERT_COLUMNS = ["rule", "severity", "entity", "since", "age_seconds", "value", "summary", "ack", "ack_by",
+                 "ack_until", "silenced"]
+
+
+def firing_alerts(events: pd.DataFrame, snapshot: Mapping[str, Any] | None, acks: Mapping[tuple[str, str], Ack],
+                  now: float) -> pd.DataFrame:
+    """Alerts firing now: critical first, then the oldest first.
+
+    For each (rule, entity) the newest word wins: an ``alert_event`` row, or the snapshot (its
+    ``alerts`` list is everything firing at its time, so a key it lacks has resolved since)."""
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    if not events.empty:
+        newest = events.sort_values("time").groupby(["rule", "entity"], sort=False).tail(1)
+        for row in newest.to_dict("records"):
+            latest[(row["rule"], row["entity"])] = {**row, "time": row["time"].timestamp(),
+                                                    "since": row["since"].timestamp()}
+    if snapshot is not None:
+        taken = float(snapshot["time"])
+        in_snapshot = {(a["rule"], a["entity"]): a for a in snapshot.get("alerts") or []}
+        for key in list(latest):
+            if latest[key]["time"] <= taken and key not in in_snapshot:
+                del latest[key]
+        for key, alert in in_snapshot.items():
+            if key not in latest or latest[key]["time"] <= taken:
+                latest[key] = {**alert, "state": "firing", "time": taken}
+    rows = []
+    for (rule, entity), row in latest.items():
+        if row.get("state") != "firing":
+            continue
+        ack = acks.get((rule, entity))
+        rows.append({"rule": rule, "severity": row["severity"], "entity": entity,
+                     "since": pd.Timestamp(row["since"], unit="s", tz="UTC"), "age_seconds": now - row["since"],
+                     "value": row.get("value"), "summary": row.get("summary"),
+                     "ack": ack.kind if ack else None, "ack_by": ack.by if ack else None,
+                     "ack_until": pd.Timestamp(ack.until, unit="s", tz="UTC") if ack else None,
+                     "silenced": bool(ack and ack.kind == "silence")})
+    frame = pd.DataFrame(rows, columns=ALERT_COLUMNS)
+    if frame.empty:
+        return frame
+    frame["_order"] = frame["severity"].map(SEVERITY_ORDER).fillna(9)
+    return frame.sort_values(["_order", "since", "rule", "entity"]).drop(columns="_order").reset_index(drop=True)
+
+
+def alert_key(row: Mapping[str, Any]) -> str:
+    return f"{row['rule']} · {row['entity']}"
+
+
+def parse_entity(entity: str) -> tuple[str, str]:
+    """``broker/1`` -> (``broker``, ``1``); ``probe`` -> (``probe``, ``""``)."""
+    kind, _, name = entity.partition("/")
+    return kind, name
+
+
+ENTITY_PAGES = {"broker": ("brokers", "broker"), "group": ("groups", "group"), "streams": ("streams", "app"),
+                "cluster": ("overview", None), "probe": ("overview", None), "collector": ("overview", None)}
+"""Entity kind -> (page, query parameter naming the entity on it)."""
+
+
+@dataclass(frozen=True)
+class ContextQuery:
+    """What to chart around an alert: ``column`` of lake ``table``, rows where ``match_column``
+    equals ``match_value`` (all rows when ``None``)."""
+
+    table: str
+    column: str
+    title: str
+    match_column: str | None = None
+    match_value: Any = None
+    threshold: float | None = None
+
+
+def context_query(rule: str, entity: str) -> ContextQuery | None:
+    kind, name = parse_entity(entity)
+    cluster_counts = {"UnderReplicatedPartitions": "under_replicated_partitions",
+                      "OfflinePartitions": "offline_partitions", "UnderMinIsrPartitions": "under_min_isr_partitions",
+                      "ActiveControllerCount": "active_controller_count"}
+    if rule in cluster_counts:
+        return ContextQuery("cluster_health", cluster_counts[rule], cluster_counts[rule].replace("_", " "))
+    if rule in ("RequestHandlerIdleLow", "RequestHandlerIdleCritical") and kind == "broker":
+        return ContextQuery("broker_metrics", "request_handler_idle_ratio", f"broker {name} request handler idle",
+                            "broker_id", int(name), 0.2 if rule.endswith("Low") else 0.1)
+    if rule == "BrokerDown" and kind == "broker":
+        return ContextQuery("broker_state", "up", f"broker {name} up (1) / down (0)", "broker_id", int(name))
+    if rule == "ConsumerGroupStatus" and kind == "group":
+        return ContextQuery("consumer_group", "total_lag", f"group {name} lag (offsets)", "group_id", name)
+    if rule == "ConsumerGroupLagSeconds" and kind == "group":
+        return ContextQuery("consumer_group", "max_lag_seconds", f"group {name} lag (seconds)", "group_id", name)
+    if rule == "StreamsAppNotRunning" and kind == "streams":
+        return ContextQuery("streams_instance", "running", f"{name}: instances RUNNING", "application_id", name)
+    if rule == "ProbeFailing":
+        return ContextQuery("probe", "failed", "probe: records not produced or lost")
+    if rule == "CollectorDown" and kind == "collector":
+        return ContextQuery("collector_status", "up", f"collector {name} up (1) / down (0)", "collector", name)
+    return None
+
+
+def context_series(query: ContextQuery, rows: pd.DataFrame) -> pd.DataFrame:
+    """(time, value) of the query over the lake rows read around the alert."""
+    if query.match_column is not None and not rows.empty:
+        rows = rows[rows[query.match_column] == query.match_value]
+    if rows.empty:
+        return pd.DataFrame(columns=["time", "value"])
+    if query.column == "running":
+        values = rows.assign(value=(rows["client_state"] == "RUNNING").astype(int)).groupby("time")["value"].sum()
+        return values.reset_index()
+    if query.column == "failed":
+        values = rows.assign(value=rows["produce_errors"].fillna(0) + rows["lost"].fillna(0)).groupby("time")["value"].sum()
+        return values.reset_index()
+    values = rows[["time", query.column]].rename(columns={query.column: "value"})
+    values["value"] = values["value"].astype("float64")
+    return values.sort_values("time").reset_index(drop=True)
+
+
+def lake_columns(query: ContextQuery) -> list[str]:
+    """The columns to read for ``query``."""
+    if query.column == "running":
+        return ["time", "application_id", "client_state"]
+    if query.column == "failed":
+        return ["time", "produce_errors", "lost"]
+    return ["time", query.column] + ([query.match_column] if query.match_column else [])

@@ -1,0 +1,94 @@
+"""The dashboard's only Kafka calls (Admin API): topic metadata, topic configs and partition
+offsets. Plain data out; every failure is a :class:`DashboardError` with one line.
+
+The client is built on first use (:class:`kpulse.kafka_clients.LazyAdmin`); pass ``factory`` to
+use another (tests, benchmarks). After a failure, calls fail at once with the same error for
+``RETRY_AFTER_SECONDS`` so an unreachable cluster does not make every page wait for the timeout."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from dashboard.services.sources import DashboardError
+from kpulse.kafka_clients import LazyAdmin, error_text
+
+TIMEOUT_SECONDS = 5.0
+RETRY_AFTER_SECONDS = 15.0
+
+
+class ClusterAdmin:
+    def __init__(self, cluster_config, factory: Callable[[dict], Any] | None = None,
+                 timeout: float = TIMEOUT_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+        self._name = cluster_config.name
+        self._admin = LazyAdmin(cluster_config, factory)
+        self._timeout = timeout
+        self._clock = clock
+        self._failure: tuple[float, str] | None = None
+
+    def _fail(self, what: str, error: BaseException) -> DashboardError:
+        text = f"cluster {self._name}: {what}: {error_text(error)}"
+        self._failure = (self._clock() + RETRY_AFTER_SECONDS, text)
+        return DashboardError(text)
+
+    def _check(self) -> None:
+        if self._failure is not None and self._clock() < self._failure[0]:
+            raise DashboardError(f"{self._failure[1]} (retrying in a few seconds)")
+
+    def partitions(self) -> list[dict[str, Any]]:
+        """One dict per partition of every topic: topic, partition, leader (-1 = none), replicas, isr."""
+        self._check()
+        try:
+            metadata = self._admin.get().list_topics(timeout=self._timeout)
+        except Exception as error:  # noqa: BLE001 - any client failure is one line on the page
+            raise self._fail("cannot list topics", error) from None
+        self._failure = None
+        rows = []
+        for name, topic in metadata.topics.items():
+            if topic.error is not None and not topic.partitions:
+                continue
+            for number, partition in topic.partitions.items():
+                rows.append({"topic": name, "partition": number, "leader": partition.leader,
+                             "replicas": list(partition.replicas), "isr": list(partition.isrs)})
+        return rows
+
+    def topic_configs(self, topics: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+        """Topic -> config name -> {value, source, default} (one DescribeConfigs for all of them)."""
+        if not topics:
+            return {}
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        self._check()
+        resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in topics]
+        try:
+            futures = self._admin.get().describe_configs(resources, request_timeout=self._timeout)
+            result = {}
+            for resource, future in futures.items():
+                entries = future.result(timeout=self._timeout)
+                result[resource.name] = {name: {"value": entry.value, "source": entry.source.name
+                                                if hasattr(entry.source, "name") else str(entry.source),
+                                                "default": bool(entry.is_default)}
+                                         for name, entry in entries.items()}
+        except Exception as error:  # noqa: BLE001
+            raise self._fail("cannot describe topic configs", error) from None
+        return result
+
+    def offsets(self, topic: str, partitions: list[int]) -> dict[int, dict[str, int | None]]:
+        """Partition -> {earliest, latest} offsets (one ListOffsets per kind)."""
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        self._check()
+        result: dict[int, dict[str, int | None]] = {p: {"earliest": None, "latest": None} for p in partitions}
+        for kind, spec in (("earliest", OffsetSpec.earliest()), ("latest", OffsetSpec.latest())):
+            request = {TopicPartition(topic, p): spec for p in partitions}
+            try:
+                futures = self._admin.get().list_offsets(request, request_timeout=self._timeout)
+                for tp, future in futures.items():
+                    try:
+                        result[tp.partition][kind] = future.result(timeout=self._timeout).offset
+                    except Exception:  # noqa: BLE001 - e.g. an offline partition: unknown, not zero
+                        result[tp.partition][kind] = None
+            except Exception as error:  # noqa: BLE001
+                raise self._fail(f"cannot list offsets of {topic}", error) from None
+        return result

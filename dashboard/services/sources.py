@@ -1,0 +1,110 @@
+"""Where the dashboard's data comes from: the configuration, the lake tables and the latest
+snapshot of each cluster (``<lake>/_snapshots/<cluster>.json``, written by ``kpulse collect``).
+
+Thin I/O only. Every failure a user can meet (unreachable lake, corrupt snapshot, bad config) is a
+:class:`DashboardError` whose text is the one line the page shows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pandas as pd
+import pyarrow.fs as pafs
+
+from collectors.lake import read_table_with_problems, resolve
+from collectors.runner import SNAPSHOT_DIR
+from kpulse.config import KpulseConfig, load_config
+from kpulse.errors import KpulseError
+
+
+class DashboardError(KpulseError):
+    """Something the dashboard cannot show; ``str()`` is the one line shown instead."""
+
+
+def one_line(error: BaseException) -> str:
+    """The first line of an error, prefixed by its type unless it is one of kpulse's own."""
+    lines = str(error).strip().splitlines()
+    text = lines[0] if lines else ""
+    if isinstance(error, KpulseError):
+        return text or type(error).__name__
+    return f"{type(error).__name__}: {text}".rstrip(": ")
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The configuration and the lake it names. Builds no client and opens no file when created."""
+
+    config: KpulseConfig
+    admin_factory: Callable[[dict], Any] | None = field(default=None, compare=False)
+    """Builds a cluster's Admin client from its client config; ``None`` = the real one."""
+
+    @property
+    def lake_path(self) -> str:
+        return self.config.lake.path
+
+    @property
+    def collect_seconds(self) -> float:
+        return self.config.intervals.collect_seconds
+
+    def read(self, table: str, cluster: str, *, since: float | None = None, until: float | None = None,
+             columns: list[str] | None = None) -> pd.DataFrame:
+        """Rows of one lake table and cluster with ``since <= time < until`` (epoch seconds)."""
+        try:
+            frame, skipped = read_table_with_problems(self.lake_path, table, since=since, until=until,
+                                                      cluster=cluster, columns=columns)
+        except (OSError, ValueError) as error:
+            raise DashboardError(f"cannot read lake table {table} at {self.lake_path}: {one_line(error)}") from None
+        if skipped and frame.empty:
+            raise DashboardError(f"lake table {table}: {len(skipped)} unreadable file(s), e.g. {skipped[0]}")
+        return frame
+
+    def snapshot_stamp(self, cluster: str) -> float | None:
+        """Modification time of the cluster's latest snapshot (a cache key); ``None`` when absent."""
+        fs, path = self._snapshot_path(cluster)
+        try:
+            info = fs.get_file_info(path)
+        except OSError as error:
+            raise DashboardError(f"cannot reach the lake at {self.lake_path}: {one_line(error)}") from None
+        if info.type != pafs.FileType.File:
+            return None
+        return info.mtime.timestamp() if info.mtime is not None else 0.0
+
+    def snapshot(self, cluster: str) -> dict[str, Any] | None:
+        """The latest snapshot of ``cluster``; ``None`` when the collectors have not written one."""
+        fs, path = self._snapshot_path(cluster)
+        try:
+            with fs.open_input_stream(path) as stream:
+                data = stream.read()
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            if "not found" in str(error).lower() or "no such file" in str(error).lower():
+                return None
+            raise DashboardError(f"cannot read the snapshot of {cluster}: {one_line(error)}") from None
+        try:
+            snapshot = json.loads(data)
+        except ValueError as error:
+            raise DashboardError(f"the snapshot of {cluster} ({path}) is not valid JSON: {error}") from None
+        if not isinstance(snapshot, dict) or "time" not in snapshot:
+            raise DashboardError(f"the snapshot of {cluster} ({path}) has no 'time': not a kpulse snapshot")
+        return snapshot
+
+    def _snapshot_path(self, cluster: str) -> tuple[pafs.FileSystem, str]:
+        try:
+            fs, base = resolve(self.lake_path)
+        except (OSError, ValueError) as error:
+            raise DashboardError(f"cannot open the lake {self.lake_path}: {one_line(error)}") from None
+        return fs, f"{base}/{SNAPSHOT_DIR}/{cluster}.json"
+
+
+def load_sources(config_path: str | None = None) -> Sources:
+    """Sources from ``config_path``, else ``$KPULSE_CONFIG``, else the local cluster's default."""
+    try:
+        return Sources(load_config(config_path or os.environ.get("KPULSE_CONFIG") or None))
+    except KpulseError as error:
+        source = getattr(error, "source", None)
+        raise DashboardError(f"{source + ': ' if source else ''}{error}") from None

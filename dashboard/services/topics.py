@@ -1,0 +1,68 @@
+"""The Topics page: the topic list and partition detail from Admin API metadata. Pure.
+
+Metadata comes from :meth:`services.kafka_admin.ClusterAdmin.partitions` (one dict per
+partition). Settings such as ``min.insync.replicas`` are read for the page shown only."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import pandas as pd
+
+TOPIC_COLUMNS = ["topic", "partitions", "replication_factor", "under_replicated", "offline", "internal"]
+PARTITION_COLUMNS = ["topic", "partition", "leader", "replicas", "isr", "under_replicated", "offline"]
+STREAMS_INTERNAL_SUFFIXES = ("-repartition", "-changelog")
+
+
+def partitions_frame(partitions: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    rows = [{**p, "under_replicated": len(p["isr"]) < len(p["replicas"]), "offline": p["leader"] is None
+             or p["leader"] < 0} for p in partitions]
+    return pd.DataFrame(rows, columns=PARTITION_COLUMNS)
+
+
+def topics_frame(partitions: pd.DataFrame) -> pd.DataFrame:
+    """One row per topic: partitions, replication factor (largest replica set), URP and offline counts."""
+    if partitions.empty:
+        return pd.DataFrame(columns=TOPIC_COLUMNS)
+    work = partitions.assign(rf=partitions["replicas"].map(len))
+    grouped = work.groupby("topic", sort=True).agg(partitions=("partition", "size"), replication_factor=("rf", "max"),
+                                                   under_replicated=("under_replicated", "sum"),
+                                                   offline=("offline", "sum")).reset_index()
+    grouped["internal"] = grouped["topic"].str.startswith("__")
+    return grouped[TOPIC_COLUMNS]
+
+
+def with_min_isr(rows: pd.DataFrame, configs: dict[str, dict[str, dict[str, Any]]]) -> pd.DataFrame:
+    """The page's rows with ``min_isr`` (from the topic configs; null when not read)."""
+    def min_isr(topic: str) -> int | None:
+        value = (configs.get(topic) or {}).get("min.insync.replicas", {}).get("value")
+        return int(value) if value not in (None, "") else None
+
+    return rows.assign(min_isr=pd.array([min_isr(t) for t in rows["topic"]], dtype="Int64"))
+
+
+def partition_detail(partitions: pd.DataFrame, topic: str, offsets: dict[int, dict[str, int | None]],
+                     min_isr: int | None) -> pd.DataFrame:
+    """Partitions of ``topic`` with leader, replicas, ISR, offsets and whether ISR < min ISR."""
+    rows = partitions[partitions["topic"] == topic].sort_values("partition").copy()
+    rows["earliest_offset"] = pd.array([offsets.get(p, {}).get("earliest") for p in rows["partition"]], dtype="Int64")
+    rows["latest_offset"] = pd.array([offsets.get(p, {}).get("latest") for p in rows["partition"]], dtype="Int64")
+    rows["messages"] = rows["latest_offset"] - rows["earliest_offset"]
+    rows["under_min_isr"] = [None if min_isr is None else len(isr) < min_isr for isr in rows["isr"]]
+    for column in ("replicas", "isr"):
+        rows[column] = rows[column].map(lambda ids: ", ".join(map(str, ids)))
+    return rows.drop(columns=["topic"]).reset_index(drop=True)
+
+
+def config_frame(configs: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """A topic's configs, the ones set explicitly first."""
+    frame = pd.DataFrame([{"config": name, "value": entry["value"], "source": entry["source"],
+                           "default": entry["default"]} for name, entry in configs.items()],
+                         columns=["config", "value", "source", "default"])
+    return frame.sort_values(["default", "config"]).reset_index(drop=True)
+
+
+def internal_topics(topic_names: Iterable[str], application_id: str) -> list[str]:
+    """The Streams internal topics of ``application_id`` (``<id>-…-repartition``, ``<id>-…-changelog``)."""
+    prefix = f"{application_id}-"
+    return sorted(t for t in topic_names if t.startswith(prefix) and t.endswith(STREAMS_INTERNAL_SUFFIXES))
