@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     config_commands.add_parser("check", help="load the config and print it (passwords hidden)")
     config_commands.add_parser("reference", help="print the documented reference config")
 
+    dashboard = commands.add_parser("dashboard", help="the web dashboard (Streamlit) on the config's dashboard host and port")
+    dashboard.add_argument("--port", type=int, help="serve on this port instead of dashboard.port")
+
     from operations.commands import add_parsers as add_operation_parsers
 
     add_operation_parsers(commands)
@@ -108,6 +111,10 @@ def _dispatch(args: argparse.Namespace) -> int | None:
         return _config(args)
     if args.command == "alerts":
         return _export_rules(args)
+    if args.command == "dashboard":
+        from dashboard.launch import dashboard_command
+
+        return dashboard_command(args.config, port=args.port)
     from operations.commands import COMMANDS as OPERATION_COMMANDS
 
     if args.command in OPERATION_COMMANDS:
