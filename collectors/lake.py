@@ -150,7 +150,7 @@ class LakeWriter:
         if buffered is None:
             buffered = SCHEMAS[table].empty_table()
         gap_keys = list(self._gaps) if table == GAP_TABLE else []
-        gap_rows = rows_to_arrow(table, [_gap_row(self._gaps[key]) for key in gap_keys])
+        gap_rows = rows_to_arrow(table, [gap_row(self._gaps[key]) for key in gap_keys])
         data = pa.concat_tables([buffered, gap_rows]).combine_chunks()
         days = pc.cast(data["time"], pa.date32())
         failed_days: set[date] = set()
@@ -356,7 +356,8 @@ def _schema(table: str) -> pa.Schema:
     return SCHEMAS[table]
 
 
-def _gap_row(gap: Gap) -> dict[str, Any]:
+def gap_row(gap: Gap) -> dict[str, Any]:
+    """The ``lake_gap`` row of a gap."""
     return {"time": gap.time, "cluster": gap.cluster, "table_name": gap.table, "first_time": gap.first_time,
             "last_time": gap.last_time, "rows_dropped": gap.rows_dropped, "reason": gap.reason}
 

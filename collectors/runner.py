@@ -3,7 +3,9 @@ isolation, compose the snapshot, evaluate the alert rules, append rows to the la
 publish the snapshot to the Prometheus exporter and to ``<lake>/_snapshots/<cluster>.json``.
 
 A lake that cannot be written keeps its rows buffered and retries next cycle (or records a gap,
-see ``collectors/lake.py``); the loop itself goes on.
+see ``collectors/lake.py``); the loop itself goes on. With ``lake.kafka_sink`` configured every
+row is also published to Kafka (``collectors/kafka_sink.py``); what that sink drops is written to
+the lake as ``lake_gap`` rows.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, Callable
 
 from collectors.alerts import AlertState, to_dicts
 from collectors.builtins import default_registry
-from collectors.lake import LakeWriter, resolve
+from collectors.lake import LakeWriter, gap_row, resolve
 from collectors.protocol import CollectContext, Collector, Registry, run_isolated
 from collectors.snapshot import compose
 
@@ -48,7 +50,8 @@ class CollectionService:
 
     def __init__(self, config, *, registry: Registry | None = None, lake: LakeWriter | None = None,
                  exporter=None, clock: Callable[[], float] = time.time, alert_state_factory=None,
-                 cluster_names: list[str] | None = None, flush_seconds: float = FLUSH_SECONDS):
+                 cluster_names: list[str] | None = None, flush_seconds: float = FLUSH_SECONDS,
+                 kafka_sink=None):
         self.config = config
         registry = registry or default_registry()
         clusters = [config.cluster(name) for name in cluster_names] if cluster_names else list(config.clusters)
@@ -56,6 +59,7 @@ class CollectionService:
         self.clusters = [ClusterCollection(c, registry.create(c), factory(c)) for c in clusters]
         self.lake = lake if lake is not None else LakeWriter(config.lake.path)
         self.exporter = exporter
+        self.kafka_sink = kafka_sink if kafka_sink is not None else _configured_kafka_sink(config)
         self._clock = clock
         self._flush_seconds = flush_seconds
         self._last_flush = float("-inf")
@@ -80,6 +84,9 @@ class CollectionService:
                 except ValueError as error:  # a collector broke the lake contract: say so, keep going
                     snapshot.setdefault("lake_errors", []).append(str(error))
                     LOG.error("lake rows refused: %s", error)
+                    continue
+                if self.kafka_sink is not None:
+                    self.kafka_sink.append(table, table_rows)
             entry.last_snapshot = snapshot
             result.snapshots[entry.cluster.name] = snapshot
             if self.exporter is not None:
@@ -93,6 +100,7 @@ class CollectionService:
     def flush(self) -> str | None:
         """Write buffered rows to the lake; the error (one line) when some could not be written."""
         self._last_flush = time.monotonic()
+        self._record_sink_gaps()
         flushed = self.lake.flush()
         if flushed.ok:
             return None
@@ -132,4 +140,25 @@ class CollectionService:
                         close()
                     except Exception:  # noqa: BLE001 - closing must not hide the other closes
                         LOG.exception("closing collector %s", collector.name)
+        if self.kafka_sink is not None:
+            self.kafka_sink.close()
         self.flush()
+
+    def _record_sink_gaps(self) -> None:
+        if self.kafka_sink is None:
+            return
+        self.kafka_sink.poll(0)
+        gaps = self.kafka_sink.gaps.take()
+        if gaps:
+            LOG.warning("kafka sink dropped rows: %s", "; ".join(f"{g.table}: {g.rows_dropped}" for g in gaps))
+            self.lake.append("lake_gap", [gap_row(gap) for gap in gaps])
+
+
+def _configured_kafka_sink(config):
+    settings = config.lake.kafka_sink
+    if settings is None:
+        return None
+    from collectors.kafka_sink import KafkaSink
+
+    return KafkaSink(config.cluster(settings.cluster).client_config(), settings.topic_prefix,
+                     message_timeout_seconds=settings.message_timeout_seconds)

@@ -9,6 +9,11 @@ _LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
 _LIBRDKAFKA_LOG.propagate = False
 
 
+def quiet_logger() -> logging.Logger:
+    """The logger to give librdkafka clients (``"logger"`` setting) instead of its stderr lines."""
+    return _LIBRDKAFKA_LOG
+
+
 def admin_client(settings: dict[str, str]):
     """An AdminClient whose librdkafka log lines (connection refused while a broker is down, ...)
     go to the ``kpulse.librdkafka`` logger instead of stderr: kpulse reports failures itself."""

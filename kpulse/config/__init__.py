@@ -11,15 +11,15 @@ from kpulse.config.load import (
 )
 from kpulse.config.model import (
     METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, ClusterConfig, ConsumerGroupsConfig,
-    DashboardConfig, ExporterConfig, GroupOverride, IntervalsConfig, KpulseConfig, LakeConfig,
-    MetricsConfig, ProbeConfig, SecurityConfig, StreamsAppConfig,
+    DashboardConfig, ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig,
+    LakeConfig, MetricsConfig, ProbeConfig, SecurityConfig, StreamsAppConfig,
 )
 from kpulse.config.parse import parse_config
 
 __all__ = [
     "CONFIG_ENV_VAR", "DEFAULT_SOURCE", "METRICS_SOURCES", "PROTOCOLS", "SASL_MECHANISMS",
     "ClusterConfig", "ConfigError", "ConsumerGroupsConfig", "DashboardConfig", "ExporterConfig",
-    "GroupOverride", "IntervalsConfig", "KpulseConfig", "LakeConfig", "MetricsConfig", "ProbeConfig",
-    "SecurityConfig", "StreamsAppConfig", "default_config", "load_config", "parse_config",
+    "GroupOverride", "IntervalsConfig", "KafkaSinkConfig", "KpulseConfig", "LakeConfig", "MetricsConfig",
+    "ProbeConfig", "SecurityConfig", "StreamsAppConfig", "default_config", "load_config", "parse_config",
     "reference_config_path",
 ]

@@ -212,11 +212,25 @@ class ClusterConfig:
 
 
 @dataclass(frozen=True)
+class KafkaSinkConfig:
+    """Also publish every lake row to Kafka topics (``collectors/kafka_sink.py``)."""
+
+    cluster: str
+    """The configured cluster that receives the records."""
+    topic_prefix: str = "kpulse."
+    """Table ``consumer_lag`` goes to topic ``<topic_prefix>consumer_lag``."""
+    message_timeout_seconds: float = 300.0
+    """How long a record is retried before it is counted as dropped (and a gap recorded)."""
+
+
+@dataclass(frozen=True)
 class LakeConfig:
     """Where collected samples and Spark aggregates are stored."""
 
     path: str
     """Absolute local directory, or a URI pyarrow/Spark can write (``s3a://...``, ``file:///...``)."""
+    kafka_sink: KafkaSinkConfig | None = None
+    """Optional second sink; ``None`` = off."""
 
     @property
     def local_path(self) -> Path | None:

@@ -22,7 +22,7 @@ from kpulse.config import envsubst
 from kpulse.config.errors import ConfigError, child_path
 from kpulse.config.model import (
     METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, ClusterConfig, ConsumerGroupsConfig,
-    DashboardConfig, ExporterConfig, GroupOverride, IntervalsConfig, KpulseConfig, LakeConfig,
+    DashboardConfig, ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig, LakeConfig,
     MetricsConfig, ProbeConfig, SecurityConfig, StreamsAppConfig,
 )
 
@@ -48,15 +48,17 @@ def parse_config(
         raise ConfigError("clusters: at least one cluster is required")
     _refuse_duplicates([c.name for c in clusters], "clusters", "name", "cluster name")
 
-    lake = reader.section("lake", ("path",))
+    lake = reader.section("lake", ("path", "kafka_sink"))
     lake_path = lake.path_or_uri("path") or str(home.state_dir() / "lake")
+    kafka_sink = _kafka_sink(lake.section("kafka_sink", ("cluster", "topic_prefix", "message_timeout_seconds")),
+                             [c.name for c in clusters])
     intervals = reader.section("intervals", ("collect_seconds", "slo_seconds"))
     exporter = reader.section("exporter", ("port", "host"))
     dashboard = reader.section("dashboard", ("port", "host", "users_file"))
     users_file = dashboard.path_or_uri("users_file", local_only=True)
     return KpulseConfig(
         clusters=clusters,
-        lake=LakeConfig(path=lake_path),
+        lake=LakeConfig(path=lake_path, kafka_sink=kafka_sink),
         intervals=IntervalsConfig(
             collect_seconds=intervals.seconds("collect_seconds", 10.0),
             slo_seconds=intervals.seconds("slo_seconds", 60.0),
@@ -72,6 +74,22 @@ def parse_config(
         ),
         source=source,
     )
+
+
+def _kafka_sink(reader: _Section, cluster_names: list[str]) -> KafkaSinkConfig | None:
+    if not reader.data:
+        return None
+    cluster = reader.string("cluster", required=True, non_empty=True)
+    if cluster not in cluster_names:
+        close = difflib.get_close_matches(cluster, cluster_names, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else f" (known: {', '.join(cluster_names)})"
+        raise ConfigError(f"{reader.path('cluster')}: no configured cluster is called '{cluster}'{hint}")
+    topic_prefix = reader.string("topic_prefix", "kpulse.")
+    if not re.fullmatch(r"[A-Za-z0-9._-]*", topic_prefix):
+        raise ConfigError(f"{reader.path('topic_prefix')}: a topic name may hold only letters, digits, '.', '_' "
+                          f"and '-', got {topic_prefix!r}")
+    return KafkaSinkConfig(cluster=cluster, topic_prefix=topic_prefix,
+                           message_timeout_seconds=reader.seconds("message_timeout_seconds", 300.0))
 
 
 def _cluster(reader: _Section) -> ClusterConfig:
