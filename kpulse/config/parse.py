@@ -21,9 +21,8 @@ from kpulse import home
 from kpulse.config import envsubst
 from kpulse.config.errors import ConfigError, child_path
 from kpulse.config.model import (
-    METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, ClusterConfig, ConsumerGroupsConfig,
-    DashboardConfig, ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig, LakeConfig,
-    MetricsConfig, ProbeConfig, SecurityConfig, StreamsAppConfig,
+    METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, ClusterConfig, ConsumerGroupsConfig, DashboardConfig,
+    ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig, LakeConfig, MetricsConfig, ProbeConfig, SecurityConfig, StreamsAppConfig,
 )
 
 _CLUSTER_NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
