@@ -22,7 +22,8 @@ from kpulse.config import envsubst
 from kpulse.config.errors import ConfigError, child_path
 from kpulse.config.model import (
     METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, ClusterConfig, ConsumerGroupsConfig, DashboardConfig,
-    ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig, LakeConfig, MetricsConfig, ProbeConfig, SecurityConfig, StreamsAppConfig,
+    ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig, LakeConfig, MetricsConfig,
+    ProbeConfig, SecurityConfig, StreamsAppConfig,
 )
 
 _CLUSTER_NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
