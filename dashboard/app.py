@@ -1,6 +1,6 @@
 """kpulse dashboard entry: `kpulse dashboard` runs `streamlit run` on this file.
 
-Routes with ``st.navigation`` over the file-based pages in ``pages/`` and draws the shared frame:
+Routes with ``st.navigation`` over the file-based pages in ``app_pages/`` (not ``pages/``: that name switches Streamlit to its legacy multipage mode) and draws the shared frame:
 the cluster picker and the freshness of the data (stale = older than two collection intervals)."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from dashboard.services.health import freshness
 st.set_page_config(page_title="kpulse", page_icon="📈", layout="wide")
 
 PAGES = [
-    st.Page("pages/overview.py", title="Overview", icon="🩺", url_path="overview", default=True),
-    st.Page("pages/brokers.py", title="Brokers", icon="🖥️", url_path="brokers"),
-    st.Page("pages/topics.py", title="Topics", icon="🗂️", url_path="topics"),
-    st.Page("pages/groups.py", title="Consumer groups", icon="👥", url_path="groups"),
-    st.Page("pages/streams.py", title="Streams apps", icon="🌊", url_path="streams"),
-    st.Page("pages/slos.py", title="SLOs", icon="🎯", url_path="slos"),
-    st.Page("pages/alerts.py", title="Alerts", icon="🚨", url_path="alerts"),
+    st.Page("app_pages/overview.py", title="Overview", icon="🩺", url_path="overview", default=True),
+    st.Page("app_pages/brokers.py", title="Brokers", icon="🖥️", url_path="brokers"),
+    st.Page("app_pages/topics.py", title="Topics", icon="🗂️", url_path="topics"),
+    st.Page("app_pages/groups.py", title="Consumer groups", icon="👥", url_path="groups"),
+    st.Page("app_pages/streams.py", title="Streams apps", icon="🌊", url_path="streams"),
+    st.Page("app_pages/slos.py", title="SLOs", icon="🎯", url_path="slos"),
+    st.Page("app_pages/alerts.py", title="Alerts", icon="🚨", url_path="alerts"),
 ]
 navigation = st.navigation(PAGES)
 

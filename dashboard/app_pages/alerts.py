@@ -11,8 +11,8 @@ from dashboard.services.acks import KINDS, new_ack
 from dashboard.services.health import human_age
 
 CONTEXT_BEFORE_SECONDS = 1800
-PAGE_FILES = {"overview": "pages/overview.py", "brokers": "pages/brokers.py", "groups": "pages/groups.py",
-              "streams": "pages/streams.py", "topics": "pages/topics.py"}
+PAGE_FILES = {"overview": "app_pages/overview.py", "brokers": "app_pages/brokers.py", "groups": "app_pages/groups.py",
+              "streams": "app_pages/streams.py", "topics": "app_pages/topics.py"}
 
 st.title("Alerts")
 

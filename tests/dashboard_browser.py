@@ -1,0 +1,102 @@
+"""A headless Chromium (Debian's ``chromium`` package) driven over the DevTools protocol with a
+tiny websocket client: open a URL, wait until the page shows some text, read the text, save a
+screenshot. Streamlit renders in the browser, so the text only exists after its websocket has run
+the script: this is what an operator sees."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import websocket
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000",
+         "--hide-scrollbars"]
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+class Browser:
+    def __init__(self, debugging_port: int) -> None:
+        self._profile = tempfile.mkdtemp(prefix="kpulse-chromium-")
+        binary = chromium_path()
+        if binary is None:
+            raise RuntimeError("chromium is not installed (scripts/setup.sh installs it with KPULSE_WITH_BROWSER=1)")
+        self._process = subprocess.Popen(
+            [binary, *FLAGS, f"--user-data-dir={self._profile}", f"--remote-debugging-port={debugging_port}",
+             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._ids = itertools.count(1)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{debugging_port}/json/list", timeout=2) as answer:
+                    targets = json.load(answer)
+                page = next(t for t in targets if t.get("type") == "page")
+                break
+            except (OSError, StopIteration, ValueError):
+                if time.monotonic() > deadline or self._process.poll() is not None:
+                    self.close()
+                    raise RuntimeError("chromium did not open its DevTools endpoint")
+                time.sleep(0.3)
+        self._ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30, suppress_origin=True)
+        self._call("Page.enable")
+        self._call("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
+
+    def _call(self, method: str, **params):
+        call_id = next(self._ids)
+        self._ws.send(json.dumps({"id": call_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self._ws.recv())
+            if message.get("id") == call_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result", {})
+
+    def open(self, url: str) -> None:
+        self._call("Page.navigate", url=url)
+
+    def text(self) -> str:
+        result = self._call("Runtime.evaluate", expression="document.body ? document.body.innerText : ''",
+                            returnByValue=True)
+        return result.get("result", {}).get("value") or ""
+
+    def wait_for(self, texts: list[str], timeout: float = 60, settle: float = 1.0) -> str:
+        """The page's text once it contains every one of ``texts`` (and has settled ``settle`` s);
+        ``AssertionError`` naming what is missing after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.text()
+            missing = [t for t in texts if t not in text]
+            if not missing and "Running..." not in text:
+                time.sleep(settle)
+                return self.text()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"page never showed {missing}; it shows:\n{text[:3000]}")
+            time.sleep(0.5)
+
+    def screenshot(self, path: Path) -> None:
+        data = self._call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(data))
+
+    def close(self) -> None:
+        try:
+            self._ws.close()
+        except Exception:  # noqa: BLE001 - closing after a failure
+            pass
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+        shutil.rmtree(self._profile, ignore_errors=True)
