@@ -6,6 +6,7 @@ Pages call these helpers; they never build Kafka clients or read files themselve
 from __future__ import annotations
 
 import logging
+import os
 import time
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -41,13 +42,14 @@ def shown_errors(what: str = "") -> Iterator[None]:
 
 
 @st.cache_resource(show_spinner=False)
-def _configured_sources() -> Sources:
-    return load_sources()
+def _configured_sources(config_path: str | None) -> Sources:
+    return load_sources(config_path)
 
 
 def sources() -> Sources:
+    """The injected sources, else those of ``$KPULSE_CONFIG`` (set by ``kpulse dashboard --config``)."""
     injected = st.session_state.get(SOURCES_KEY)
-    return injected if injected is not None else _configured_sources()
+    return injected if injected is not None else _configured_sources(os.environ.get("KPULSE_CONFIG") or None)
 
 
 def cluster() -> str:

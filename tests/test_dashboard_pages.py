@@ -1,0 +1,208 @@
+"""Every dashboard page under Streamlit's AppTest, against a lake written with the real LakeWriter
+(tests/dashboard_lake.py): no exception, the key widgets present, the numbers equal the fixture's.
+The cluster in the config does not answer, so Admin API parts must show one error line, not a
+traceback. The Topics page on a real cluster is in test_dashboard_browser.py."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from streamlit.testing.v1 import AppTest
+
+from dashboard.services.acks import AckStore
+from tests.dashboard_lake import APP, CLUSTER, write_lake
+
+APP_FILE = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("dashboard")
+    expected = write_lake(str(directory / "lake"), time.time())
+    config = {"clusters": [{"name": CLUSTER, "bootstrap_servers": "127.0.0.1:9"}],
+              "lake": {"path": str(directory / "lake")},
+              "intervals": {"collect_seconds": 600}}  # fresh for the whole module (stale after 2 intervals)
+    (directory / "kpulse.yaml").write_text(yaml.safe_dump(config))
+    return directory, expected
+
+
+@pytest.fixture
+def app(lake, monkeypatch):
+    directory, _ = lake
+    monkeypatch.setenv("KPULSE_CONFIG", str(directory / "kpulse.yaml"))
+    test = AppTest.from_file(str(APP_FILE), default_timeout=60)
+    test.run()
+    return test
+
+
+def open_page(app: AppTest, page: str) -> AppTest:
+    app.switch_page(f"app_pages/{page}.py").run()
+    assert not app.exception, [e.value for e in app.exception]
+    return app
+
+
+def tile_values(app: AppTest) -> dict[str, tuple[str, str]]:
+    """Tile label -> (value, level) read back from the tiles' HTML."""
+    import re
+
+    tiles = {}
+    for block in app.markdown:
+        match = re.search(r"title='(\w+)'><div class='kp-label'>([^<]+)</div><div class='kp-value'>([^<]+)</div>",
+                          block.value)
+        if match:
+            tiles[match.group(2)] = (match.group(3), match.group(1))
+    return tiles
+
+
+def test_overview_tiles_show_the_fixture_numbers_coloured_by_the_thresholds(app, lake):
+    _, expected = lake
+    assert not app.exception
+    tiles = tile_values(app)
+    assert tiles["Brokers up"] == (f"{expected.brokers_up} / {expected.brokers_total}", "critical")
+    assert tiles["Controller"] == ("OK (node 1)", "ok")
+    assert tiles["Under-replicated"] == (str(expected.under_replicated), "warning")
+    assert tiles["Offline"] == (str(expected.offline), "critical")
+    assert tiles["Under min ISR"] == (str(expected.under_min_isr), "critical")
+    assert tiles["Lowest handler idle"] == ("15%", "warning")  # broker 2 at 0.15; broker 3 is down
+    assert tiles["Bytes in"] == ("3.0 kB/s", "info")  # 1000 + 2000 B/s
+    assert tiles["Firing alerts"] == ("2 critical · 2 warning", "critical")
+    assert tiles["SLOs at risk"] == ("2 of 3", "critical")
+    assert any("data " in c.value and " old" in c.value for c in app.caption)
+    assert not app.error
+
+
+def test_brokers_page_table_and_balance(app):
+    open_page(app, "brokers")
+    table = app.dataframe[0].value
+    assert list(table["broker"]) == [1, 2, 3]
+    assert list(table["partitions"]) == [40, 38, 12]
+    assert list(table["under_replicated"].fillna(-1)) == [3, 2, -1]
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Partition skew (busiest vs mean)"] == f"{40 / (90 / 3) - 1:.0%}"
+    assert metrics["Leader skew (busiest vs mean)"] == f"{20 / (36 / 3) - 1:.0%}"
+    assert len(app.get("plotly_chart")) == 5
+    assert app.get("code")[0].value.startswith("kpulse reassign")
+
+
+def test_groups_page_pages_searches_and_sorts_on_the_server(app, lake):
+    _, expected = lake
+    open_page(app, "groups")
+    table = app.dataframe[0].value
+    assert len(table) == len(expected.groups)
+    assert table["group_id"].iloc[0] == expected.worst_group  # worst lag seconds first
+    assert app.selectbox(key="groups-chosen").value == expected.worst_group
+    detail = app.dataframe[1].value
+    assert int(detail["lag"].sum()) == expected.worst_group_lag
+    app.text_input(key="groups-search").input("group-000").run()
+    searched = app.dataframe[0].value
+    assert sorted(searched["group_id"]) == [g for g in expected.groups if "group-000" in g]
+    app.selectbox(key="groups-sort").set_value("status").run()
+    by_status = app.dataframe[0].value
+    assert by_status["status"].iloc[0] == "STOP"
+    assert any("of 12 groups match" in c.value for c in app.caption)
+
+
+def test_group_detail_opens_from_a_link_with_its_lag_history(lake, monkeypatch):
+    directory, expected = lake
+    monkeypatch.setenv("KPULSE_CONFIG", str(directory / "kpulse.yaml"))
+    test = AppTest.from_file(str(APP_FILE), default_timeout=60)
+    test.run()
+    test.query_params["group"] = expected.groups[3]
+    open_page(test, "groups")
+    assert test.selectbox(key="groups-chosen").value == expected.groups[3]
+    charts = test.get("plotly_chart")
+    assert len(charts) == 2  # lag in offsets and in seconds
+
+
+def test_streams_page_shows_instances_and_the_rebalance(app):
+    open_page(app, "streams")
+    apps = app.dataframe[0].value
+    assert list(apps["application_id"]) == [APP]
+    instances = app.dataframe[1].value
+    assert list(instances["state"]) == ["RUNNING", "RUNNING"]
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Rebalances (recent transitions)"] == "1"
+    assert metrics["REBALANCING in this window"] == "120 s"  # two instances, 60 s each
+    # the cluster does not answer: internal topics show one line, the rest of the page stands
+    assert [e.value for e in app.error] and all("internal topics" in e.value for e in app.error)
+
+
+def test_slos_page_lists_every_slo_paging_first_with_a_burn_down(app, lake):
+    _, expected = lake
+    open_page(app, "slos")
+    table = app.dataframe[0].value
+    assert len(table) == expected.slo_rows
+    assert table["slo"].iloc[0] == expected.slo_page and table["alert"].iloc[0] == "page"
+    assert table["error_budget_remaining"].iloc[0] == pytest.approx(expected.slo_page_budget)
+    metrics = {m.label: m.value for m in app.metric}
+    assert (metrics["SLOs evaluated"], metrics["Paging"], metrics["Ticket"]) == ("3", "1", "1")
+    assert len(app.get("plotly_chart")) == 1
+
+
+def test_alerts_page_triage_order_runbook_and_acknowledgement_persisted(app, lake):
+    directory, expected = lake
+    open_page(app, "alerts")
+    table = app.dataframe[0].value
+    assert list(zip(table["rule"], table["severity"], table["entity"])) == expected.firing
+    chosen = app.selectbox(key="alerts-chosen")
+    assert chosen.value == "OfflinePartitions · cluster/test"
+    assert "What it means" in app.get("code")[0].value
+    assert len(app.get("plotly_chart")) == 1
+    app.text_input(key="alerts-ack-who").input("alice")
+    app.radio(key="alerts-ack-kind").set_value("silence")
+    app.number_input(key="alerts-ack-hours").set_value(2.0)
+    submit = [b for b in app.button if b.label == "Save"][0]
+    submit.click().run()
+    assert not app.exception
+    saved = AckStore(str(directory / "lake")).load()
+    assert [(a.rule, a.entity, a.kind, a.by) for a in saved] == [("OfflinePartitions", "cluster/test", "silence",
+                                                                 "alice")]
+    assert saved[0].until == pytest.approx(time.time() + 7200, abs=120)
+    remaining = app.dataframe[0].value
+    assert "OfflinePartitions" not in set(remaining["rule"])  # silenced alerts are hidden
+    app.toggle(key="alerts-show-silenced").set_value(True).run()
+    shown = app.dataframe[0].value
+    assert shown.loc[shown["rule"] == "OfflinePartitions", "ack_by"].iloc[0] == "alice"
+
+
+def test_an_acknowledgement_without_a_name_is_refused_with_one_line(app, lake):
+    directory, _ = lake
+    open_page(app, "alerts")
+    before = AckStore(str(directory / "lake")).load()
+    app.text_input(key="alerts-ack-who").input("  ")
+    [b for b in app.button if b.label == "Save"][0].click().run()
+    assert not app.exception
+    assert any("say who you are" in e.value for e in app.error)
+    assert AckStore(str(directory / "lake")).load() == before
+
+
+def test_topics_page_with_an_unreachable_cluster_shows_one_error_line(app):
+    open_page(app, "topics")
+    errors = [e.value for e in app.error]
+    assert len(errors) == 1 and "cannot list topics" in errors[0] and "\n" not in errors[0]
+
+
+def test_stale_data_gets_a_loud_banner(tmp_path, monkeypatch):
+    write_lake(str(tmp_path / "lake"), time.time() - 3600, history_cycles=5)
+    config = {"clusters": [{"name": CLUSTER, "bootstrap_servers": "127.0.0.1:9"}], "lake": {"path": str(tmp_path / "lake")},
+              "intervals": {"collect_seconds": 10}}
+    (tmp_path / "kpulse.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("KPULSE_CONFIG", str(tmp_path / "kpulse.yaml"))
+    test = AppTest.from_file(str(APP_FILE), default_timeout=60).run()
+    assert not test.exception
+    assert any(e.value.startswith("STALE: the newest sample is 60 min old") for e in test.error)
+
+
+def test_a_corrupt_snapshot_is_one_error_line_on_every_page(tmp_path, monkeypatch):
+    write_lake(str(tmp_path / "lake"), time.time(), history_cycles=3)
+    (tmp_path / "lake" / "_snapshots" / f"{CLUSTER}.json").write_text("{not json")
+    config = {"clusters": [{"name": CLUSTER, "bootstrap_servers": "127.0.0.1:9"}], "lake": {"path": str(tmp_path / "lake")}}
+    (tmp_path / "kpulse.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("KPULSE_CONFIG", str(tmp_path / "kpulse.yaml"))
+    test = AppTest.from_file(str(APP_FILE), default_timeout=60).run()
+    for page in ("overview", "brokers", "groups", "streams", "alerts"):
+        open_page(test, page)
+        assert any("is not valid JSON" in e.value for e in test.error), page
