@@ -99,8 +99,8 @@ def committed_offsets(admin, group_id: str, partitions: list[TopicPartition] | N
 
 def topic_partitions(admin, topics: list[str]) -> dict[str, list[int]]:
     """Partition numbers of each topic; an unknown topic is an error with a did-you-mean."""
-    metadata = metadata(admin)
-    known = {name: sorted(t.partitions) for name, t in metadata.topics.items()}
+    described = metadata(admin)
+    known = {name: sorted(t.partitions) for name, t in described.topics.items()}
     for topic in topics:
         if topic not in known:
             raise unknown("topic", topic, set(known))
