@@ -39,7 +39,9 @@ with frame.shown_errors():
     firing = frame.firing()
     if not firing.empty:
         keys = [alerts.alert_key(row) for row in firing.to_dict("records")]
-        chosen = st.selectbox("Open an alert", keys, key="alerts-chosen")
+        wanted = frame.entity_param("rule")
+        first = next((i for i, key in enumerate(keys) if wanted and key.startswith(f"{wanted} · ")), 0)
+        chosen = st.selectbox("Open an alert", keys, index=first, key="alerts-chosen")
         alert = firing.iloc[keys.index(chosen)]
         st.subheader(f"{alert['rule']} · {alert['entity']}")
         colour = "red" if alert["severity"] == "critical" else "orange"

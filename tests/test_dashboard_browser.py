@@ -1,0 +1,184 @@
+"""The dashboard on the real local cluster, as an operator sees it: `kpulse collect` and
+`kpulse dashboard` run as processes, a headless Chromium (Debian's package) opens every page and
+checks its key text, screenshots go to test-artifacts/dashboard/. The triage flow: kill a broker,
+and its alert shows up on the Alerts page with the runbook. The Topics page's numbers are checked
+against the Admin API through AppTest on the same cluster."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import ARTIFACTS, TEST_PORT_BASE, kpulse
+from tests.dashboard_browser import Browser, chromium_path
+
+pytestmark = [pytest.mark.cluster,
+              pytest.mark.skipif(chromium_path() is None, reason="chromium not installed: run `make test` "
+                                                                  "(scripts/setup.sh with KPULSE_WITH_BROWSER=1)")]
+APP_FILE = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
+DASHBOARD_PORT = TEST_PORT_BASE + 500
+DEVTOOLS_PORT = TEST_PORT_BASE + 501
+SCREENSHOTS = ARTIFACTS / "dashboard"
+PAGES = {  # st.dataframe draws on a canvas: its cells are not page text, so these are headings, tiles, pickers
+    "overview": ["Overview", "Brokers up", "3 / 3", "Controller", "Firing alerts"],
+    "brokers": ["Brokers", "Partition skew", "Request handler idle ratio", "Actions"],
+    "topics?topic=demo.orders": ["Topics", "topics match", "Partitions of demo.orders", "Configs",
+                                 "kpulse elect-leaders --cluster live --topic demo.orders"],
+    "groups?group=demo-slow": ["Consumer groups", "groups match", "Lag (offsets)", "Lag (seconds, worst partition)",
+                               "kpulse reset-offsets --cluster live --group demo-slow"],
+    "streams": ["Streams apps", "kpulse-demo-streams", "Rebalances", "Internal topics",
+                "kpulse-demo-streams-order-counts-changelog"],
+    "slos": ["SLOs"],
+    "alerts": ["Alerts", "firing"],
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def config_file(local_cluster, demo_workload, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("dashboard-live")
+    layout = local_cluster.layout
+    data = {"clusters": [{"name": "live", "bootstrap_servers": layout.bootstrap_servers,
+                          "metrics": {"source": "jmx_exporter", "timeout_seconds": 10,
+                                      "broker_endpoints": {n.node_id: n.metrics_url for n in layout.nodes}},
+                          "streams_apps": [{"application_id": "kpulse-demo-streams", "expected_instances": 2,
+                                            "metrics_endpoints": [f"http://127.0.0.1:{layout.streams_metrics_port(j)}"
+                                                                  "/metrics" for j in (1, 2)]}]}],
+            "lake": {"path": str(directory / "lake")},
+            "intervals": {"collect_seconds": 2},
+            "exporter": {"port": free_port(), "host": "127.0.0.1"},
+            "dashboard": {"port": DASHBOARD_PORT, "host": "127.0.0.1"}}
+    path = directory / "kpulse.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def running(config_file):
+    """`kpulse collect` and `kpulse dashboard` on the test cluster, until the first snapshot is in."""
+    logs = ARTIFACTS / "dashboard"
+    logs.mkdir(parents=True, exist_ok=True)
+    base = [sys.executable, "-m", "kpulse.cli", "--config", str(config_file)]
+    collect = subprocess.Popen([*base, "collect"], stdout=open(logs / "collect.log", "w"), stderr=subprocess.STDOUT)
+    dashboard = subprocess.Popen([*base, "dashboard"], stdout=open(logs / "dashboard.log", "w"),
+                                 stderr=subprocess.STDOUT)
+    try:
+        snapshot = Path(yaml.safe_load(config_file.read_text())["lake"]["path"]) / "_snapshots" / "live.json"
+
+        def healthy():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{DASHBOARD_PORT}/_stcore/health", timeout=2) as r:
+                    return r.status == 200
+            except OSError:
+                return False
+
+        wait_until(healthy, 60, "the dashboard's health endpoint")
+
+        def groups_seen():
+            if not snapshot.exists():
+                return False
+            data = json.loads(snapshot.read_text())
+            names = {g["group_id"] for g in data.get("consumer_groups") or []}
+            return {"demo-slow", "demo-healthy"} <= names and data["cluster"]["brokers_up"] == 3
+        wait_until(groups_seen, 120, "a snapshot with the demo groups")
+        yield config_file
+    finally:
+        _stop(dashboard)
+        _stop(collect)
+
+
+@pytest.fixture
+def browser():
+    chromium = Browser(DEVTOOLS_PORT)
+    yield chromium
+    chromium.close()
+
+
+def test_every_page_renders_its_key_text_in_chromium(running, browser):
+    for page, texts in PAGES.items():
+        browser.open(f"http://127.0.0.1:{DASHBOARD_PORT}/{page}")
+        text = browser.wait_for(texts, timeout=90)
+        shot = SCREENSHOTS / f"{page.split('?')[0]}.png"
+        browser.screenshot(shot)
+        assert "Traceback" not in text, page
+        assert shot.stat().st_size > 10_000
+
+
+def test_topics_page_numbers_equal_the_admin_api(running, monkeypatch):
+    monkeypatch.setenv("KPULSE_CONFIG", str(running))
+    app = AppTest.from_file(str(APP_FILE), default_timeout=60).run()
+    app.switch_page("app_pages/topics.py").run()
+    app.text_input(key="topics-search").input("demo.orders").run()
+    assert not app.exception and not [e.value for e in app.error if "STALE" not in e.value]
+    listed = app.dataframe[0].value.set_index("topic")
+    assert listed.loc["demo.orders", "partitions"] == 6
+    assert listed.loc["demo.orders", "replication_factor"] == 3
+    assert listed.loc["demo.orders", "min_isr"] == 2
+    assert listed.loc["demo.orders-by-region", "partitions"] == 3
+    app.selectbox(key="topics-chosen").set_value("demo.orders").run()
+    detail = app.dataframe[1].value
+    assert list(detail["partition"]) == list(range(6))
+    described = kpulse("kafka-cli", "kafka-get-offsets", "--bootstrap-server",
+                       running and yaml.safe_load(running.read_text())["clusters"][0]["bootstrap_servers"].split(",")[0],
+                       "--topic", "demo.orders").stdout
+    tool = {int(line.split(":")[1]): int(line.split(":")[2]) for line in described.split() if line.count(":") == 2}
+    # the demo producer keeps writing: the page read its offsets just before the tool did
+    for partition, latest in zip(detail["partition"], detail["latest_offset"]):
+        assert 0 < latest <= tool[partition]
+
+
+def test_a_killed_broker_shows_up_on_the_alerts_page_with_its_runbook(running, browser, local_cluster):
+    kpulse("cluster", "kill-broker", "3")
+    try:
+        deadline = time.monotonic() + 150
+        while True:  # the open alert's detail is chosen when the page loads: reload until it fires
+            browser.open(f"http://127.0.0.1:{DASHBOARD_PORT}/alerts?rule=OfflinePartitions")
+            try:
+                text = browser.wait_for(["OfflinePartitions · cluster/live", "CRITICAL", "firing since",
+                                         "What it means", "What to do", "kafka-topics --bootstrap-server"], timeout=15)
+                break
+            except AssertionError:
+                if time.monotonic() > deadline:
+                    raise
+        browser.screenshot(SCREENSHOTS / "alerts-broker-killed.png")
+        assert "Traceback" not in text
+        browser.open(f"http://127.0.0.1:{DASHBOARD_PORT}/overview")
+        browser.wait_for(["Brokers up", "2 / 3"], timeout=60)
+        browser.screenshot(SCREENSHOTS / "overview-broker-killed.png")
+    finally:
+        kpulse("cluster", "start-broker", "3", timeout=240)
