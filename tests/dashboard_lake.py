@@ -48,9 +48,10 @@ def _group_name(index: int) -> str:
 
 
 def write_lake(path: str, now: float, *, groups: int = 12, partitions_per_group: int = 4, history_cycles: int = 60,
-               lag_cycles: int = 3, topics: int | None = None, snapshot_age: float = 2.0) -> Expected:
+               lag_cycles: int = 3, topics: int | None = None, snapshot_age: float = 2.0,
+               slo_for_every_group: bool = False) -> Expected:
     """Write the lake and the snapshot; ``history_cycles`` cycles of ``CYCLE_SECONDS`` end at ``now``."""
-    writer = LakeWriter(path, clock=lambda: now)
+    writer = LakeWriter(path, clock=lambda: now, max_buffered_rows=50_000_000)  # one flush for everything
     snapshot_time = now - snapshot_age
     times = [snapshot_time - CYCLE_SECONDS * i for i in range(history_cycles)][::-1]
     expected = Expected(now=now, snapshot_time=snapshot_time)
@@ -135,8 +136,8 @@ def write_lake(path: str, now: float, *, groups: int = 12, partitions_per_group:
     expected.firing = [("OfflinePartitions", "critical", f"cluster/{CLUSTER}"), ("BrokerDown", "critical", "broker/3"),
                        ("UnderReplicatedPartitions", "warning", f"cluster/{CLUSTER}"),
                        ("ConsumerGroupLagSeconds", "warning", f"group/{lag_group}")]
-    slo_rows, minute_rows = _slo_rows(now, groups)
-    expected.slo_rows = 3
+    slo_rows, minute_rows = _slo_rows(now, groups, slo_for_every_group)
+    expected.slo_rows = 3 + (groups - 1 if slo_for_every_group else 0)
     for table, rows in (("cluster_health", health), ("broker_state", broker_state), ("broker_metrics", broker_metrics),
                         ("consumer_group", group_rows), ("consumer_lag", lag_rows), ("streams_instance", instance_rows),
                         ("streams_transition", transitions), ("probe", probe), ("alert_event", alert_rows),
@@ -153,10 +154,12 @@ def write_lake(path: str, now: float, *, groups: int = 12, partitions_per_group:
     return expected
 
 
-def _slo_rows(now: float, groups: int) -> tuple[list[dict], list[dict]]:
+def _slo_rows(now: float, groups: int, every_group: bool) -> tuple[list[dict], list[dict]]:
     """Three SLOs evaluated every minute for the last hour: one paging with its budget overspent,
-    one ticket, one healthy."""
-    specs = [("partition-health", CLUSTER, "cluster", "partition_health_minutes", "page", "page_1h_5m", -0.25, 20.0),
+    one ticket, one healthy (and, with ``every_group``, a healthy freshness SLO per other group)."""
+    healthy_groups = [("consumer-freshness", _group_name(i), "consumer_group", "consumer_freshness_minutes", None, None,
+                       0.9, 0.5) for i in range(groups - 1)] if every_group else []
+    specs = healthy_groups + [("partition-health", CLUSTER, "cluster", "partition_health_minutes", "page", "page_1h_5m", -0.25, 20.0),
              ("consumer-freshness", _group_name(groups - 1), "consumer_group", "consumer_freshness_minutes", "ticket",
               "ticket_1d_2h", 0.4, 3.5),
              ("streams-availability", APP, "streams_app", "streams_availability_minutes", None, None, 0.97, 0.2)]

@@ -1,0 +1,171 @@
+"""The dashboard's pure services, case by case: freshness, tiles' thresholds, paging, the firing
+set merged from lake events and the snapshot, acknowledgements, the Streams timeline, topic
+frames, SLO ordering. The pages themselves are tested in test_dashboard_pages.py."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from dashboard.services import acks, alerts, health, streams, topics
+from dashboard.services.paging import search_sort_page
+from dashboard.services.slos import STATUS_COLUMNS, latest_status
+from dashboard.services.sources import DashboardError
+
+NOW = 1_800_000_000.0
+
+
+def ts(seconds: float) -> pd.Timestamp:
+    return pd.Timestamp(seconds, unit="s", tz="UTC")
+
+
+@pytest.mark.parametrize("newest, interval, stale, text", [
+    (None, 10, True, "no samples yet"),
+    (NOW - 5, 10, False, "data 5 s old"),
+    (NOW - 20, 10, False, "data 20 s old"),        # exactly two intervals: still fresh
+    (NOW - 21, 10, True, "STALE: the newest sample is 21 s old"),
+    (NOW - 7200, 60, True, "STALE: the newest sample is 2 h 0 min old"),
+])
+def test_freshness(newest, interval, stale, text):
+    fresh = health.freshness(newest, NOW, interval)
+    assert fresh.stale is stale and fresh.text.startswith(text)
+
+
+@pytest.mark.parametrize("idle, level", [(0.5, "ok"), (0.2, "ok"), (0.19, "warning"), (0.1, "warning"),
+                                         (0.09, "critical")])
+def test_idle_tile_follows_the_0_2_and_0_1_thresholds(idle, level):
+    snapshot = {"cluster": {}, "brokers": [{"id": 1, "request_handler_idle_ratio": 0.9},
+                                           {"id": 2, "request_handler_idle_ratio": idle}]}
+    tiles = {t.label: t for t in health.overview_tiles(snapshot, pd.DataFrame(columns=["severity"]), pd.DataFrame())}
+    assert tiles["Lowest handler idle"].level == level
+    assert tiles["Lowest handler idle"].detail == "broker 2"
+
+
+@pytest.mark.parametrize("cluster, label, value, level", [
+    ({"brokers_up": 3, "brokers_total": 3}, "Brokers up", "3 / 3", "ok"),
+    ({"brokers_up": 2, "brokers_total": 3}, "Brokers up", "2 / 3", "critical"),
+    ({"active_controller_count": 1, "controller_id": 2}, "Controller", "OK (node 2)", "ok"),
+    ({"active_controller_count": 2}, "Controller", "2 active", "critical"),
+    ({"active_controller_count": 0}, "Controller", "0 active", "critical"),
+    ({"under_replicated_partitions": 0}, "Under-replicated", "0", "ok"),
+    ({"under_replicated_partitions": 4}, "Under-replicated", "4", "warning"),
+    ({"offline_partitions": 1}, "Offline", "1", "critical"),
+    ({"under_min_isr_partitions": 2}, "Under min ISR", "2", "critical"),
+    ({}, "Offline", "—", "unknown"),               # not collected is not zero
+])
+def test_cluster_tiles(cluster, label, value, level):
+    tiles = {t.label: t for t in health.overview_tiles({"cluster": cluster, "brokers": []},
+                                                       pd.DataFrame(columns=["severity"]), pd.DataFrame())}
+    assert (tiles[label].value, tiles[label].level) == (value, level)
+
+
+def test_paging_searches_sorts_nulls_last_and_clamps_the_page():
+    frame = pd.DataFrame({"name": [f"g{i:02d}" for i in range(25)],
+                          "lag": [None if i % 10 == 0 else float(i) for i in range(25)]})
+    page = search_sort_page(frame, search="G1", search_column="name", sort_by="lag", descending=True, page_size=4)
+    assert page.matching == 10 and page.pages == 3
+    assert list(page.rows["name"]) == ["g19", "g18", "g17", "g16"]
+    last = search_sort_page(frame, search="g1", search_column="name", sort_by="lag", descending=True, page=99,
+                            page_size=4)
+    assert last.number == 3 and list(last.rows["name"]) == ["g11", "g10"]  # the null lag last
+    assert search_sort_page(frame, search="zzz", search_column="name").matching == 0
+    assert search_sort_page(frame, search="g0.", search_column="name").matching == 0  # plain text, not a regex
+
+
+def _event(time, rule, entity, state, severity="warning", since=None):
+    return {"time": ts(time), "cluster": "c", "rule": rule, "severity": severity, "entity": entity, "state": state,
+            "value": 1.0, "since": ts(since if since is not None else time), "summary": f"{rule} {entity}"}
+
+
+def test_firing_merges_lake_events_with_the_newer_snapshot():
+    events = pd.DataFrame([
+        _event(NOW - 500, "A", "x", "firing", since=NOW - 600),
+        _event(NOW - 400, "B", "y", "firing", "critical"),
+        _event(NOW - 300, "C", "z", "firing"),
+        _event(NOW - 200, "C", "z", "resolved"),
+        _event(NOW - 100, "D", "w", "firing"),            # resolved since the last flush: not in the snapshot
+    ])
+    snapshot = {"time": NOW - 50, "alerts": [
+        {"rule": "A", "severity": "warning", "entity": "x", "value": 1, "summary": "a", "since": NOW - 600},
+        {"rule": "B", "severity": "critical", "entity": "y", "value": 1, "summary": "b", "since": NOW - 400},
+        {"rule": "E", "severity": "critical", "entity": "v", "value": 1, "summary": "e", "since": NOW - 60},
+    ]}
+    firing = alerts.firing_alerts(events, snapshot, {}, NOW)
+    assert list(zip(firing["rule"], firing["entity"])) == [("B", "y"), ("E", "v"), ("A", "x")]
+    assert firing["age_seconds"].tolist() == [400, 60, 600]
+    without_snapshot = alerts.firing_alerts(events, None, {}, NOW)
+    assert sorted(without_snapshot["rule"]) == ["A", "B", "D"]
+
+
+def test_acknowledgements_validate_expire_and_the_newest_wins(tmp_path):
+    with pytest.raises(DashboardError, match="say who you are"):
+        acks.new_ack(cluster="c", rule="A", entity="x", kind="acknowledge", by=" ", hours=1, now=NOW)
+    with pytest.raises(DashboardError, match="duration"):
+        acks.new_ack(cluster="c", rule="A", entity="x", kind="silence", by="bob", hours=0, now=NOW)
+    with pytest.raises(DashboardError, match="unknown action"):
+        acks.new_ack(cluster="c", rule="A", entity="x", kind="mute", by="bob", hours=1, now=NOW)
+    store = acks.AckStore(str(tmp_path / "lake"))
+    assert store.load() == []
+    first = acks.new_ack(cluster="c", rule="A", entity="x", kind="silence", by="bob", hours=1, now=NOW - 7200)
+    second = acks.new_ack(cluster="c", rule="A", entity="x", kind="acknowledge", by="amy", hours=2, now=NOW - 60)
+    other = acks.new_ack(cluster="d", rule="A", entity="x", kind="silence", by="cy", hours=2, now=NOW - 60)
+    for ack in (first, second, other):
+        store.add(ack, NOW)
+    assert store.load() == [first, second, other]
+    current = acks.active(store.load(), "c", NOW)
+    assert current == {("A", "x"): second}
+    assert acks.active(store.load(), "c", NOW + 3 * 3600) == {}
+    (tmp_path / "lake" / acks.STORE_DIR / acks.STORE_FILE).write_text("{broken")
+    with pytest.raises(DashboardError, match="not valid JSON"):
+        store.load()
+
+
+def test_the_timeline_shows_rebalancing_periods_per_instance():
+    transitions = pd.DataFrame([
+        {"time": ts(NOW - 300), "application_id": "app", "instance": "i1", "from_state": "RUNNING", "to_state": "REBALANCING"},
+        {"time": ts(NOW - 240), "application_id": "app", "instance": "i1", "from_state": "REBALANCING", "to_state": "RUNNING"},
+        {"time": ts(NOW - 100), "application_id": "other", "instance": "o", "from_state": "RUNNING", "to_state": "ERROR"},
+    ])
+    periods = streams.timeline(transitions, "app", NOW - 600, NOW, {"i1": "RUNNING", "i2": "RUNNING"})
+    assert list(zip(periods["instance"], periods["state"])) == [("i1", "RUNNING"), ("i1", "REBALANCING"),
+                                                              ("i1", "RUNNING"), ("i2", "RUNNING")]
+    assert streams.rebalancing_seconds(periods) == 60
+
+
+def test_topic_frames_count_replication_problems_and_find_streams_internal_topics():
+    metadata = [{"topic": "t", "partition": 0, "leader": 1, "replicas": [1, 2, 3], "isr": [1, 2, 3]},
+                {"topic": "t", "partition": 1, "leader": 2, "replicas": [2, 3, 1], "isr": [2]},
+                {"topic": "t", "partition": 2, "leader": -1, "replicas": [3, 1, 2], "isr": []},
+                {"topic": "__consumer_offsets", "partition": 0, "leader": 1, "replicas": [1], "isr": [1]}]
+    parts = topics.partitions_frame(metadata)
+    frame = topics.topics_frame(parts).set_index("topic")
+    assert frame.loc["t", ["partitions", "replication_factor", "under_replicated", "offline"]].tolist() == [3, 3, 2, 1]
+    assert bool(frame.loc["__consumer_offsets", "internal"])
+    detail = topics.partition_detail(parts, "t", {0: {"earliest": 5, "latest": 9}}, min_isr=2)
+    assert detail["messages"].tolist()[0] == 4 and pd.isna(detail["latest_offset"][1])
+    assert detail["under_min_isr"].tolist() == [False, True, True]
+    names = ["app-store-changelog", "app-x-repartition", "app-out", "app2-store-changelog"]
+    assert topics.internal_topics(names, "app") == ["app-store-changelog", "app-x-repartition"]
+
+
+def test_slo_status_takes_the_newest_row_per_slo_and_entity_paging_first():
+    def row(time, slo, entity, alert, budget):
+        return {"time": ts(time), "slo": slo, "entity": entity, "alert": alert, "error_budget_remaining": budget}
+    rows = pd.DataFrame([row(NOW - 120, "s1", "e", "page", -0.5), row(NOW - 60, "s1", "e", None, 0.2),
+                         row(NOW - 60, "s2", "e", "ticket", 0.5), row(NOW - 60, "s3", "e", None, 0.1),
+                         row(NOW - 60, "s4", "e", "page", 0.9)]).reindex(columns=STATUS_COLUMNS)
+    latest = latest_status(rows)
+    assert list(latest["slo"]) == ["s4", "s2", "s3", "s1"]
+
+
+@pytest.mark.parametrize("rule, entity, table, column", [
+    ("OfflinePartitions", "cluster/c", "cluster_health", "offline_partitions"),
+    ("RequestHandlerIdleCritical", "broker/2", "broker_metrics", "request_handler_idle_ratio"),
+    ("BrokerDown", "broker/3", "broker_state", "up"),
+    ("ConsumerGroupLagSeconds", "group/g", "consumer_group", "max_lag_seconds"),
+    ("StreamsAppNotRunning", "streams/app", "streams_instance", "running"),
+    ("ProbeFailing", "probe", "probe", "failed"),
+])
+def test_every_alert_has_a_context_chart(rule, entity, table, column):
+    query = alerts.context_query(rule, entity)
+    assert (query.table, query.column) == (table, column)
