@@ -10,16 +10,16 @@ import streamlit as st
 from dashboard import components, frame
 from dashboard.services.health import freshness
 
-st.set_page_config(page_title="kpulse", page_icon="📈", layout="wide")
+st.set_page_config(page_title="kpulse", page_icon=":material/monitoring:", layout="wide")
 
 PAGES = [
-    st.Page("app_pages/overview.py", title="Overview", icon="🩺", url_path="overview", default=True),
-    st.Page("app_pages/brokers.py", title="Brokers", icon="🖥️", url_path="brokers"),
-    st.Page("app_pages/topics.py", title="Topics", icon="🗂️", url_path="topics"),
-    st.Page("app_pages/groups.py", title="Consumer groups", icon="👥", url_path="groups"),
-    st.Page("app_pages/streams.py", title="Streams apps", icon="🌊", url_path="streams"),
-    st.Page("app_pages/slos.py", title="SLOs", icon="🎯", url_path="slos"),
-    st.Page("app_pages/alerts.py", title="Alerts", icon="🚨", url_path="alerts"),
+    st.Page("app_pages/overview.py", title="Overview", icon=":material/monitor_heart:", url_path="overview", default=True),
+    st.Page("app_pages/brokers.py", title="Brokers", icon=":material/dns:", url_path="brokers"),
+    st.Page("app_pages/topics.py", title="Topics", icon=":material/topic:", url_path="topics"),
+    st.Page("app_pages/groups.py", title="Consumer groups", icon=":material/groups:", url_path="groups"),
+    st.Page("app_pages/streams.py", title="Streams apps", icon=":material/waves:", url_path="streams"),
+    st.Page("app_pages/slos.py", title="SLOs", icon=":material/target:", url_path="slos"),
+    st.Page("app_pages/alerts.py", title="Alerts", icon=":material/notifications_active:", url_path="alerts"),
 ]
 navigation = st.navigation(PAGES)
 

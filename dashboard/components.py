@@ -37,9 +37,9 @@ def tiles(items: Sequence[Tile], per_row: int = 5) -> None:
 
 def freshness_banner(fresh: Freshness) -> None:
     if fresh.stale:
-        st.error(fresh.text, icon="🚨")
+        st.error(fresh.text, icon=":material/warning:")
     else:
-        st.caption(f"🟢 {fresh.text}")
+        st.caption(f":green[:material/check_circle:] {fresh.text}")
 
 
 def line_chart(frame: pd.DataFrame, *, x: str, y: str, color: str | None = None, title: str, y_title: str = "",

@@ -35,10 +35,10 @@ def shown_errors(what: str = "") -> Iterator[None]:
     try:
         yield
     except DashboardError as error:
-        st.error(f"{what + ': ' if what else ''}{error}", icon="⚠️")
+        st.error(f"{what + ': ' if what else ''}{error}", icon=":material/error:")
     except Exception as error:  # noqa: BLE001 - no traceback reaches the UI
         LOG.exception("dashboard error")
-        st.error(f"{what + ': ' if what else ''}{one_line(error)}", icon="⚠️")
+        st.error(f"{what + ': ' if what else ''}{one_line(error)}", icon=":material/error:")
 
 
 @st.cache_resource(show_spinner=False)

@@ -169,3 +169,15 @@ def test_slo_status_takes_the_newest_row_per_slo_and_entity_paging_first():
 def test_every_alert_has_a_context_chart(rule, entity, table, column):
     query = alerts.context_query(rule, entity)
     assert (query.table, query.column) == (table, column)
+
+
+def test_the_context_chart_ends_with_the_snapshot_value():
+    query = alerts.context_query("OfflinePartitions", "cluster/c")
+    lake_rows = pd.DataFrame({"time": [ts(NOW - 120), ts(NOW - 60)], "offline_partitions": [0, 0]})
+    series = alerts.with_snapshot_point(query, alerts.context_series(query, lake_rows),
+                                        {"time": NOW - 5, "cluster": {"offline_partitions": 3}})
+    assert series["value"].tolist() == [0, 0, 3] and series["time"].iloc[-1] == ts(NOW - 5)
+    broker = alerts.context_query("BrokerDown", "broker/3")
+    down = alerts.with_snapshot_point(broker, pd.DataFrame(columns=["time", "value"]),
+                                      {"time": NOW, "cluster": {"brokers": [{"id": 3, "up": False}]}})
+    assert down["value"].tolist() == [0.0]

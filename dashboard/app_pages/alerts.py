@@ -52,7 +52,7 @@ with frame.shown_errors():
 
         kind, name = alerts.parse_entity(alert["entity"])
         page, param = alerts.ENTITY_PAGES.get(kind, ("overview", None))
-        st.page_link(PAGE_FILES[page], label=f"Open {alert['entity']} on the {page} page", icon="➡️",
+        st.page_link(PAGE_FILES[page], label=f"Open {alert['entity']} on the {page} page", icon=":material/arrow_forward:",
                      query_params={param: name} if param else None)
 
         with frame.shown_errors("context chart"):
@@ -60,7 +60,7 @@ with frame.shown_errors():
             if query is not None:
                 window = frame.now() - alert["since"].timestamp() + CONTEXT_BEFORE_SECONDS
                 rows = frame.read(query.table, window, alerts.lake_columns(query))
-                series = alerts.context_series(query, rows)
+                series = alerts.with_snapshot_point(query, alerts.context_series(query, rows), frame.snapshot())
                 components.line_chart(series, x="time", y="value", title=f"{query.title} around the alert",
                                       thresholds=[(query.threshold, f"{query.threshold}")] if query.threshold else (),
                                       key="alerts-context")

@@ -125,6 +125,30 @@ def context_series(query: ContextQuery, rows: pd.DataFrame) -> pd.DataFrame:
     return values.sort_values("time").reset_index(drop=True)
 
 
+def with_snapshot_point(query: ContextQuery, series: pd.DataFrame, snapshot: Mapping[str, Any] | None) -> pd.DataFrame:
+    """The series plus the snapshot's value at its time: the lake is flushed about once a minute,
+    the snapshot every cycle, so the newest point (often the alert's cause) comes from it."""
+    if snapshot is None:
+        return series
+    value = None
+    if query.table == "cluster_health":
+        value = (snapshot.get("cluster") or {}).get(query.column)
+    elif query.table == "broker_metrics":
+        value = next((b.get(query.column) for b in snapshot.get("brokers") or [] if b.get("id") == query.match_value),
+                     None)
+    elif query.table == "broker_state":
+        up = next((b.get("up") for b in (snapshot.get("cluster") or {}).get("brokers") or []
+                   if b.get("id") == query.match_value), None)
+        value = None if up is None else float(up)
+    elif query.table == "consumer_group":
+        value = next((g.get(query.column) for g in snapshot.get("consumer_groups") or []
+                      if g.get("group_id") == query.match_value), None)
+    if value is None:
+        return series
+    point = pd.DataFrame({"time": [pd.Timestamp(float(snapshot["time"]), unit="s", tz="UTC")], "value": [float(value)]})
+    return point if series.empty else pd.concat([series, point], ignore_index=True)
+
+
 def lake_columns(query: ContextQuery) -> list[str]:
     """The columns to read for ``query``."""
     if query.column == "running":
