@@ -166,7 +166,8 @@ def _up(args, cluster, demo) -> None:
         _check_configured_clusters(config)
     exporter = (f"Prometheus exporter http://{config.exporter.host}:{config.exporter.port}/metrics"
                 if config.exporter.enabled else "exporter disabled")
-    services = [Service("collect", ("collect",), f"{exporter}; lake {config.lake.path}")]
+    services = [Service("collect", ("collect",), f"{exporter}; lake {config.lake.path}"),
+                Service("dashboard", ("dashboard",), f"http://{config.dashboard.host}:{config.dashboard.port}")]
     with cluster.progress.step("starting the kpulse collectors"):
         started = Services(state_dir(), None if local else str(Path(config.source).resolve())).start(services)
     if local:

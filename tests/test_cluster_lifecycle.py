@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 import psutil
 import pytest
@@ -35,17 +36,23 @@ def test_up_starts_the_main_job_and_down_stops_every_process_it_started(tmp_path
     env.update(KPULSE_STATE_DIR=str(tmp_path / "state"), KPULSE_PORT_BASE="39090")
     up = run(env, "up")
     assert "kpulse collect: running" in up.stdout
+    assert "kpulse dashboard: running" in up.stdout and "http://127.0.0.1:39590" in up.stdout
     status = json.loads(run(env, "cluster", "status", "--json").stdout)
     demo = json.loads(run(env, "demo", "status", "--json").stdout)
     pids = [node["pid"] for node in status["nodes"]] + [p["pid"] for p in demo if p["running"]]
     pids += [json.loads(f.read_text())["pid"] for f in (tmp_path / "state" / "services").glob("*.pid.json")]
-    assert len(pids) >= 3 + 4 + 1  # nodes, producer + 2 consumers + 2 Streams instances, collector
+    assert len(pids) >= 3 + 4 + 2  # nodes, producer + 2 consumers + 2 Streams instances, collector, dashboard
     ports = [node["port"] for node in status["nodes"]] + [node["controller_port"] for node in status["nodes"]]
+    ports.append(39590)  # the dashboard (base + 500)
+    for _ in range(60):  # Streamlit binds a few seconds after it starts
+        if port_open(39590):
+            break
+        time.sleep(0.5)
     assert all(psutil.pid_exists(pid) for pid in pids)
     assert all(port_open(port) for port in ports)
 
     result = run(env, "down", "--wipe")
-    assert "stopped 1 kpulse service(s), the demo workload and 3 node(s)" in result.stdout
+    assert "stopped 2 kpulse service(s), the demo workload and 3 node(s)" in result.stdout
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
     assert not any(port_open(port) for port in ports)
     assert not (tmp_path / "state" / "cluster").exists()

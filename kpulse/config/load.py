@@ -73,7 +73,10 @@ def default_config(environ: Mapping[str, str] | None = None) -> KpulseConfig:
         }],
     }
     data = {"clusters": [cluster], "lake": {"path": str(home.state_dir() / "lake")},
-            "exporter": {"port": layout.exporter_port, "host": "127.0.0.1"}}
+            "exporter": {"port": layout.exporter_port, "host": "127.0.0.1"},
+            # Streamlit's usual 8501 beside the default cluster, base + 500 beside any other.
+            "dashboard": {"port": 8501 if layout.base == DEFAULT_PORT_BASE else layout.base + 500,
+                          "host": "127.0.0.1"}}
     return parse_config(data, source=DEFAULT_SOURCE, base_dir=Path.cwd(), environ=environ)
 
 
