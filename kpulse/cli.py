@@ -71,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     config_commands.add_parser("check", help="load the config and print it (passwords hidden)")
     config_commands.add_parser("reference", help="print the documented reference config")
 
+    from spark_jobs.command import add_parsers as add_slo_parsers
+
+    add_slo_parsers(commands)
+
     dashboard = commands.add_parser("dashboard", help="the web dashboard (Streamlit) on the config's dashboard host and port")
     dashboard.add_argument("--port", type=int, help="serve on this port instead of dashboard.port")
 
@@ -115,6 +119,10 @@ def _dispatch(args: argparse.Namespace) -> int | None:
         from dashboard.launch import dashboard_command
 
         return dashboard_command(args.config, port=args.port)
+    if args.command == "slo":
+        from spark_jobs.command import run_command
+
+        return run_command(args, args.config)
     from operations.commands import COMMANDS as OPERATION_COMMANDS
 
     if args.command in OPERATION_COMMANDS:

@@ -37,6 +37,8 @@ class RunPlan:
     start: int
     end: int
     lookback_start: int
+    first: int
+    """First minute given rows: ``start``, or the first sample's minute on a first or full run."""
 
     @property
     def days(self) -> tuple[date, date]:
@@ -51,7 +53,8 @@ def plan_run(until_minute: int, previous_minute: int | None, earliest_minute: in
     start = first - first % MINUTES_PER_DAY
     if until_minute <= start:
         return None
-    return RunPlan(start=start, end=until_minute, lookback_start=start - longest_window_minutes - 1)
+    return RunPlan(start=start, end=until_minute, lookback_start=start - longest_window_minutes - 1,
+                   first=start if previous_minute is not None else max(start, earliest_minute))
 
 
 @dataclass
@@ -87,12 +90,8 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
     lake_io.check_lake(lake)
     until_minute = math.floor((time.time() if until is None else until) / 60)
     with progress.step("finding what to recompute"):
-        previous = None if full else lake_io.latest_micros(spark, lake, "slo_status", clusters)
-        days = [day for table in definitions.tables for day in lake_io.partitions(lake, table)[:1]]
-        if not days:
-            raise LakeError(f"no samples in the lake at {lake} (tables {', '.join(definitions.tables)} are empty); "
-                            "run `kpulse collect` first")
-        earliest = int(datetime(min(days).year, min(days).month, min(days).day, tzinfo=timezone.utc).timestamp()) // 60
+        previous = None if full else lake_io.time_bound(lake, "slo_status", clusters, newest=True)
+        earliest = _earliest_minute(lake, definitions, clusters) if previous is None else 0
         plan = plan_run(until_minute, None if previous is None else previous // 60_000_000, earliest,
                         definitions.lateness_minutes, definitions.longest_window_minutes)
     if plan is None:
@@ -122,6 +121,16 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
     return RunResult(plan, minute_rows, status_rows, latest)
 
 
+def _earliest_minute(lake, definitions: SloDefinitions, clusters) -> int:
+    """The minute of the first sample of any table the SLOs read."""
+    found = [lake_io.time_bound(lake, table, clusters, newest=False) for table in definitions.tables]
+    found = [micros for micros in found if micros is not None]
+    if not found:
+        raise LakeError(f"no samples in the lake at {lake} (tables {', '.join(definitions.tables)} are empty); "
+                        "run `kpulse collect` first")
+    return min(found) // 60_000_000
+
+
 def _fresh_minutes(spark, lake, plan: RunPlan, definitions: SloDefinitions, clusters, stored: DataFrame) -> DataFrame:
     tables: dict[str, DataFrame] = {}
     for table in definitions.tables:
@@ -133,8 +142,9 @@ def _fresh_minutes(spark, lake, plan: RunPlan, definitions: SloDefinitions, clus
     result = None
     for slo in definitions.slos:
         known = stored.where(F.col("slo") == slo.name).select("cluster", "entity").distinct()
-        computed = minutes.to_minutes(spark, minutes.samples(tables[slo.table], slo), slo, plan.start, plan.end, known)
-        computed = computed.withColumn("slo", F.lit(slo.name))
+        computed = minutes.to_minutes(spark, minutes.samples(tables[slo.table], slo), slo, plan.first, plan.end, known)
+        # Not a bare literal: Spark would write a non-null column, and every lake column is nullable.
+        computed = computed.withColumn("slo", F.when(F.col("cluster").isNotNull(), F.lit(slo.name)))
         result = computed if result is None else result.unionByName(computed)
     return result.select("cluster", "slo", "entity", "minute", "good", "valid")
 

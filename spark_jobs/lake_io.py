@@ -112,16 +112,25 @@ def overwrite_partitions(frame: DataFrame, lake: str, table: str) -> None:
      .partitionBy("date").parquet(_spark_path(lake, table)))
 
 
-def latest_micros(spark: SparkSession, lake: str, table: str, clusters: list[str] | None) -> int | None:
-    """The newest ``time`` (epoch microseconds) in the newest partition of ``table`` (of ``clusters``)."""
+def time_bound(lake: str, table: str, clusters: list[str] | None, *, newest: bool) -> int | None:
+    """The newest (or oldest) ``time`` of ``table`` as epoch microseconds, from its last (first)
+    non-empty partition, read with pyarrow (cheaper than a Spark job); None for an empty table."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    fs, base = resolve(lake)
     days = partitions(lake, table)
-    for day in reversed(days[-2:]):
-        rows = read_table(spark, lake, table, day, day)
-        if clusters:
-            rows = rows.where(F.col("cluster").isin(clusters))
-        newest = rows.agg(F.max(F.unix_micros("time"))).first()[0]
-        if newest is not None:
-            return newest
+    for day in reversed(days) if newest else days:
+        directory = f"{base}/{table}/{PARTITION_PREFIX}{day.isoformat()}"
+        try:
+            dataset = ds.dataset(directory, format="parquet", filesystem=fs, ignore_prefixes=[".", "_"])
+            condition = ds.field("cluster").isin(clusters) if clusters else None
+            times = dataset.to_table(columns=["time"], filter=condition).column("time")
+        except (OSError, pa.ArrowException) as error:
+            raise LakeError(f"cannot read {directory}: {_first_line(error)}") from None
+        if len(times) and times.null_count < len(times):
+            bound = pc.max(times) if newest else pc.min(times)
+            return bound.cast(pa.int64()).as_py()
     return None
 
 

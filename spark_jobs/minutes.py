@@ -7,7 +7,7 @@ Two steps, both ``DataFrame -> DataFrame``:
    (Occurrences) good/valid are event counts; for the others a sample is 1/0 good and 1 valid, or
    0 valid when it cannot be judged (a null value is never good).
 2. :func:`to_minutes`: one row per entity and minute of ``[start, end)``, for every entity seen in
-   the samples or passed as known; a minute without valid samples has ``good`` and ``valid`` null
+   the samples (from its first sample on) or passed as known (from ``start``); a minute without valid samples has ``good`` and ``valid`` null
    (no data), never zero or good. Occurrences sums the events; Timeslices makes a minute good (1)
    when its good/valid samples reach the time-slice target, valid 1.
 """
@@ -141,10 +141,14 @@ def to_minutes(spark: SparkSession, sampled: DataFrame, slo: SloDefinition, star
     """One row per entity and minute in ``[start, end)``: ``(cluster, entity, minute, good, valid)``
     with long counts, null when the minute has no valid data."""
     in_range = sampled.where((F.col("minute") >= start) & (F.col("minute") < end))
-    entities = in_range.select("cluster", "entity")
+    # An entity gets rows from its first sample on, or from ``start`` when it was known before.
+    entities = in_range.select("cluster", "entity", F.col("minute").alias("since"))
     if known_entities is not None:
-        entities = entities.unionByName(known_entities.select("cluster", "entity"))
-    grid = (entities.distinct().crossJoin(spark.range(start, end).withColumnRenamed("id", "minute"))
+        known = known_entities.select("cluster", "entity", F.lit(start).cast("long").alias("since"))
+        entities = entities.unionByName(known)
+    entities = entities.groupBy("cluster", "entity").agg(F.min("since").alias("since"))
+    grid = (entities.crossJoin(spark.range(start, end).withColumnRenamed("id", "minute"))
+            .where(F.col("minute") >= F.col("since"))
             .select("cluster", "entity", "minute", F.lit(None).cast("double").alias("good"),
                     F.lit(None).cast("double").alias("valid")))
     summed = (in_range.unionByName(grid).groupBy("cluster", "entity", "minute")

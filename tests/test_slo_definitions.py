@@ -125,6 +125,7 @@ def test_plan_recomputes_from_the_midnight_before_the_previous_run_minus_latenes
     plan = plan_run(until, previous, earliest, lateness_minutes=10, longest_window_minutes=30 * DAY)
     assert (plan.start, plan.end) == expected
     assert plan.lookback_start == plan.start - 30 * DAY - 1
+    assert plan.first == (earliest if previous is None else plan.start)
 
 
 def test_plan_is_none_when_no_complete_minute_is_newer():

@@ -104,12 +104,15 @@ def test_streams_rebalancing_is_tolerated_for_the_configured_time_then_bad(spark
     assert [(m, g) for _, m, g, _ in got] == [(0, 1), (1, 1), (2, 1), (3, 0), (4, 0), (5, 0)]
 
 
-def test_a_known_entity_without_samples_gets_no_data_minutes(spark):
+def test_a_known_entity_without_samples_gets_no_data_minutes_and_a_new_one_starts_at_its_first_sample(spark):
     known = spark.createDataFrame([("prod", "quiet")], "cluster string, entity string")
-    rows = [{"time": at(0, 0), "cluster": "prod", "group_id": "busy", "status": "OK"}]
+    rows = [{"time": at(0, 0), "cluster": "prod", "group_id": "busy", "status": "OK"},
+            {"time": at(1, 0), "cluster": "prod", "group_id": "new", "status": "OK"}]
     got = minute_rows(spark, "consumer_group", rows, slo("consumer_progress_minutes", "consumer_group"), end=2,
                       known=known)
-    assert got == [("busy", 0, 1, 1), ("busy", 1, None, None), ("quiet", 0, None, None), ("quiet", 1, None, None)]
+    # "new" has no rows before its first sample: it did not exist, which is not "no data"
+    assert got == [("busy", 0, 1, 1), ("busy", 1, None, None), ("new", 1, 1, 1),
+                   ("quiet", 0, None, None), ("quiet", 1, None, None)]
 
 
 # --- windows, budget, burn, alerts -----------------------------------------------------------------

@@ -1,0 +1,208 @@
+"""Benchmark of the SLO job: a generated lake, the job in local mode, DuckDB on the same files.
+
+Generates ``--days`` of samples (default 30) for a cluster of ``--brokers`` brokers and
+``--groups`` consumer groups of ``--partitions`` partitions, ``--samples-per-minute`` collection
+cycles a minute (6 = the collectors' default 10 s interval), as lake Parquet with the contract
+schemas. The SLO job reads the group-level ``consumer_group`` rows (the collectors already fold
+each group's partitions into its worst lag and status), plus cluster_health, broker_metrics,
+probe and streams_instance. Then it times:
+
+1. the full job (``run(..., full=True)``) in ``local[2]``: input rows / second end to end;
+2. the per-minute good/valid aggregation alone, in Spark and in DuckDB over the same files;
+3. an hourly incremental update: one more hour of samples, then ``run`` again.
+
+    .venv/bin/python bench/slo_job.py [--days 30] [--samples-per-minute 1] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from collectors.lake_schema import SCHEMAS  # noqa: E402
+from spark_jobs.definitions import load_definitions  # noqa: E402
+
+CLUSTER = "bench"
+STATUSES = np.array(["OK", "OK", "OK", "OK", "OK", "OK", "WARN", "STALL"])
+
+
+def generate(lake: Path, start: datetime, hours: int, args, rng: np.random.Generator, tag: str) -> int:
+    """Write ``hours`` of samples from ``start``, one file per table and day; the rows written."""
+    total = 0
+    for offset in range(0, hours, 24):
+        day_start = start + timedelta(hours=offset)
+        cycles = min(24, hours - offset) * 60 * args.samples_per_minute
+        base = int(day_start.timestamp() * 1_000_000)
+        times = base + (np.arange(cycles, dtype=np.int64) * (60_000_000 // args.samples_per_minute))
+        total += _write(lake, "consumer_group", day_start, tag, _groups(times, args, rng))
+        total += _write(lake, "cluster_health", day_start, tag, _health(times, rng))
+        total += _write(lake, "broker_metrics", day_start, tag, _brokers(times, args, rng))
+        total += _write(lake, "probe", day_start, tag, _probe(times, args, rng))
+        total += _write(lake, "streams_instance", day_start, tag, _streams(times, rng))
+    return total
+
+
+def _groups(times, args, rng) -> dict:
+    n = len(times) * args.groups
+    return {"time": np.repeat(times, args.groups),
+            "group_id": np.tile(np.array([f"group-{g:03d}" for g in range(args.groups)], dtype=object), len(times)),
+            "state": np.full(n, "Stable", dtype=object), "members": np.full(n, 3, dtype=np.int32),
+            "partitions": np.full(n, args.partitions, dtype=np.int32),
+            "total_lag": rng.integers(0, 5000, n), "max_lag_seconds": rng.exponential(12.0, n),
+            "status": STATUSES[rng.integers(0, len(STATUSES), n)], "lag_seconds_threshold": np.full(n, 60.0)}
+
+
+def _health(times, rng) -> dict:
+    n = len(times)
+    return {"time": times, "brokers_up": np.full(n, 3, dtype=np.int32), "partition_count": np.full(n, 10000, dtype=np.int32),
+            "offline_partitions": (rng.random(n) < 0.0005).astype(np.int32),
+            "under_min_isr_partitions": (rng.random(n) < 0.001).astype(np.int32)}
+
+
+def _brokers(times, args, rng) -> dict:
+    n = len(times) * args.brokers
+    return {"time": np.repeat(times, args.brokers), "broker_id": np.tile(np.arange(1, args.brokers + 1, dtype=np.int32),
+                                                                          len(times)),
+            "request_handler_idle_ratio": rng.uniform(0.1, 0.9, n)}
+
+
+def _probe(times, args, rng) -> dict:
+    n = len(times) * args.brokers
+    return {"time": np.repeat(times, args.brokers), "broker_id": np.tile(np.arange(1, args.brokers + 1, dtype=np.int32),
+                                                                          len(times)),
+            "produced": np.ones(n, dtype=np.int32), "produce_errors": (rng.random(n) < 0.0005).astype(np.int32),
+            "latency_p99_ms": rng.exponential(20.0, n)}
+
+
+def _streams(times, rng) -> dict:
+    n = len(times) * 2
+    states = np.where(rng.random(n) < 0.002, "REBALANCING", "RUNNING").astype(object)
+    return {"time": np.repeat(times, 2), "application_id": np.full(n, "orders-app", dtype=object),
+            "instance": np.tile(np.array(["a", "b"], dtype=object), len(times)), "up": np.ones(n, dtype=bool),
+            "client_state": states, "expected_instances": np.full(n, 2, dtype=np.int32)}
+
+
+def _write(lake: Path, table: str, day: datetime, tag: str, columns: dict) -> int:
+    schema = SCHEMAS[table]
+    n = len(columns["time"])
+    arrays = []
+    for field in schema:
+        if field.name == "cluster":
+            arrays.append(pa.DictionaryArray.from_arrays(np.zeros(n, dtype=np.int32), [CLUSTER]).cast(pa.string()))
+        elif field.name in columns:
+            arrays.append(pa.array(columns[field.name], type=field.type))
+        else:
+            arrays.append(pa.nulls(n, field.type))
+    directory = lake / table / f"date={day.date().isoformat()}"
+    directory.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_arrays(arrays, schema=schema), directory / f"part-{tag}-{day:%Y%m%d%H}.parquet")
+    return n
+
+
+def duckdb_minutes(lake: Path) -> tuple[float, int]:
+    """The per-minute good/valid of the default SLOs' consumer, health, broker and probe indicators."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET threads TO 2")
+    scan = lambda t: f"read_parquet('{lake}/{t}/*/*.parquet', hive_partitioning = false)"  # noqa: E731
+    minute = "CAST(floor(epoch_us(time) / 60000000) AS BIGINT)"
+    queries = [
+        f"""SELECT cluster, group_id, {minute} m, sum(CASE WHEN max_lag_seconds <= lag_seconds_threshold THEN 1 ELSE 0 END) g,
+            sum(CASE WHEN max_lag_seconds IS NOT NULL THEN 1 ELSE 0 END) v FROM {scan('consumer_group')} GROUP BY ALL""",
+        f"""SELECT cluster, group_id, {minute} m, sum(CASE WHEN status NOT IN ('STOP','STALL','ERR') THEN 1 ELSE 0 END) g,
+            sum(CASE WHEN status IS NOT NULL THEN 1 ELSE 0 END) v FROM {scan('consumer_group')} GROUP BY ALL""",
+        f"""SELECT cluster, {minute} m, sum(CASE WHEN offline_partitions = 0 AND under_min_isr_partitions = 0 THEN 1 ELSE 0 END) g,
+            count(*) v FROM {scan('cluster_health')} GROUP BY ALL""",
+        f"""SELECT cluster, broker_id, {minute} m, sum(CASE WHEN request_handler_idle_ratio >= 0.2 THEN 1 ELSE 0 END) g,
+            count(*) v FROM {scan('broker_metrics')} GROUP BY ALL""",
+        f"""SELECT cluster, {minute} m, sum(produced) g, sum(produced + produce_errors) v FROM {scan('probe')} GROUP BY ALL""",
+    ]
+    began = time.perf_counter()
+    rows = sum(con.execute(f"SELECT count(*) FROM ({q})").fetchone()[0] for q in queries)
+    return time.perf_counter() - began, rows
+
+
+def spark_minutes(spark, lake: str, definitions, first: datetime, end: datetime) -> tuple[float, int]:
+    from pyspark.sql import functions as F
+
+    from spark_jobs import lake_io, minutes
+
+    began = time.perf_counter()
+    start_minute, end_minute = int(first.timestamp()) // 60, int(end.timestamp()) // 60
+    total = 0
+    tables = {t: lake_io.read_table(spark, lake, t, first.date(), end.date()) for t in definitions.tables}
+    for slo in definitions.slos:
+        frame = minutes.to_minutes(spark, minutes.samples(tables[slo.table], slo), slo, start_minute, end_minute)
+        total += frame.where(F.col("valid").isNotNull()).count()
+    return time.perf_counter() - began, total
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--groups", type=int, default=200)
+    parser.add_argument("--partitions", type=int, default=50)
+    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--samples-per-minute", type=int, default=1, choices=(1, 2, 3, 4, 6, 12))
+    parser.add_argument("--keep", help="generate into (or reuse) this directory instead of a temporary one")
+    parser.add_argument("--skip-duckdb", action="store_true")
+    args = parser.parse_args()
+
+    from kpulse.progress import Progress
+    from spark_jobs.job import run
+    from spark_jobs.lake_io import build_session
+
+    lake = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="kpulse-slo-bench-"))
+    end = datetime(2026, 1, 31, tzinfo=timezone.utc)
+    first = end - timedelta(days=args.days)
+    rng = np.random.default_rng(7)
+    began = time.perf_counter()
+    rows = generate(lake, first, args.days * 24 - 1, args, rng, "bulk")
+    print(f"generated {rows:,} input rows ({args.days} d, {args.groups} groups x {args.partitions} partitions, "
+          f"{args.brokers} brokers, {args.samples_per_minute} sample(s)/min) in {time.perf_counter() - began:.1f}s "
+          f"into {lake}", flush=True)
+    definitions = load_definitions()
+    spark = build_session("local[2]", shuffle_partitions=8, extra={"spark.ui.enabled": "false",
+                                                                   "spark.driver.memory": "6g"})
+    last_hour = end - timedelta(hours=1)
+    try:
+        began = time.perf_counter()
+        result = run(spark, str(lake), definitions, until=last_hour.timestamp(), full=True, progress=Progress())
+        full_seconds = time.perf_counter() - began
+        print(f"\nSpark full job (local[2]): {full_seconds:.1f}s for {rows:,} input rows = "
+              f"{rows / full_seconds / 1e6:.2f} M rows/s end to end ({result.minute_rows:,} minute rows, "
+              f"{result.status_rows:,} status rows written)", flush=True)
+
+        spark_seconds, spark_count = spark_minutes(spark, str(lake), definitions, first, last_hour)
+        print(f"Spark per-minute aggregation only: {spark_seconds:.1f}s ({spark_count:,} minutes with data)")
+        if not args.skip_duckdb:
+            duck_seconds, duck_count = duckdb_minutes(lake)
+            print(f"DuckDB per-minute aggregation (2 threads): {duck_seconds:.1f}s ({duck_count:,} minute groups)")
+            print(f"ratio Spark / DuckDB, per-minute aggregation: {spark_seconds / duck_seconds:.1f}x")
+
+        hour_rows = generate(lake, last_hour, 1, args, rng, "hourly")
+        began = time.perf_counter()
+        hourly = run(spark, str(lake), definitions, until=end.timestamp(), progress=Progress())
+        print(f"\nhourly incremental update ({hour_rows:,} new rows; recomputed from "
+              f"{hourly.as_dict()['recomputed_from']}): {time.perf_counter() - began:.1f}s")
+    finally:
+        spark.stop()
+        if not args.keep:
+            shutil.rmtree(lake, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

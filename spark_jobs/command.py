@@ -1,0 +1,124 @@
+"""``kpulse slo run | check | export-rules`` and the ``spark-submit`` entry's arguments."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime, timezone
+
+from kpulse.errors import KpulseError
+
+
+class SloArgumentError(KpulseError):
+    """A malformed command-line value (e.g. --until)."""
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--master", help="Spark master URL (default: local[*], or what spark-submit set)")
+    parser.add_argument("--definitions", help="SLO definitions YAML (default: spark_jobs/slo-definitions.yaml)")
+    parser.add_argument("--cluster", action="append", help="only this cluster (repeatable; default: all in the lake)")
+    parser.add_argument("--until", help="evaluate up to this UTC time, ISO 8601 (default: now)")
+    parser.add_argument("--lake", help="lake path or URI (default: lake.path of the config)")
+    parser.add_argument("--full", action="store_true", help="recompute from the first sample, not incrementally")
+    parser.add_argument("--json", action="store_true", help="print the result (latest status rows) as JSON")
+
+
+def add_parsers(commands) -> None:
+    slo = commands.add_parser("slo", help="SLIs, error budgets and burn rates from the lake (PySpark job)")
+    actions = slo.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add_run_arguments(actions.add_parser("run", help="compute slo_minute and slo_status into the lake"))
+    check = actions.add_parser("check", help="validate SLO definitions and print them")
+    check.add_argument("--definitions", help="SLO definitions YAML (default: the shipped one)")
+    rules = actions.add_parser("export-rules", help="Prometheus recording and alerting rules for the same SLOs")
+    rules.add_argument("--definitions", help="SLO definitions YAML (default: the shipped one)")
+    rules.add_argument("--output", "-o", help="write to this file instead of stdout")
+
+
+def run_command(args: argparse.Namespace, config_path: str | None) -> int:
+    from spark_jobs.definitions import load_definitions
+
+    definitions = load_definitions(args.definitions)
+    if args.action == "check":
+        print(f"{definitions.source}: {len(definitions.slos)} SLO(s) OK, lateness {definitions.lateness_minutes}m")
+        for slo in definitions.slos:
+            print(f"  {slo.name:<24} {slo.scope:<15} {slo.indicator:<30} {slo.budgeting_method:<11} "
+                  f"{slo.target:g} over {slo.window}" + (f", {len(slo.overrides)} override(s)" if slo.overrides else ""))
+        return 0
+    if args.action == "export-rules":
+        from spark_jobs.rules import rules_yaml
+
+        text = rules_yaml(definitions)
+        if args.output:
+            with open(args.output, "w") as out:
+                out.write(text)
+            print(f"wrote {args.output}")
+        else:
+            print(text, end="")
+        return 0
+    lake = args.lake
+    if lake is None:
+        from kpulse.config import load_config
+
+        lake = load_config(config_path).lake.path
+    return execute(args, lake, definitions)
+
+
+def execute(args: argparse.Namespace, lake: str, definitions) -> int:
+    """Run the job (shared by ``kpulse slo run`` and ``spark-submit spark_jobs/slo_job.py``)."""
+    from kpulse.progress import Progress
+    from spark_jobs.job import run
+    from spark_jobs.lake_io import build_session
+
+    until = parse_until(args.until)
+    progress = Progress()
+    with progress.step(f"starting Spark ({args.master or 'local'})"):
+        spark = build_session(args.master)
+    try:
+        result = run(spark, lake, definitions, until=until, clusters=args.cluster, full=args.full, progress=progress)
+    finally:
+        spark.stop()
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2, default=str))
+    else:
+        summary = result.as_dict()
+        print(f"evaluated until {summary['evaluated_until']}: {summary['minute_rows']} minute rows, "
+              f"{summary['status_rows']} status rows written to {lake}")
+        for row in summary["status"]:
+            sli = "no data" if row["sli"] is None else f"SLI {row['sli']:.5f}"
+            budget = "" if row["error_budget_remaining"] is None else f", budget left {row['error_budget_remaining']:.1%}"
+            burn = "" if row["burn_rate_1h"] is None else f", burn 1h {row['burn_rate_1h']:.2f}"
+            alert = f"  ALERT {row['alert']} ({row['alert_conditions']})" if row["alert"] else ""
+            print(f"  {row['cluster']} {row['slo']} {row['entity']}: {sli}{budget}{burn}{alert}")
+    return 0
+
+
+def parse_until(text: str | None) -> float | None:
+    if text is None or text == "now":
+        return None
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise SloArgumentError(f"--until: not an ISO 8601 time: {text!r} (e.g. 2026-11-23T09:00:00Z)") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.timestamp()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``spark-submit spark_jobs/slo_job.py --lake PATH [...]``: the same job, errors as one line."""
+    parser = argparse.ArgumentParser(prog="slo_job.py", description="kpulse SLO job (spark-submit entry)")
+    add_run_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        from spark_jobs.definitions import load_definitions
+
+        if args.lake is None:
+            from kpulse.config import load_config
+
+            args.lake = load_config(None).lake.path
+        return execute(args, args.lake, load_definitions(args.definitions))
+    except KpulseError as error:
+        source = getattr(error, "source", None)
+        print(f"slo_job: error: {source + ': ' if source else ''}{error}", file=sys.stderr)
+        return 1

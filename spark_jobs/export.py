@@ -1,0 +1,105 @@
+"""SLO status as Prometheus metrics: the newest ``slo_status`` row of every SLO and entity.
+
+``SloStatusExporter(lake)`` is a prometheus_client collector: register it next to the collectors'
+``SnapshotExporter`` and the same endpoint serves both. It reads the lake with pyarrow (no Spark),
+at most once per ``refresh_seconds``. Series (labels ``cluster, slo, entity``; null values are left
+out, never exported as zero)::
+
+    kpulse_slo_sli, kpulse_slo_objective, kpulse_slo_error_budget_remaining,
+    kpulse_slo_burn_rate{window="5m"|"30m"|"1h"|"2h"|"6h"|"1d"|"3d"|"window"},
+    kpulse_slo_time_to_exhaustion_seconds,
+    kpulse_slo_alert{severity="page"|"ticket"}  1 when that level is the one met, else 0,
+    kpulse_slo_evaluation_timestamp_seconds     when the row was evaluated (staleness check).
+
+Alertmanager pages on ``kpulse_slo_alert{severity="page"} == 1``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, Iterator
+
+import pandas as pd
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from collectors.lake import read_table
+
+LOG = logging.getLogger(__name__)
+BURN_WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d", "window")
+LOOKBACK_SECONDS = 2 * 86400
+"""Rows older than this are not exported: an SLO the job stopped evaluating disappears."""
+SEVERITIES = ("page", "ticket")
+
+
+def latest_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The newest row of every (cluster, slo, entity), as plain dicts with None for nulls."""
+    if frame.empty:
+        return []
+    newest = frame.sort_values("time").groupby(["cluster", "slo", "entity"], sort=True).tail(1)
+    rows = []
+    for record in newest.sort_values(["cluster", "slo", "entity"]).to_dict("records"):
+        rows.append({key: (None if not isinstance(value, str) and pd.isna(value) else value)
+                     for key, value in record.items()})
+    return rows
+
+
+def families(rows: list[dict[str, Any]]) -> list[GaugeMetricFamily]:
+    """The gauges for these status rows."""
+    labels = ["cluster", "slo", "entity"]
+    made = {
+        "sli": GaugeMetricFamily("kpulse_slo_sli", "Good / valid over the SLO window", labels=labels),
+        "objective": GaugeMetricFamily("kpulse_slo_objective", "SLO target", labels=labels),
+        "error_budget_remaining": GaugeMetricFamily(
+            "kpulse_slo_error_budget_remaining", "1 - spent share of the error budget (negative when overspent)",
+            labels=labels),
+        "burn": GaugeMetricFamily("kpulse_slo_burn_rate", "Error ratio / error budget over a window",
+                                  labels=[*labels, "window"]),
+        "time_to_exhaustion_seconds": GaugeMetricFamily(
+            "kpulse_slo_time_to_exhaustion_seconds", "Seconds until the budget is spent at the 1h burn rate",
+            labels=labels),
+        "alert": GaugeMetricFamily("kpulse_slo_alert", "1 when the SRE-workbook burn-rate alert of this severity "
+                                   "is the most severe one met", labels=[*labels, "severity"]),
+        "time": GaugeMetricFamily("kpulse_slo_evaluation_timestamp_seconds", "When the status was evaluated",
+                                  labels=labels),
+    }
+    for row in rows:
+        values = [str(row["cluster"]), str(row["slo"]), str(row["entity"])]
+        for key in ("sli", "objective", "error_budget_remaining", "time_to_exhaustion_seconds"):
+            if row.get(key) is not None:
+                made[key].add_metric(values, float(row[key]))
+        for window in BURN_WINDOWS:
+            if row.get(f"burn_rate_{window}") is not None:
+                made["burn"].add_metric([*values, window], float(row[f"burn_rate_{window}"]))
+        for severity in SEVERITIES:
+            made["alert"].add_metric([*values, severity], float(row.get("alert") == severity))
+        made["time"].add_metric(values, pd.Timestamp(row["time"]).timestamp())
+    return list(made.values())
+
+
+class SloStatusExporter(Collector):
+    """Serves the newest SLO status from the lake; a lake that cannot be read keeps the last rows."""
+
+    def __init__(self, lake: str, *, refresh_seconds: float = 60.0, clock: Callable[[], float] = time.time):
+        self._lake = lake
+        self._refresh_seconds = refresh_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._rows: list[dict[str, Any]] = []
+        self._read_at = float("-inf")
+
+    def rows(self) -> list[dict[str, Any]]:
+        with self._lock:
+            now = self._clock()
+            if now - self._read_at >= self._refresh_seconds:
+                self._read_at = now
+                try:
+                    self._rows = latest_rows(read_table(self._lake, "slo_status", since=now - LOOKBACK_SECONDS))
+                except (OSError, ValueError) as error:
+                    LOG.warning("SLO status not refreshed from %s: %s", self._lake, error)
+            return self._rows
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield from families(self.rows())

@@ -1,0 +1,15 @@
+"""``spark-submit spark_jobs/slo_job.py --lake PATH [--definitions FILE] [--until TIME] [--cluster NAME]``.
+
+The same job as ``kpulse slo run``, for an existing Spark cluster. Ship the code with
+``--py-files`` (a zip of ``spark_jobs/``, ``collectors/`` and ``kpulse/``) or run from a checkout.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from spark_jobs.command import main  # noqa: E402 - after the checkout is on the path
+
+if __name__ == "__main__":
+    sys.exit(main())

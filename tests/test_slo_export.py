@@ -1,0 +1,72 @@
+"""SLO status reaches Prometheus: the job's newest slo_status rows served over HTTP as gauges; and
+the Prometheus recording/alerting rules generated for the same SLOs."""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry, start_http_server
+
+from spark_jobs.definitions import load_definitions, parse_definitions
+from spark_jobs.export import SloStatusExporter
+from spark_jobs.job import run
+from spark_jobs.rules import rule_groups
+from tests.slo_spark import spark  # noqa: F401 - the shared session fixture
+from tests.test_slo_job import DEFINITIONS, at, write_samples
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_the_newest_status_is_served_as_gauges_and_no_data_is_left_out(spark, tmp_path):
+    write_samples(tmp_path, range(0, 30), offline_at={25, 26, 27, 28, 29})
+    run(spark, str(tmp_path), DEFINITIONS, until=at(20).timestamp())
+    run(spark, str(tmp_path), DEFINITIONS, until=at(30).timestamp())  # newer rows: only these are served
+    clock = [at(30).timestamp() + 5]
+    registry = CollectorRegistry()
+    registry.register(SloStatusExporter(str(tmp_path), clock=lambda: clock[0]))
+    port = free_port()
+    server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    finally:
+        server.shutdown()
+    health = 'cluster="prod",entity="prod",slo="partition-health"'
+    lines = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+             if line.startswith("kpulse_slo_")}
+    assert lines[f"kpulse_slo_sli{{{health}}}"] == pytest.approx(25 / 30)
+    assert lines[f'kpulse_slo_burn_rate{{{health},window="5m"}}'] == pytest.approx(100.0)  # 5 of 5 bad / 0.01
+    assert lines[f'kpulse_slo_alert{{{health},severity="page"}}'] == 1.0
+    assert lines[f'kpulse_slo_alert{{{health},severity="ticket"}}'] == 0.0
+    assert lines[f"kpulse_slo_evaluation_timestamp_seconds{{{health}}}"] == at(30).timestamp()
+    assert lines[f"kpulse_slo_objective{{{health}}}"] == 0.99
+    # budget overspent: no time to exhaustion is exported (null is absent, not zero)
+    assert f"kpulse_slo_time_to_exhaustion_seconds{{{health}}}" not in lines
+
+
+def test_generated_rules_cover_every_slo_with_recording_and_both_alert_levels_and_honour_overrides():
+    definitions = load_definitions()
+    groups = rule_groups(definitions)
+    assert len(groups) == 2 * len(definitions.slos)
+    health = next(g for g in groups if g["name"] == "kpulse-slo-partition-health-alerts")["rules"]
+    page = next(r for r in health if r["labels"]["severity"] == "page")
+    assert "kpulse_slo:error_ratio_rate1h{slo=\"partition-health\"} > (14.4 * 0.001)" in page["expr"]
+    assert "kpulse_slo:error_ratio_rate30m{slo=\"partition-health\"} > (6 * 0.001)" in page["expr"]
+    overridden = parse_definitions({"slos": [{
+        "name": "freshness", "scope": "consumer_group", "indicator": "consumer_freshness_minutes",
+        "budgetingMethod": "Timeslices", "target": 0.99, "timeWindow": "30d", "params": {"lag_seconds_threshold": 120},
+        "overrides": [{"entity": "billing", "target": 0.999, "params": {"lag_seconds_threshold": 30}}]}]})
+    recording, alerts = (g["rules"] for g in rule_groups(overridden))
+    samples = [r["expr"] for r in recording if r["record"] == "kpulse_slo:bad_sample"]
+    assert samples == ['kpulse_consumergroup_lag_seconds{consumergroup="billing"} > bool 30',
+                       'kpulse_consumergroup_lag_seconds{consumergroup!~"billing"} > bool 120']
+    billing_page = alerts[0]["expr"]
+    assert 'consumergroup="billing"' in billing_page and "(14.4 * 0.001)" in billing_page
+    assert "(14.4 * 0.01)" in alerts[2]["expr"] and 'consumergroup!~"billing"' in alerts[2]["expr"]
+    yaml.safe_load(yaml.safe_dump({"groups": rule_groups(overridden)}))

@@ -1,0 +1,162 @@
+"""The SLO job end to end on a lake written by the collectors' LakeWriter, in a real local Spark:
+the contract of both output tables, rerun, late data, incremental runs, bad input; and the CLI."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from collectors.lake import LakeWriter, read_table
+from collectors.lake_schema import SCHEMAS
+from spark_jobs.definitions import parse_definitions
+from spark_jobs.job import run
+from spark_jobs.lake_io import LakeError
+from tests.conftest import kpulse
+from tests.slo_spark import spark  # noqa: F401 - the shared session fixture
+
+DAY_ONE = datetime(2026, 3, 9, 23, 0, tzinfo=timezone.utc)  # one hour before midnight UTC
+DEFINITIONS = parse_definitions({"lateness": "10m", "slos": [
+    {"name": "partition-health", "scope": "cluster", "indicator": "partition_health_minutes",
+     "budgetingMethod": "Timeslices", "target": 0.99, "timeWindow": "1d"},
+    {"name": "consumer-progress", "scope": "consumer_group", "indicator": "consumer_progress_minutes",
+     "budgetingMethod": "Timeslices", "target": 0.9, "timeWindow": "1d"},
+]})
+
+
+def at(minute: int, second: int = 0) -> datetime:
+    return DAY_ONE + timedelta(minutes=minute, seconds=second)
+
+
+def write_samples(lake, minutes, *, offline_at=(), skip=(), cluster="prod"):
+    writer = LakeWriter(str(lake))
+    for minute in minutes:
+        if minute in skip:
+            continue
+        for second in (0, 30):
+            t = at(minute, second)
+            writer.append("cluster_health", [{"time": t, "cluster": cluster, "under_min_isr_partitions": 0,
+                                              "offline_partitions": 1 if minute in offline_at else 0}])
+            writer.append("consumer_group", [{"time": t, "cluster": cluster, "group_id": "billing",
+                                              "status": "STOP" if minute in offline_at else "OK"}])
+    assert writer.flush().ok
+
+
+def minute_table(lake):
+    frame = read_table(str(lake), "slo_minute")
+    return sorted((r.slo, r.entity, int(r.time.timestamp() // 60), None if pd.isna(r.good) else int(r.good))
+                  for r in frame.itertuples())
+
+
+def health_minutes(lake):
+    base = int(DAY_ONE.timestamp() // 60)
+    return {m - base: g for slo, _, m, g in minute_table(lake) if slo == "partition-health"}
+
+
+def test_outputs_follow_the_lake_contract_and_a_rerun_writes_the_same_rows(spark, tmp_path):
+    write_samples(tmp_path, range(0, 90), offline_at={70, 71})
+    until = at(90).timestamp()
+    first = run(spark, str(tmp_path), DEFINITIONS, until=until)
+    for table in ("slo_minute", "slo_status"):
+        files = list((tmp_path / table).rglob("*.parquet"))
+        assert files and {f.parent.name for f in files} == {"date=2026-03-09", "date=2026-03-10"}
+        for file in files:
+            assert pq.read_schema(file).remove_metadata() == SCHEMAS[table], file
+    minutes_before, status_before = minute_table(tmp_path), read_table(str(tmp_path), "slo_status")
+    assert len(minutes_before) == 2 * 90 and len(status_before) == 2 * 90  # minute ends 23:01 .. 00:30
+    assert first.minute_rows == 180 and first.status_rows == 180
+
+    again = run(spark, str(tmp_path), DEFINITIONS, until=until)
+    assert minute_table(tmp_path) == minutes_before
+    status_after = read_table(str(tmp_path), "slo_status")
+    assert status_after.equals(status_before)
+    latest = {(r["slo"], r["entity"]): r for r in again.latest}
+    health = latest[("partition-health", "prod")]
+    assert health["time"] == "2026-03-10T00:30:00+00:00"
+    assert (health["good_events"], health["valid_events"]) == (88, 90)
+    assert health["burn_rate_1h"] == pytest.approx((2 / 60) / 0.01)
+    assert latest[("consumer-progress", "billing")]["sli"] == pytest.approx(88 / 90)
+
+
+def test_minutes_without_samples_are_no_data_and_late_samples_within_lateness_are_counted(spark, tmp_path):
+    write_samples(tmp_path, range(0, 30), skip={25})
+    run(spark, str(tmp_path), DEFINITIONS, until=at(30).timestamp())
+    assert health_minutes(tmp_path)[25] is None
+    # minute 25's samples arrive late (bad ones), with minutes 30..39, before the next run
+    write_samples(tmp_path, [25], offline_at={25})
+    write_samples(tmp_path, range(30, 40))
+    result = run(spark, str(tmp_path), DEFINITIONS, until=at(40).timestamp())
+    minutes = health_minutes(tmp_path)
+    assert minutes[25] == 0 and minutes[24] == 1 and minutes[39] == 1 and len(minutes) == 40
+    health = next(r for r in result.latest if r["slo"] == "partition-health")
+    assert (health["good_events"], health["valid_events"]) == (39, 40)
+
+
+def test_an_incremental_run_recomputes_from_the_midnight_before_the_previous_run(spark, tmp_path):
+    write_samples(tmp_path, range(0, 150), offline_at={10})
+    run(spark, str(tmp_path), DEFINITIONS, until=at(120).timestamp())
+    day_one_files = sorted(p.name for p in (tmp_path / "slo_minute" / "date=2026-03-09").glob("*.parquet"))
+    result = run(spark, str(tmp_path), DEFINITIONS, until=at(150).timestamp())
+    assert datetime.fromisoformat(result.as_dict()["recomputed_from"]) == datetime(2026, 3, 10, tzinfo=timezone.utc)
+    # day one was not rewritten (same files), and the windows still see its bad minute
+    assert sorted(p.name for p in (tmp_path / "slo_minute" / "date=2026-03-09").glob("*.parquet")) == day_one_files
+    health = next(r for r in result.latest if r["slo"] == "partition-health")
+    assert (health["good_events"], health["valid_events"]) == (149, 150)
+    assert len(health_minutes(tmp_path)) == 150
+
+
+def test_a_run_for_one_cluster_keeps_the_other_clusters_rows(spark, tmp_path):
+    write_samples(tmp_path, range(0, 20), cluster="prod")
+    write_samples(tmp_path, range(0, 20), offline_at={5}, cluster="edge")
+    run(spark, str(tmp_path), DEFINITIONS, until=at(20).timestamp())
+    run(spark, str(tmp_path), DEFINITIONS, until=at(20).timestamp(), clusters=["prod"], full=True)
+    frame = read_table(str(tmp_path), "slo_minute")
+    assert sorted(frame.groupby("cluster").size().items()) == [("edge", 40), ("prod", 40)]
+
+
+def test_a_missing_or_corrupt_lake_is_one_line_and_writes_nothing(spark, tmp_path):
+    with pytest.raises(LakeError, match=r"^no lake at .*absent"):
+        run(spark, str(tmp_path / "absent"), DEFINITIONS, until=at(10).timestamp())
+    with pytest.raises(LakeError, match=r"^no samples in the lake"):
+        run(spark, str(tmp_path), DEFINITIONS, until=at(10).timestamp())
+    write_samples(tmp_path, range(0, 10))
+    bad = tmp_path / "cluster_health" / "date=2026-03-09" / "part-20260309T230500Z-0badf11e.parquet"
+    bad.write_bytes(b"PAR1 this is not parquet")
+    with pytest.raises(LakeError) as caught:
+        run(spark, str(tmp_path), DEFINITIONS, until=at(10).timestamp())
+    message = str(caught.value)
+    assert "\n" not in message and "0badf11e" in message, message
+    assert not (tmp_path / "slo_minute").exists() and not (tmp_path / "slo_status").exists()
+
+
+def test_cli_check_refuses_a_bad_definitions_file_naming_the_field(tmp_path):
+    path = tmp_path / "slos.yaml"
+    path.write_text("slos:\n  - name: x\n    scope: cluster\n    indicator: partition_health_minutes\n"
+                    "    budgetingMethod: Timeslices\n    target: 0.99\n    timeWindow: 30d\n    windw: 1\n")
+    result = kpulse("slo", "check", "--definitions", str(path), check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"kpulse: error: {path}: slos[0].windw: unknown field; did you mean 'window'?" \
+        or "slos[0].windw: unknown field" in result.stderr and "Traceback" not in result.stderr
+    shipped = kpulse("slo", "check")
+    assert "7 SLO(s) OK" in shipped.stdout and "partition-health" in shipped.stdout
+
+
+def test_cli_run_prints_progress_and_json_and_refuses_a_malformed_until(tmp_path):
+    write_samples(tmp_path, range(0, 10), offline_at={9})
+    definitions = tmp_path / "slos.yaml"
+    definitions.write_text("slos:\n  - name: partition-health\n    scope: cluster\n"
+                           "    indicator: partition_health_minutes\n    budgetingMethod: Timeslices\n"
+                           "    target: 0.99\n    timeWindow: 1d\n")
+    bad = kpulse("slo", "run", "--lake", str(tmp_path), "--until", "yesterday", check=False)
+    assert bad.returncode == 1 and bad.stderr.strip().startswith("kpulse: error: --until: not an ISO 8601 time")
+    result = kpulse("slo", "run", "--lake", str(tmp_path), "--definitions", str(definitions), "--master", "local[1]",
+                    "--until", "2026-03-09T23:10:00Z", "--json")
+    assert "computing per-minute good/valid counts: done" in result.stderr
+    assert "writing slo_minute" in result.stderr and "Traceback" not in result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["evaluated_until"] == "2026-03-09T23:10:00+00:00" and summary["minute_rows"] == 10
+    [status] = summary["status"]
+    assert (status["good_events"], status["valid_events"], status["alert"]) == (9, 10, "page")
