@@ -30,7 +30,7 @@ with st.sidebar:
         st.selectbox("Cluster", names, key=frame.CLUSTER_KEY)
 
 
-@st.fragment(run_every=10)
+@st.fragment(run_every=frame.refresh_seconds())
 def _freshness() -> None:
     with frame.shown_errors("freshness"):
         snap = frame.snapshot()

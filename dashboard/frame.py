@@ -59,6 +59,14 @@ def cluster() -> str:
     return chosen if chosen in names else names[0]
 
 
+def refresh_seconds() -> float:
+    """How often live panels refresh: the collection interval (at least 2 s; 10 s without a config)."""
+    try:
+        return max(2.0, sources().collect_seconds)
+    except Exception:  # noqa: BLE001 - the frame shows the config error itself
+        return 10.0
+
+
 def now() -> float:
     return time.time()
 

@@ -206,3 +206,13 @@ def test_a_corrupt_snapshot_is_one_error_line_on_every_page(tmp_path, monkeypatc
     for page in ("overview", "brokers", "groups", "streams", "alerts"):
         open_page(test, page)
         assert any("is not valid JSON" in e.value for e in test.error), page
+
+
+def test_a_link_to_an_unknown_group_says_so_and_shows_the_list(lake, monkeypatch):
+    directory, expected = lake
+    monkeypatch.setenv("KPULSE_CONFIG", str(directory / "kpulse.yaml"))
+    test = AppTest.from_file(str(APP_FILE), default_timeout=60).run()
+    test.query_params["group"] = "no-such-group"
+    open_page(test, "groups")
+    assert any("'no-such-group' is not in the latest snapshot" in w.value for w in test.warning)
+    assert len(test.dataframe[0].value) == len(expected.groups)

@@ -17,7 +17,7 @@ PAGE_FILES = {"overview": "app_pages/overview.py", "brokers": "app_pages/brokers
 st.title("Alerts")
 
 
-@st.fragment(run_every=10)
+@st.fragment(run_every=frame.refresh_seconds())
 def firing_list() -> None:
     with frame.shown_errors():
         firing = frame.firing()

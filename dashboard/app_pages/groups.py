@@ -28,6 +28,8 @@ with frame.shown_errors():
 
     names = list(page.rows["group_id"])
     wanted = frame.entity_param("group")
+    if wanted and wanted not in set(table["group_id"]):
+        st.warning(f"Consumer group {wanted!r} is not in the latest snapshot (unknown, deleted or not monitored).")
     if wanted and wanted not in names and wanted in set(table["group_id"]):
         names.insert(0, wanted)
     if names:

@@ -10,7 +10,7 @@ from dashboard.services.sources import DashboardError
 st.title("Overview")
 
 
-@st.fragment(run_every=10)
+@st.fragment(run_every=frame.refresh_seconds())
 def live_tiles() -> None:
     with frame.shown_errors():
         snap = frame.snapshot()

@@ -29,6 +29,8 @@ with frame.shown_errors():
 
     names = list(page.rows["topic"])
     wanted = frame.entity_param("topic")
+    if wanted and wanted not in set(catalog["topic"]):
+        st.warning(f"Topic {wanted!r} does not exist in cluster {frame.cluster()}.")
     if wanted and wanted in set(catalog["topic"]) and wanted not in names:
         names.insert(0, wanted)
     if names:
