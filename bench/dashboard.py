@@ -60,6 +60,11 @@ class RecordedAdmin:
             result[resource] = future
         return result
 
+    def describe_log_dirs(self, topics):
+        return [{"broker": b, "log_dirs": [{"error_code": 0, "topics": [
+            {"name": t, "partitions": [{"partition_index": p, "partition_size": 1_000_000} for p in
+                                       range(PARTITIONS_PER_TOPIC)]} for t in topics]}]} for b in (1, 2, 3)]
+
     def list_offsets(self, request, request_timeout=None):
         result = {}
         for tp in request:
@@ -94,7 +99,8 @@ def main() -> None:
 
         admin = RecordedAdmin()
         sources = load_sources()
-        sources = type(sources)(sources.config, admin_factory=lambda settings: admin)
+        sources = type(sources)(sources.config, admin_factory=lambda settings: admin,
+                                log_dirs_factory=lambda cluster: admin)
         print(f"\n{'page':<10} {'first render (s)':>17} {'median of ' + str(args.runs) + ' (s)':>16}   errors")
         for page in PAGES:
             app = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=120)

@@ -19,6 +19,7 @@ from dashboard.services.alerts import firing_alerts
 from dashboard.services.kafka_admin import ClusterAdmin
 from dashboard.services.slos import latest_status
 from dashboard.services.sources import DashboardError, Sources, load_sources, one_line
+from dashboard.services.topics import sizes_from_log_dirs
 
 LOG = logging.getLogger("kpulse.dashboard")
 SOURCES_KEY = "kpulse_sources"
@@ -111,7 +112,8 @@ def newest_sample_time(snap: dict[str, Any] | None) -> float | None:
 
 @st.cache_resource(show_spinner=False)
 def _admin(_sources: Sources, source: str, cluster_name: str, factory_id: int) -> ClusterAdmin:
-    return ClusterAdmin(_sources.config.cluster(cluster_name), factory=_sources.admin_factory)
+    return ClusterAdmin(_sources.config.cluster(cluster_name), factory=_sources.admin_factory,
+                        log_dirs_factory=_sources.log_dirs_factory)
 
 
 def admin() -> ClusterAdmin:
@@ -129,6 +131,17 @@ def topic_partitions() -> list[dict[str, Any]]:
     """Every partition's metadata (Admin API), refreshed every 30 s."""
     src = sources()
     return _partitions(admin(), src.config.source, cluster(), id(src.admin_factory), _bucket(now(), 30))
+
+
+@st.cache_data(show_spinner=False, ttl=60, max_entries=32)
+def _topic_sizes(_admin_client: ClusterAdmin, source: str, cluster_name: str, topic_names: tuple[str, ...]):
+    return sizes_from_log_dirs(_admin_client.log_dirs(list(topic_names)))
+
+
+def topic_sizes(topic_names: list[str]) -> dict[str, int]:
+    """Bytes per topic (one copy), for the topics shown; refreshed every minute."""
+    src = sources()
+    return _topic_sizes(admin(), src.config.source, cluster(), tuple(topic_names))
 
 
 def ack_store() -> AckStore:

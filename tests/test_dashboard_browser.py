@@ -150,6 +150,7 @@ def test_topics_page_numbers_equal_the_admin_api(running, monkeypatch):
     assert listed.loc["demo.orders", "replication_factor"] == 3
     assert listed.loc["demo.orders", "min_isr"] == 2
     assert listed.loc["demo.orders-by-region", "partitions"] == 3
+    assert listed.loc["demo.orders", "size_bytes"] > 0  # the demo producer has written to it
     app.selectbox(key="topics-chosen").set_value("demo.orders").run()
     detail = app.dataframe[1].value
     assert list(detail["partition"]) == list(range(6))

@@ -181,3 +181,11 @@ def test_the_context_chart_ends_with_the_snapshot_value():
     down = alerts.with_snapshot_point(broker, pd.DataFrame(columns=["time", "value"]),
                                       {"time": NOW, "cluster": {"brokers": [{"id": 3, "up": False}]}})
     assert down["value"].tolist() == [0.0]
+
+
+def test_topic_size_is_one_copy_per_partition_from_the_largest_replica():
+    def broker(number, sizes, error=0):
+        return {"broker": number, "log_dirs": [{"error_code": error, "topics": [
+            {"name": "t", "partitions": [{"partition_index": p, "partition_size": size} for p, size in sizes.items()]}]}]}
+    log_dirs = [broker(1, {0: 100, 1: 50}), broker(2, {0: 90, 1: 70}), broker(3, {0: 999}, error=57)]
+    assert topics.sizes_from_log_dirs(log_dirs) == {"t": 170}  # 100 + 70; an offline log dir is not counted

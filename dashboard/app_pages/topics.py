@@ -23,9 +23,13 @@ with frame.shown_errors():
     page = search_sort_page(listed, search=search, search_column="topic", sort_by=SORTS[sort],
                             descending=sort != "name", page=number)
     st.caption(f"{page.matching} of {len(catalog)} topics match · page {page.number} of {page.pages} · "
-               f"{DEFAULT_PAGE_SIZE} per page · size: not collected (per-partition log sizes are not exported)")
+               f"{DEFAULT_PAGE_SIZE} per page · size: one copy of the data, from the brokers' log dirs")
     configs = frame.admin().topic_configs(list(page.rows["topic"]))
-    st.dataframe(topics.with_min_isr(page.rows, configs), hide_index=True, width="stretch")
+    sizes = None
+    with frame.shown_errors("sizes"):
+        sizes = frame.topic_sizes(list(page.rows["topic"]))
+    st.dataframe(topics.with_sizes(topics.with_min_isr(page.rows, configs), sizes), hide_index=True, width="stretch",
+                 column_config={"size_bytes": st.column_config.NumberColumn("size", format="bytes")})
 
     names = list(page.rows["topic"])
     wanted = frame.entity_param("topic")

@@ -19,9 +19,13 @@ RETRY_AFTER_SECONDS = 15.0
 
 class ClusterAdmin:
     def __init__(self, cluster_config, factory: Callable[[dict], Any] | None = None,
-                 timeout: float = TIMEOUT_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+                 timeout: float = TIMEOUT_SECONDS, clock: Callable[[], float] = time.monotonic,
+                 log_dirs_factory: Callable[[Any], Any] | None = None) -> None:
         self._name = cluster_config.name
+        self._cluster = cluster_config
         self._admin = LazyAdmin(cluster_config, factory)
+        self._log_dirs_factory = log_dirs_factory
+        self._log_dirs_admin = None
         self._timeout = timeout
         self._clock = clock
         self._failure: tuple[float, str] | None = None
@@ -72,6 +76,22 @@ class ClusterAdmin:
         except Exception as error:  # noqa: BLE001
             raise self._fail("cannot describe topic configs", error) from None
         return result
+
+    def log_dirs(self, topics: list[str]) -> list[dict[str, Any]]:
+        """DescribeLogDirs of ``topics`` on every broker (kafka-python: confluent-kafka has no such
+        call), as kafka-python returns it: per broker, per log dir, per topic, partition sizes."""
+        if not topics:
+            return []
+        try:
+            if self._log_dirs_admin is None:
+                if self._log_dirs_factory is None:
+                    from operations.reassign import legacy_admin_client
+
+                    self._log_dirs_factory = legacy_admin_client
+                self._log_dirs_admin = self._log_dirs_factory(self._cluster)
+            return self._log_dirs_admin.describe_log_dirs(list(topics))
+        except Exception as error:  # noqa: BLE001 - sizes are optional: one line, the rest of the page stands
+            raise DashboardError(f"cluster {self._name}: cannot read log sizes: {error_text(error)}") from None
 
     def offsets(self, topic: str, partitions: list[int]) -> dict[int, dict[str, int | None]]:
         """Partition -> {earliest, latest} offsets (one ListOffsets per kind)."""

@@ -41,6 +41,8 @@ class Sources:
     config: KpulseConfig
     admin_factory: Callable[[dict], Any] | None = field(default=None, compare=False)
     """Builds a cluster's Admin client from its client config; ``None`` = the real one."""
+    log_dirs_factory: Callable[[Any], Any] | None = field(default=None, compare=False)
+    """Builds the client that answers DescribeLogDirs for a ClusterConfig; ``None`` = kafka-python's."""
 
     @property
     def lake_path(self) -> str:

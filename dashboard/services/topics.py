@@ -41,6 +41,29 @@ def with_min_isr(rows: pd.DataFrame, configs: dict[str, dict[str, dict[str, Any]
     return rows.assign(min_isr=pd.array([min_isr(t) for t in rows["topic"]], dtype="Int64"))
 
 
+def sizes_from_log_dirs(log_dirs: list[dict[str, Any]]) -> dict[str, int]:
+    """Topic -> bytes of one copy of its data: per partition the largest replica, summed."""
+    largest: dict[tuple[str, int], int] = {}
+    for broker in log_dirs:
+        for directory in broker.get("log_dirs") or []:
+            if directory.get("error_code"):
+                continue
+            for topic in directory.get("topics") or []:
+                for partition in topic.get("partitions") or []:
+                    key = (topic["name"], partition["partition_index"])
+                    largest[key] = max(largest.get(key, 0), int(partition.get("partition_size") or 0))
+    sizes: dict[str, int] = {}
+    for (topic, _), size in largest.items():
+        sizes[topic] = sizes.get(topic, 0) + size
+    return sizes
+
+
+def with_sizes(rows: pd.DataFrame, sizes: dict[str, int] | None) -> pd.DataFrame:
+    """The page's rows with ``size_bytes`` (null when not known)."""
+    known = sizes or {}
+    return rows.assign(size_bytes=pd.array([known.get(t) for t in rows["topic"]], dtype="Int64"))
+
+
 def partition_detail(partitions: pd.DataFrame, topic: str, offsets: dict[int, dict[str, int | None]],
                      min_isr: int | None) -> pd.DataFrame:
     """Partitions of ``topic`` with leader, replicas, ISR, offsets and whether ISR < min ISR."""
