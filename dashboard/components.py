@@ -92,4 +92,6 @@ def burn_down_chart(frame: pd.DataFrame, *, title: str, key: str | None = None) 
 def pager(key: str, matching: int, page_size: int = DEFAULT_PAGE_SIZE) -> int:
     """A page-number input; returns the 1-based page asked for."""
     pages = max(1, -(-matching // page_size))
+    if st.session_state.get(key, 1) > pages:  # a narrower search: back to its last page
+        st.session_state[key] = pages
     return int(st.number_input(f"page (of {pages})", min_value=1, max_value=pages, value=1, step=1, key=key))

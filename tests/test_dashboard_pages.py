@@ -216,3 +216,20 @@ def test_a_link_to_an_unknown_group_says_so_and_shows_the_list(lake, monkeypatch
     open_page(test, "groups")
     assert any("'no-such-group' is not in the latest snapshot" in w.value for w in test.warning)
     assert len(test.dataframe[0].value) == len(expected.groups)
+
+
+def test_narrowing_the_search_on_a_later_page_moves_back_to_the_last_page(tmp_path, monkeypatch):
+    write_lake(str(tmp_path / "lake"), time.time(), groups=120, partitions_per_group=1, history_cycles=2)
+    config = {"clusters": [{"name": CLUSTER, "bootstrap_servers": "127.0.0.1:9"}], "lake": {"path": str(tmp_path / "lake")},
+              "intervals": {"collect_seconds": 600}}
+    (tmp_path / "kpulse.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("KPULSE_CONFIG", str(tmp_path / "kpulse.yaml"))
+    test = AppTest.from_file(str(APP_FILE), default_timeout=60).run()
+    open_page(test, "groups")
+    assert len(test.dataframe[0].value) == 50
+    test.number_input(key="groups-page").set_value(3).run()
+    assert len(test.dataframe[0].value) == 20  # 120 groups: 50 + 50 + 20
+    test.text_input(key="groups-search").input("group-00").run()  # group-0000 .. group-0099: 2 pages
+    assert not test.exception
+    assert test.number_input(key="groups-page").value == 2
+    assert len(test.dataframe[0].value) == 50
