@@ -141,18 +141,16 @@ def to_minutes(spark: SparkSession, sampled: DataFrame, slo: SloDefinition, star
     """One row per entity and minute in ``[start, end)``: ``(cluster, entity, minute, good, valid)``
     with long counts, null when the minute has no valid data."""
     in_range = sampled.where((F.col("minute") >= start) & (F.col("minute") < end))
+    summed = (in_range.groupBy("cluster", "entity", "minute")
+              .agg(F.sum("good").alias("good"), F.sum("valid").alias("valid")))
     # An entity gets rows from its first sample on, or from ``start`` when it was known before.
-    entities = in_range.select("cluster", "entity", F.col("minute").alias("since"))
+    entities = summed.groupBy("cluster", "entity").agg(F.min("minute").alias("since"))
     if known_entities is not None:
         known = known_entities.select("cluster", "entity", F.lit(start).cast("long").alias("since"))
-        entities = entities.unionByName(known)
-    entities = entities.groupBy("cluster", "entity").agg(F.min("since").alias("since"))
+        entities = entities.unionByName(known).groupBy("cluster", "entity").agg(F.min("since").alias("since"))
     grid = (entities.crossJoin(spark.range(start, end).withColumnRenamed("id", "minute"))
-            .where(F.col("minute") >= F.col("since"))
-            .select("cluster", "entity", "minute", F.lit(None).cast("double").alias("good"),
-                    F.lit(None).cast("double").alias("valid")))
-    summed = (in_range.unionByName(grid).groupBy("cluster", "entity", "minute")
-              .agg(F.sum("good").alias("good"), F.sum("valid").alias("valid")))
+            .where(F.col("minute") >= F.col("since")).select("cluster", "entity", "minute"))
+    summed = grid.join(summed, ["cluster", "entity", "minute"], how="left")
     has_data = F.col("valid") > 0
     if slo.budgeting_method == "Occurrences":
         good, valid = F.round(F.col("good")).cast("long"), F.round(F.col("valid")).cast("long")

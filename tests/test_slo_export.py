@@ -42,8 +42,8 @@ def test_the_newest_status_is_served_as_gauges_and_no_data_is_left_out(spark, tm
              if line.startswith("kpulse_slo_")}
     assert lines[f"kpulse_slo_sli{{{health}}}"] == pytest.approx(25 / 30)
     assert lines[f'kpulse_slo_burn_rate{{{health},window="5m"}}'] == pytest.approx(100.0)  # 5 of 5 bad / 0.01
-    assert lines[f'kpulse_slo_alert{{{health},severity="page"}}'] == 1.0
-    assert lines[f'kpulse_slo_alert{{{health},severity="ticket"}}'] == 0.0
+    alert = 'kpulse_slo_alert{{cluster="prod",entity="prod",severity="{}",slo="partition-health"}}'
+    assert (lines[alert.format("page")], lines[alert.format("ticket")]) == (1.0, 0.0)
     assert lines[f"kpulse_slo_evaluation_timestamp_seconds{{{health}}}"] == at(30).timestamp()
     assert lines[f"kpulse_slo_objective{{{health}}}"] == 0.99
     # budget overspent: no time to exhaustion is exported (null is absent, not zero)
