@@ -19,7 +19,8 @@ from typing import Any, Callable
 from collectors.lake import LakeWriter, read_table
 
 TABLE = "audit"
-RESULTS = ("ok", "partial", "failed", "refused", "denied", "in-progress", "not-started", "cancelled")
+RESULTS = ("ok", "partial", "failed", "refused", "denied", "in-progress", "not-started", "cancelled", "requested",
+           "rejected")
 
 
 @dataclass(frozen=True)

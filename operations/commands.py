@@ -1,5 +1,5 @@
-"""The operations subcommands of ``kpulse``: argument parsing, identity, and printing. Planning and
-executing are :class:`operations.service.Operations`'s.
+"""The operations subcommands of ``kpulse``: identity and printing (arguments: :mod:`operations.cli_args`;
+planning and executing: :class:`operations.service.Operations`).
 
 Who acts on the command line: without a users file, the OS user, with the admin role (a
 single-user local setup). With a users file (``dashboard.users_file``, default
@@ -18,116 +18,10 @@ import time
 from pathlib import Path
 
 from kpulse.progress import Progress
+from operations.access import UsersFile
+from operations.cli_args import COMMANDS, add_parsers  # noqa: F401 - kpulse.cli's entry points
 from operations.errors import BadInput, NotAuthorized
 from operations.offset_plan import STRATEGIES
-
-COMMANDS = ("reset-offsets", "reset-streams-app", "elect-leaders", "reassign", "audit", "users")
-DEFAULT_THROTTLE = 10 * 1024 * 1024
-
-
-def add_parsers(commands) -> None:
-    """Add the operations subcommands to ``kpulse``'s subparsers."""
-    reset = commands.add_parser(
-        "reset-offsets", help="reset a consumer group's committed offsets (dry run unless --execute)",
-        description="Flags mirror `kafka-consumer-groups --reset-offsets`. Without --execute the plan is "
-                    "shown and nothing changes.")
-    reset.add_argument("--group", required=True, help="consumer group id")
-    _cluster_and_actor(reset)
-    scope = reset.add_mutually_exclusive_group()
-    scope.add_argument("--all-topics", action="store_true", help="every partition the group has offsets for")
-    scope.add_argument("--topic", action="append", metavar="TOPIC[:P,...]", help="a topic, or chosen partitions (repeatable)")
-    _strategy_flags(reset, required=False)
-    reset.add_argument("--plan", metavar="FILE", help="execute this JSON plan (from --json) instead of planning")
-    _mode_flags(reset)
-    reset.add_argument("--export", action="store_true", help="print the plan as the official tool's CSV (topic,partition,offset)")
-
-    streams = commands.add_parser(
-        "reset-streams-app", help="reset a Kafka Streams application (dry run unless --execute)",
-        description="Flags mirror `kafka-streams-application-reset`, but nothing changes without --execute. "
-                    "Input topics go to the beginning (or the strategy), intermediate topics to the end, internal "
-                    "topics are deleted, output topics are untouched.")
-    streams.add_argument("--application-id", required=True, help="the app's application.id")
-    _cluster_and_actor(streams)
-    streams.add_argument("--input-topics", default="", metavar="LIST", help="comma-separated input topics")
-    streams.add_argument("--intermediate-topics", default="", metavar="LIST", help="comma-separated intermediate topics")
-    streams.add_argument("--internal-topics", default="", metavar="LIST",
-                         help="delete only these internal topics (a subset of those found)")
-    _strategy_flags(streams, required=False)
-    _mode_flags(streams)
-
-    elect = commands.add_parser(
-        "elect-leaders", help="preferred leader election (plan unless --execute)",
-        description="Flags mirror `kafka-leader-election`; only the PREFERRED election type.")
-    _cluster_and_actor(elect)
-    elect.add_argument("--election-type", default="PREFERRED", type=str.upper, help="PREFERRED (the only one kpulse runs)")
-    elect_scope = elect.add_mutually_exclusive_group()
-    elect_scope.add_argument("--all-topic-partitions", action="store_true", help="every partition (the default)")
-    elect_scope.add_argument("--topic", help="one topic (all its partitions, or --partition)")
-    elect_scope.add_argument("--path-to-json-file", metavar="FILE",
-                             help='{"partitions": [{"topic": "t", "partition": 0}, ...]}')
-    elect.add_argument("--partition", type=int, help="with --topic: one partition")
-    _mode_flags(elect)
-
-    reassign = commands.add_parser("reassign", help="partition reassignment: generate, execute, verify, cancel")
-    reassign_commands = reassign.add_subparsers(dest="action", required=True, metavar="ACTION")
-    generate = reassign_commands.add_parser("generate", help="plan a balanced assignment, or drain a broker (changes nothing)")
-    _cluster_and_actor(generate)
-    generate.add_argument("--topics", default="", metavar="LIST", help="comma-separated topics (default: all but internal)")
-    generate.add_argument("--broker-list", default="", metavar="LIST", help="brokers to place replicas on (default: all)")
-    generate.add_argument("--drain", type=int, metavar="BROKER", help="move every replica off this broker")
-    generate.add_argument("--output", "-o", metavar="FILE", help="write the plan (kpulse JSON) to this file")
-    generate.add_argument("--json", action="store_true", help="print the plan as JSON")
-    for action, text in (("execute", "start a planned reassignment under a replication throttle"),
-                         ("verify", "progress; when complete, remove the throttles"),
-                         ("cancel", "cancel the moves still in progress and remove the throttles")):
-        command = reassign_commands.add_parser(action, help=text)
-        _cluster_and_actor(command)
-        command.add_argument("--plan", required=True, metavar="FILE",
-                             help="kpulse plan from generate, or the official tool's reassignment JSON (execute)")
-        command.add_argument("--json", action="store_true")
-        if action == "execute":
-            command.add_argument("--throttle", type=int, default=DEFAULT_THROTTLE, metavar="BYTES_PER_SEC",
-                                 help=f"replication throttle while moving (default {DEFAULT_THROTTLE})")
-            command.add_argument("--wait", action="store_true", help="show progress until done, then verify")
-            command.add_argument("--timeout", type=float, default=3600, help="with --wait: give up after seconds")
-
-    audit = commands.add_parser("audit", help="the audit log of operations")
-    audit_commands = audit.add_subparsers(dest="action", required=True, metavar="ACTION")
-    show = audit_commands.add_parser("show", help="recent audit records (oldest first)")
-    show.add_argument("--cluster", help="only this cluster")
-    show.add_argument("--since", default="P7D", help="ISO-8601 duration back from now (default P7D)")
-    show.add_argument("--json", action="store_true")
-
-    users = commands.add_parser("users", help="the local users file (roles: viewer, operator, admin)")
-    users_commands = users.add_subparsers(dest="action", required=True, metavar="ACTION")
-    add = users_commands.add_parser("add", help="add a user or replace its role and password "
-                                                "(password from $KPULSE_NEW_PASSWORD or a prompt)")
-    add.add_argument("name")
-    add.add_argument("--role", required=True, choices=("viewer", "operator", "admin"))
-    add.add_argument("--as", dest="as_user", metavar="USER", help="act as this user (an admin)")
-    users_commands.add_parser("list", help="users and their roles")
-
-
-def _cluster_and_actor(parser) -> None:
-    parser.add_argument("--cluster", help="configured cluster name (default: the first)")
-    parser.add_argument("--as", dest="as_user", metavar="USER", help="act as this user of the users file")
-
-
-def _strategy_flags(parser, required: bool) -> None:
-    strategies = parser.add_mutually_exclusive_group(required=required)
-    for name in STRATEGIES:
-        if name in ("to-earliest", "to-latest", "to-current"):
-            strategies.add_argument(f"--{name}", dest="strategy", action="store_const", const=(name, None))
-        else:
-            strategies.add_argument(f"--{name}", dest="strategy", metavar="VALUE",
-                                    type=lambda value, n=name: (n, value))
-
-
-def _mode_flags(parser) -> None:
-    modes = parser.add_mutually_exclusive_group()
-    modes.add_argument("--dry-run", action="store_true", help="show the plan only (the default)")
-    modes.add_argument("--execute", action="store_true", help="apply the plan, without a prompt")
-    parser.add_argument("--json", action="store_true", help="print the plan and the result as JSON")
 
 
 def run(args: argparse.Namespace, config_path: str | None) -> int | None:
@@ -147,6 +41,8 @@ def run(args: argparse.Namespace, config_path: str | None) -> int | None:
         return _elect_leaders(args, operations)
     if args.command == "reset-streams-app":
         return _reset_streams_app(args, operations)
+    if args.command == "approvals":
+        return _approvals(args, operations)
     if args.command == "reassign":
         try:
             return _reassign(args, operations)
@@ -155,9 +51,8 @@ def run(args: argparse.Namespace, config_path: str | None) -> int | None:
     raise AssertionError(args.command)
 
 
-def users_file(config) -> "UsersFile":
+def users_file(config) -> UsersFile:
     from kpulse import home
-    from operations.access import UsersFile
 
     return UsersFile(config.dashboard.users_file or home.state_dir() / "users.yaml")
 
@@ -202,7 +97,10 @@ def _reset_offsets(args, operations) -> int | None:
                                              Strategy(*args.strategy))
     outcome = None
     if args.execute:
-        outcome = operations.reset_offsets(cli_actor(operations.config, args.as_user), plan)
+        actor = cli_actor(operations.config, args.as_user)
+        if operations.needs_approval(cluster, "reset-offsets"):
+            return _requested(operations.request_approval(actor, "reset-offsets", plan))
+        outcome = operations.reset_offsets(actor, plan)
     if args.export:
         print(plan.to_csv(), end="")
     elif args.json:
@@ -262,7 +160,12 @@ def _reset_streams_app(args, operations) -> int | None:
     strategy = Strategy(*args.strategy) if args.strategy else None
     plan = operations.plan_streams_reset(cluster, args.application_id, _topics(args.input_topics),
                                          _topics(args.intermediate_topics), _topics(args.internal_topics), strategy)
-    outcome = operations.reset_streams_app(cli_actor(operations.config, args.as_user), plan) if args.execute else None
+    outcome = None
+    if args.execute:
+        actor = cli_actor(operations.config, args.as_user)
+        if operations.needs_approval(cluster, "reset-streams-app"):
+            return _requested(operations.request_approval(actor, "reset-streams-app", plan))
+        outcome = operations.reset_streams_app(actor, plan)
     if args.json:
         print(json.dumps({"plan": plan.to_dict(), "result": outcome.to_dict() if outcome else None}, indent=2))
         return 1 if outcome is not None and outcome.result != "ok" else None
@@ -365,6 +268,9 @@ def _reassign(args, operations) -> int | None:
     actor = cli_actor(operations.config, args.as_user)
     progress = Progress()
     if args.action == "execute":
+        if operations.needs_approval(cluster, "reassign:execute"):
+            return _requested(operations.request_approval(actor, "reassign:execute", plan,
+                                                          {"throttle_bytes": args.throttle}))
         status = operations.start_reassignment(actor, plan, args.throttle)
         if args.wait and status.result == "in-progress":
             reassigner = operations.reassigner(cluster)
@@ -387,6 +293,44 @@ def _reassign(args, operations) -> int | None:
               + ("; throttles removed" if status.throttles_removed else "")
               + ("; run `kpulse reassign verify` until done (it removes the throttles)" if status.result == "in-progress" else ""))
     return 1 if status.result in ("failed", "partial") else None
+
+
+# --- approvals -----------------------------------------------------------------------------------
+
+def _requested(request) -> None:
+    print(f"cluster {request.cluster} requires a second operator: approval request {request.id} created "
+          f"({request.action} {request.target}); nothing changed yet.")
+    print(f"Another operator runs: kpulse approvals approve {request.id}")
+
+
+def _approvals(args, operations) -> int | None:
+    from dataclasses import asdict
+
+    if args.action == "list":
+        requests = operations.approvals.all() if args.all else operations.approvals.pending()
+        if args.cluster:
+            requests = [r for r in requests if r.cluster == operations.config.cluster(args.cluster).name]
+        if args.json:
+            print(json.dumps([asdict(r) for r in requests], indent=2))
+            return None
+        for r in requests:
+            when = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(r.requested_at))
+            print(f"{r.id}  {when}  {r.cluster}  {r.action:<18} {r.target:<28} by {r.requested_by}  {r.status}"
+                  + (f" by {r.decided_by}" if r.decided_by else ""))
+        print(f"{len(requests)} request(s)")
+        return None
+    actor = cli_actor(operations.config, args.as_user)
+    if args.action == "reject":
+        request = operations.reject(actor, args.request_id)
+        print(f"request {request.id} rejected by {request.decided_by}")
+        return None
+    outcome = operations.approve(actor, args.request_id)
+    if args.json:
+        print(json.dumps(outcome.to_dict(), indent=2))
+    else:
+        print(f"request {args.request_id} approved by {actor.name} and run: {outcome.result}"
+              + (f" ({outcome.error})" if outcome.error else ""))
+    return 1 if outcome.result in ("failed", "partial") else None
 
 
 # --- audit and users -----------------------------------------------------------------------------

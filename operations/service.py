@@ -21,6 +21,7 @@ from kpulse import home
 from kpulse.kafka_clients import admin_client
 from operations import locks
 from operations.access import User, authorize
+from operations.approvals import APPROVABLE, ApprovalRequest, ApprovalStore
 from operations.audit import AuditLog, AuditRecord
 from operations.errors import NotAuthorized, OperationError, Refused
 from operations.kafka_reads import metadata
@@ -41,10 +42,19 @@ class Operations:
         self.config = config
         self.state_dir = state_dir or home.state_dir()
         self.audit = audit or AuditLog(config.lake.path, self.state_dir / "audit-spool.jsonl", clock=clock)
+        self.approvals = ApprovalStore(self.state_dir / "approvals", clock)
         self._admin_factory = admin_factory or admin_client
         self._admins: dict[str, Any] = {}
         self._reassigners: dict[str, Reassigner] = {}
         self._clock = clock
+
+    def may(self, user: User, action: str, cluster: str) -> bool:
+        """Whether to offer ``action`` to ``user`` at all (the UI hides what this refuses)."""
+        try:
+            authorize(user, action.split(":")[0], self.config.cluster(cluster))
+        except (NotAuthorized, Refused):
+            return False
+        return True
 
     def admin(self, cluster: str):
         if cluster not in self._admins:
@@ -57,15 +67,15 @@ class Operations:
         name = self.config.cluster(cluster).name
         return plan_offset_reset(self.admin(name), name, group_id, scope, strategy, clock=self._clock)
 
-    def reset_offsets(self, actor: User, plan: ResetPlan) -> ResetOutcome:
+    def reset_offsets(self, actor: User, plan: ResetPlan, *, approved_by: str | None = None) -> ResetOutcome:
         before = {f"{p.topic}-{p.partition}": p.current for p in plan.partitions}
 
         def apply() -> tuple[ResetOutcome, Any]:
             outcome = execute_offset_reset(self.admin(plan.cluster), plan)
             return outcome, {f"{p.topic}-{p.partition}": p.after for p in outcome.partitions}
 
-        return self.run(actor, "reset-offsets", plan.cluster, f"group {plan.group_id}",
-                        plan.to_dict(), before, apply)
+        return self.run(actor, "reset-offsets", plan.cluster, plan.target, plan.to_dict(), before, apply,
+                        approved_by=approved_by)
 
     # --- preferred leader election ---------------------------------------------------------------
 
@@ -91,7 +101,8 @@ class Operations:
         return plan_streams_reset(self.admin(name), name, application_id, input_topics, intermediate_topics,
                                   internal_topics, strategy, clock=self._clock)
 
-    def reset_streams_app(self, actor: User, plan: StreamsResetPlan) -> StreamsResetOutcome:
+    def reset_streams_app(self, actor: User, plan: StreamsResetPlan, *,
+                          approved_by: str | None = None) -> StreamsResetOutcome:
         before = {"offsets": {f"{p.topic}-{p.partition}": p.current for p in plan.input + plan.intermediate},
                   "topics": list(plan.delete_topics)}
 
@@ -100,7 +111,8 @@ class Operations:
             return outcome, {"offsets": {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions},
                              "deleted": list(outcome.deleted)}
 
-        return self.run(actor, "reset-streams-app", plan.cluster, plan.target, plan.to_dict(), before, apply)
+        return self.run(actor, "reset-streams-app", plan.cluster, plan.target, plan.to_dict(), before, apply,
+                        approved_by=approved_by)
 
     # --- partition reassignment -----------------------------------------------------------------
 
@@ -123,9 +135,10 @@ class Operations:
             return plan_from_official_json(self.admin(name), name, official_json, clock=self._clock)
         return generate(self.admin(name), name, topics, brokers, drain_broker, clock=self._clock)
 
-    def start_reassignment(self, actor: User, plan: ReassignmentPlan, throttle_bytes: int) -> ReassignmentStatus:
+    def start_reassignment(self, actor: User, plan: ReassignmentPlan, throttle_bytes: int, *,
+                           approved_by: str | None = None) -> ReassignmentStatus:
         return self._reassign(actor, "reassign:execute", plan,
-                              lambda reassigner: reassigner.execute(plan, throttle_bytes))
+                              lambda reassigner: reassigner.execute(plan, throttle_bytes), approved_by)
 
     def verify_reassignment(self, actor: User, plan: ReassignmentPlan) -> ReassignmentStatus:
         """Read-only while moves are in progress; once complete it removes the throttles (a change,
@@ -138,14 +151,56 @@ class Operations:
     def cancel_reassignment(self, actor: User, plan: ReassignmentPlan) -> ReassignmentStatus:
         return self._reassign(actor, "reassign:cancel", plan, lambda reassigner: reassigner.cancel(plan))
 
-    def _reassign(self, actor: User, action: str, plan: ReassignmentPlan, call) -> ReassignmentStatus:
+    def _reassign(self, actor: User, action: str, plan: ReassignmentPlan, call,
+                  approved_by: str | None = None) -> ReassignmentStatus:
         before = {f"{m.topic}-{m.partition}": list(m.current) for m in plan.moves}
 
         def apply():
             status = call(self.reassigner(plan.cluster))
             return status, {f"{r['topic']}-{r['partition']}": r["replicas"] for r in status.partitions}
 
-        return self.run(actor, action, plan.cluster, plan.target, plan.to_dict(), before, apply)
+        return self.run(actor, action, plan.cluster, plan.target, plan.to_dict(), before, apply,
+                        approved_by=approved_by)
+
+    # --- two-person approval ----------------------------------------------------------------------
+
+    def needs_approval(self, cluster: str, action: str) -> bool:
+        return self.config.cluster(cluster).require_approval and action in APPROVABLE
+
+    def request_approval(self, actor: User, action: str, plan, options: dict | None = None) -> ApprovalRequest:
+        """Record ``plan`` as a request another operator approves (nothing runs now)."""
+        cluster = self.config.cluster(plan.cluster)
+        record = dict(cluster=cluster.name, actor=actor.name, action=action, target=plan.target, plan=plan.to_dict())
+        try:
+            authorize(actor, action.split(":")[0], cluster)
+        except (NotAuthorized, Refused) as error:
+            self.audit.record(AuditRecord(**record, result="denied", error=str(error)))
+            raise
+        request = self.approvals.create(cluster.name, action, plan.target, plan.to_dict(), actor.name, actor.role, options)
+        self.audit.record(AuditRecord(**record, result="requested", error=None, after={"request": request.id}))
+        return request
+
+    def approve(self, approver: User, request_id: str):
+        """Approve a pending request and run its plan now, as the requester."""
+        request = self.approvals.get(request_id)
+        authorize(approver, "approve", self.config.cluster(request.cluster))
+        request = self.approvals.decide(request_id, approver.name, "approved")
+        requester = User(request.requested_by, request.requested_role)
+        if request.action == "reset-offsets":
+            return self.reset_offsets(requester, ResetPlan.from_dict(request.plan), approved_by=approver.name)
+        if request.action == "reset-streams-app":
+            return self.reset_streams_app(requester, StreamsResetPlan.from_dict(request.plan), approved_by=approver.name)
+        return self.start_reassignment(requester, ReassignmentPlan.from_dict(request.plan),
+                                       int(request.options["throttle_bytes"]), approved_by=approver.name)
+
+    def reject(self, approver: User, request_id: str) -> ApprovalRequest:
+        request = self.approvals.get(request_id)
+        authorize(approver, "approve", self.config.cluster(request.cluster))
+        decided = self.approvals.decide(request_id, approver.name, "rejected")
+        self.audit.record(AuditRecord(cluster=request.cluster, actor=approver.name, action=request.action,
+                                      target=request.target, result="rejected", plan=request.plan,
+                                      after={"request": request.id}))
+        return decided
 
     # --- the common sequence ---------------------------------------------------------------------
 
@@ -161,6 +216,9 @@ class Operations:
 
         try:
             authorize(actor, action.split(":")[0], cluster_config)
+            if approved_by is None and self.needs_approval(cluster_config.name, action):
+                raise Refused(f"cluster {cluster_config.name!r} requires a second operator's approval for {action}: "
+                              "request it, then another operator approves")
         except (NotAuthorized, Refused) as error:
             audit("denied", error=str(error))
             raise

@@ -69,6 +69,19 @@ class StreamsResetPlan:
     def to_dict(self) -> dict:
         return {**asdict(self), "local_state_note": self.local_state_note}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "StreamsResetPlan":
+        keys = ("topic", "partition", "current", "log_start", "log_end", "new", "requested")
+        try:
+            return cls(cluster=data["cluster"], application_id=data["application_id"], group_state=data["group_state"],
+                       strategy=Strategy(**data["strategy"]),
+                       input=tuple(PartitionReset(**{k: r.get(k) for k in keys}) for r in data["input"]),
+                       intermediate=tuple(PartitionReset(**{k: r.get(k) for k in keys}) for r in data["intermediate"]),
+                       delete_topics=tuple(data["delete_topics"]), untouched=tuple(data["untouched"]),
+                       planned_at=data["planned_at"])
+        except (KeyError, TypeError) as error:
+            raise BadInput(f"not a kpulse Streams reset plan: {error}") from None
+
 
 @dataclass(frozen=True)
 class StreamsResetOutcome:

@@ -221,3 +221,30 @@ def test_cli_roles_come_from_the_users_file(admin, group, tmp_path, bootstrap):
     assert wrong == "kpulse: error: wrong user name or password for 'boss'"
     assert allowed.returncode == 0, allowed.stderr
     assert committed(admin, group) == {(TOPIC, 0): 10, (TOPIC, 1): 10}
+
+
+def test_two_person_rule_one_operator_requests_another_approves_and_the_plan_runs_then(admin, group, tmp_path, bootstrap):
+    from kpulse.config import load_config
+    from operations.service import Operations
+
+    config = config_file(tmp_path / "kpulse.yaml", bootstrap, tmp_path / "lake")
+    config.write_text(config.read_text().replace("    read_only: false\n", "    read_only: false\n    require_approval: true\n"))
+    operations = Operations(load_config(config), state_dir=tmp_path / "state")
+    plan = operations.plan_reset_offsets("test", group, Scope.parse(True, None), Strategy("to-earliest"))
+
+    with pytest.raises(Refused, match="requires a second operator's approval"):
+        operations.reset_offsets(OPERATOR, plan)
+    request = operations.request_approval(OPERATOR, "reset-offsets", plan)
+    assert committed(admin, group) == START, "a request changes nothing"
+    with pytest.raises(NotAuthorized, match="another operator must approve it"):
+        operations.approve(OPERATOR, request.id)
+    with pytest.raises(NotAuthorized, match="vera \\(viewer\\) may not approve"):
+        operations.approve(VIEWER, request.id)
+
+    outcome = operations.approve(User("olga", "operator"), request.id)
+
+    assert outcome.result == "ok" and committed(admin, group) == {(TOPIC, 0): 0, (TOPIC, 1): 0}
+    with pytest.raises(Refused, match="already approved \\(by olga\\)"):
+        operations.approve(ADMIN, request.id)
+    rows = [(r["actor"], r["result"], r["approved_by"]) for r in audit_rows(operations)]
+    assert rows == [("otto", "denied", None), ("otto", "requested", None), ("otto", "ok", "olga")]

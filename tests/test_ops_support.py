@@ -46,12 +46,18 @@ def produce(bootstrap: str, topic: str, counts: dict[int, int], *, first_ms: int
 def commit(admin, group: str, offsets: dict[tuple[str, int], int]) -> None:
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
+    from operations.errors import OperationError
     from operations.kafka_reads import group_call
 
     request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in offsets.items()])
+    errors: list = []
     for _ in range(20):
-        answer = group_call(lambda: admin.alter_consumer_group_offsets([request], request_timeout=15)[group],
-                            f"commit {group}")
+        try:  # a fresh cluster creates __consumer_offsets on the first commit: slow on a busy machine
+            answer = group_call(lambda: admin.alter_consumer_group_offsets([request], request_timeout=15)[group],
+                                f"commit {group}")
+        except OperationError as error:
+            errors = [error]
+            continue
         errors = [tp.error for tp in answer.topic_partitions if tp.error is not None]
         if not errors and committed(admin, group) == offsets:
             return

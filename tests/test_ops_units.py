@@ -154,3 +154,41 @@ def test_audit_rows_wait_in_the_spool_while_the_lake_cannot_be_written_and_none_
     frame = audit.read()
     assert list(frame["action_id"]) == [first_id, second_id]
     assert json.loads(frame["before_json"][0]) == {"t-0": 5} and not Path(tmp_path / "spool.jsonl").exists()
+
+
+def test_the_service_tells_the_ui_which_actions_to_offer(tmp_path):
+    from kpulse.config import parse_config
+    from operations.service import Operations
+
+    config = parse_config({"clusters": [{"name": "prod", "bootstrap_servers": "k:9092"},
+                                        {"name": "archive", "bootstrap_servers": "a:9092", "read_only": True}],
+                           "lake": {"path": str(tmp_path / "lake")}}, source="test", base_dir=tmp_path, environ={})
+    operations = Operations(config, state_dir=tmp_path, admin_factory=lambda settings: None)
+
+    assert operations.may(User("o", "operator"), "reset-offsets", "prod")
+    assert not operations.may(User("o", "operator"), "reassign:execute", "prod")
+    assert not operations.may(User("v", "viewer"), "elect-leaders", "prod")
+    assert not operations.may(User("a", "admin"), "reset-offsets", "archive")
+
+
+class Partition:
+    def __init__(self, replicas, leader, isrs):
+        self.replicas, self.leader, self.isrs = replicas, leader, isrs
+
+
+class Topic:
+    def __init__(self, partitions):
+        self.partitions = dict(enumerate(partitions))
+
+
+def test_an_election_plan_lists_misled_partitions_and_which_can_be_elected_now():
+    from operations.leaders import plan_election
+
+    topics = {"t": Topic([Partition([1, 2], 1, [1, 2]), Partition([2, 3], 3, [3, 2]), Partition([3, 1], 1, [1])]),
+              "__consumer_offsets": Topic([Partition([1, 2], 2, [1, 2])])}
+    plan = plan_election(topics, "prod", (), clock=lambda: 0.0)
+
+    assert [(m.partition, m.leader, m.preferred, m.preferred_in_sync) for m in plan.moves] == [(1, 3, 2, True), (2, 1, 3, False)]
+    assert [m.partition for m in plan.electable] == [1]
+    with pytest.raises(BadInput, match="unknown topic 'u'"):
+        plan_election(topics, "prod", (("u", None),))

@@ -154,6 +154,9 @@ class ClusterConfig:
     """Comma-separated ``host:port`` list."""
     read_only: bool = False
     """When true, kpulse refuses every operation that changes this cluster."""
+    require_approval: bool = False
+    """When true, offset resets, Streams resets and reassignments are requests that a second
+    operator approves (two-person rule) before they run."""
     security: SecurityConfig = SecurityConfig()
     metrics: MetricsConfig = MetricsConfig()
     streams_apps: tuple[StreamsAppConfig, ...] = ()

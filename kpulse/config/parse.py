@@ -93,7 +93,7 @@ def _kafka_sink(reader: _Section, cluster_names: list[str]) -> KafkaSinkConfig |
 
 
 def _cluster(reader: _Section) -> ClusterConfig:
-    reader.declare("name", "bootstrap_servers", "read_only", "security", "metrics",
+    reader.declare("name", "bootstrap_servers", "read_only", "require_approval", "security", "metrics",
                    "streams_apps", "consumer_groups", "probe")
     name = reader.string("name", required=True)
     if not _CLUSTER_NAME.match(name):
@@ -110,6 +110,7 @@ def _cluster(reader: _Section) -> ClusterConfig:
         name=name,
         bootstrap_servers=",".join(s.strip() for s in bootstrap_servers.split(",")),
         read_only=reader.boolean("read_only", False),
+        require_approval=reader.boolean("require_approval", False),
         security=_security(reader.section("security")),
         metrics=_metrics(reader.section("metrics")),
         streams_apps=apps,
