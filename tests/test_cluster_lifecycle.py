@@ -30,7 +30,7 @@ def port_open(port: int) -> bool:
 
 
 def test_up_starts_the_main_job_and_down_stops_every_process_it_started(tmp_path, local_cluster):
-    """`kpulse up` (what `make up` runs): cluster, demo workload and collectors; `kpulse down` stops
+    """`kpulse up` (what `make up` runs): cluster, demo workload, collectors and dashboard; `kpulse down` stops
     every one of them by PID and frees every port."""
     env = {key: value for key, value in os.environ.items() if key != "KPULSE_CONFIG"}
     env.update(KPULSE_STATE_DIR=str(tmp_path / "state"), KPULSE_PORT_BASE="39090")

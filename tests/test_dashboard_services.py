@@ -189,3 +189,10 @@ def test_topic_size_is_one_copy_per_partition_from_the_largest_replica():
             {"name": "t", "partitions": [{"partition_index": p, "partition_size": size} for p, size in sizes.items()]}]}]}
     log_dirs = [broker(1, {0: 100, 1: 50}), broker(2, {0: 90, 1: 70}), broker(3, {0: 999}, error=57)]
     assert topics.sizes_from_log_dirs(log_dirs) == {"t": 170}  # 100 + 70; an offline log dir is not counted
+
+
+def test_the_timeline_starts_when_an_instance_was_first_seen():
+    empty = pd.DataFrame(columns=["time", "application_id", "instance", "from_state", "to_state"])
+    periods = streams.timeline(empty, "app", NOW - 3600, NOW, {"i1": "RUNNING", "i2": "RUNNING"},
+                               {"i1": ts(NOW - 120), "i2": ts(NOW - 7200)})
+    assert periods.set_index("instance")["begin"].to_dict() == {"i1": ts(NOW - 120), "i2": ts(NOW - 3600)}

@@ -29,7 +29,9 @@ with frame.shown_errors():
         now = frame.now()
         transitions = frame.read("streams_transition", window)
         current = {i.get("id"): i.get("state") for i in entry.get("instances") or []}
-        periods = streams.timeline(transitions, chosen, now - window, now, current)
+        observed = frame.read("streams_instance", window, ["time", "application_id", "instance"])
+        first_seen = observed[observed["application_id"] == chosen].groupby("instance")["time"].min().to_dict()
+        periods = streams.timeline(transitions, chosen, now - window, now, current, first_seen)
         rebalances = entry.get("rebalances") or {}
         count, total, window_seconds = st.columns(3)
         count.metric("Rebalances (recent transitions)", rebalances.get("count", "—"))

@@ -37,18 +37,21 @@ def instances_frame(app_entry: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def timeline(transitions: pd.DataFrame, application_id: str, start: float, now: float,
-             current: Mapping[str, str] | None = None) -> pd.DataFrame:
+             current: Mapping[str, str] | None = None,
+             first_seen: Mapping[str, pd.Timestamp] | None = None) -> pd.DataFrame:
     """State periods per instance between ``start`` and ``now`` (epoch seconds): (instance, state,
     begin, end) with datetimes, built from the transitions (``from_state`` before the first one).
-    An instance without a transition in the window stays in its ``current`` state throughout."""
+    An instance without a transition in the window stays in its ``current`` state throughout.
+    An instance's first period begins when it was first seen (``first_seen``), if in the window."""
     rows = transitions[transitions["application_id"] == application_id].sort_values("time")
     begin_at = pd.Timestamp(start, unit="s", tz="UTC")
     end_at = pd.Timestamp(now, unit="s", tz="UTC")
+    seen_at = {instance: max(begin_at, when) for instance, when in (first_seen or {}).items()}
     periods = []
     seen = set()
     for instance, changes in rows.groupby("instance", sort=True):
         seen.add(instance)
-        state, since = changes["from_state"].iloc[0], begin_at
+        state, since = changes["from_state"].iloc[0], min(seen_at.get(instance, begin_at), changes["time"].iloc[0])
         for when, to_state in zip(changes["time"], changes["to_state"]):
             if when > since:
                 periods.append({"instance": instance, "state": state, "begin": since, "end": when})
@@ -56,7 +59,8 @@ def timeline(transitions: pd.DataFrame, application_id: str, start: float, now: 
         periods.append({"instance": instance, "state": state, "begin": since, "end": end_at})
     for instance, state in (current or {}).items():
         if instance not in seen and state is not None:
-            periods.append({"instance": instance, "state": state, "begin": begin_at, "end": end_at})
+            periods.append({"instance": instance, "state": state, "begin": seen_at.get(instance, begin_at),
+                            "end": end_at})
     return pd.DataFrame(periods, columns=["instance", "state", "begin", "end"])
 
 
