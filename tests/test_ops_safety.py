@@ -248,3 +248,28 @@ def test_two_person_rule_one_operator_requests_another_approves_and_the_plan_run
         operations.approve(ADMIN, request.id)
     rows = [(r["actor"], r["result"], r["approved_by"]) for r in audit_rows(operations)]
     assert rows == [("otto", "denied", None), ("otto", "requested", None), ("otto", "ok", "olga")]
+
+
+def test_cli_two_person_rule_request_list_approve(admin, group, tmp_path, bootstrap):
+    users = tmp_path / "users.yaml"
+    config = config_file(tmp_path / "kpulse.yaml", bootstrap, tmp_path / "lake", users_file=users)
+    config.write_text(config.read_text().replace("    read_only: false\n", "    read_only: false\n    require_approval: true\n"))
+    from operations.access import UsersFile
+
+    for name, role in (("boss", "admin"), ("otto", "operator"), ("olga", "operator")):
+        UsersFile(users).add(name, role, f"{name}-secret")
+
+    requested = cli(config, "reset-offsets", "--group", group, "--all-topics", "--to-earliest", "--execute",
+                    "--as", "otto", env={"KPULSE_PASSWORD": "otto-secret"})
+    assert requested.returncode == 0, requested.stderr
+    request_id = requested.stdout.split("approval request ")[1].split()[0]
+    assert committed(admin, group) == START
+    listed = cli(config, "approvals", "list")
+    assert f"{request_id}" in listed.stdout and "by otto  pending" in listed.stdout
+
+    own = one_error_line(cli(config, "approvals", "approve", request_id, "--as", "otto", env={"KPULSE_PASSWORD": "otto-secret"}))
+    approved = cli(config, "approvals", "approve", request_id, "--as", "olga", env={"KPULSE_PASSWORD": "olga-secret"})
+
+    assert own == f"kpulse: error: otto requested {request_id}: another operator must approve it"
+    assert approved.returncode == 0 and f"request {request_id} approved by olga and run: ok" in approved.stdout
+    assert committed(admin, group) == {(TOPIC, 0): 0, (TOPIC, 1): 0}
