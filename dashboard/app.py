@@ -13,7 +13,7 @@ from dashboard.services.health import freshness
 st.set_page_config(page_title="kpulse", page_icon=":material/monitoring:", layout="wide")
 
 PAGES = [
-    st.Page("app_pages/overview.py", title="Overview", icon=":material/monitor_heart:", url_path="overview", default=True),
+    st.Page("app_pages/overview.py", title="Overview", icon=":material/monitor_heart:", default=True),  # at /
     st.Page("app_pages/brokers.py", title="Brokers", icon=":material/dns:", url_path="brokers"),
     st.Page("app_pages/topics.py", title="Topics", icon=":material/topic:", url_path="topics"),
     st.Page("app_pages/groups.py", title="Consumer groups", icon=":material/groups:", url_path="groups"),
