@@ -27,9 +27,9 @@ from operations.errors import NotAuthorized, OperationError, Refused
 from operations.kafka_reads import metadata
 from operations.leaders import ElectionOutcome, ElectionPlan, execute_election, plan_election
 from operations.offset_plan import ResetPlan, Scope, Strategy
+from operations.offset_reset import ResetOutcome, execute_offset_reset, plan_offset_reset
 from operations.reassign import Reassigner, ReassignmentStatus, generate, legacy_admin_client, plan_from_official_json
 from operations.reassign_plan import ReassignmentPlan
-from operations.offset_reset import ResetOutcome, execute_offset_reset, plan_offset_reset
 from operations.streams_reset import StreamsResetOutcome, StreamsResetPlan, execute_streams_reset, plan_streams_reset
 
 
@@ -112,7 +112,7 @@ class Operations:
                              "deleted": list(outcome.deleted)}
 
         return self.run(actor, "reset-streams-app", plan.cluster, plan.target, plan.to_dict(), before, apply,
-                        approved_by=approved_by)
+                        approved_by=approved_by, lock=f"group {plan.application_id}")
 
     # --- partition reassignment -----------------------------------------------------------------
 
@@ -143,9 +143,9 @@ class Operations:
     def verify_reassignment(self, actor: User, plan: ReassignmentPlan) -> ReassignmentStatus:
         """Read-only while moves are in progress; once complete it removes the throttles (a change,
         authorized and audited)."""
-        reassigner = self.reassigner(plan.cluster)
-        if reassigner.status(plan).result != "ok":
-            return reassigner.status(plan)
+        status = self.reassigner(plan.cluster).status(plan)
+        if status.result != "ok":
+            return status
         return self._reassign(actor, "reassign:verify", plan, lambda r: r.verify(plan))
 
     def cancel_reassignment(self, actor: User, plan: ReassignmentPlan) -> ReassignmentStatus:
@@ -205,8 +205,9 @@ class Operations:
     # --- the common sequence ---------------------------------------------------------------------
 
     def run(self, actor: User, action: str, cluster: str, target: str, plan: Any, before: Any,
-            apply: Callable[[], tuple[Any, Any]], *, approved_by: str | None = None):
-        """Authorize, lock, ``apply()`` -> (outcome with ``result``/``error``, state after), audit."""
+            apply: Callable[[], tuple[Any, Any]], *, approved_by: str | None = None, lock: str | None = None):
+        """Authorize, lock (``lock``, default ``target``: a Streams reset takes its group's lock),
+        ``apply()`` -> (outcome with ``result``/``error``, state after), audit."""
         cluster_config = self.config.cluster(cluster)
 
         def audit(result: str, after: Any = None, error: str | None = None) -> None:
@@ -223,7 +224,7 @@ class Operations:
             audit("denied", error=str(error))
             raise
         try:
-            with locks.exclusive(self.state_dir, cluster_config.name, target):
+            with locks.exclusive(self.state_dir, cluster_config.name, lock or target):
                 outcome, after = apply()
         except Refused as error:
             audit("refused", error=str(error))
