@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from operations.errors import BadInput, NotAuthorized, Refused
+from operations.errors import BadInput, LoginFailed, NotAuthorized, Refused
 
 ROLES = ("viewer", "operator", "admin")
 ACTION_ROLES = {
@@ -126,7 +126,7 @@ class UsersFile:
         for an unknown user and a wrong password)."""
         entry = self._load().get(name)
         if entry is None or not password_matches(password, str(entry.get("password", ""))):
-            raise NotAuthorized(f"wrong user name or password for {name!r}")
+            raise LoginFailed(f"wrong user name or password for {name!r}")
         return User(name, entry.get("role", "viewer"))
 
 

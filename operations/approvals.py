@@ -37,9 +37,11 @@ class ApprovalRequest:
     options: dict = field(default_factory=dict)
     """Execution options kept with the plan (e.g. the reassignment throttle)."""
     status: str = "pending"
-    """pending, approved, rejected."""
+    """pending, approved, rejected, or failed (approved, but the executor refused or failed: plan
+    and request again)."""
     decided_by: str | None = None
     decided_at: float | None = None
+    error: str | None = None
 
 
 class ApprovalStore:
@@ -86,6 +88,11 @@ class ApprovalStore:
             decided = replace(request, status=status, decided_by=user, decided_at=self._clock())
             self._write(decided)
             return decided
+
+    def mark_failed(self, request_id: str, error: str) -> ApprovalRequest:
+        failed = replace(self.get(request_id), status="failed", error=error)
+        self._write(failed)
+        return failed
 
     def _write(self, request: ApprovalRequest) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)

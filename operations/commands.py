@@ -20,7 +20,7 @@ from pathlib import Path
 from kpulse.progress import Progress
 from operations.access import UsersFile
 from operations.cli_args import COMMANDS, add_parsers  # noqa: F401 - kpulse.cli's entry points
-from operations.errors import BadInput, NotAuthorized
+from operations.errors import BadInput, LoginFailed, NotAuthorized
 from operations.offset_plan import STRATEGIES
 
 
@@ -35,6 +35,18 @@ def run(args: argparse.Namespace, config_path: str | None) -> int | None:
     operations = Operations(config)
     if args.command == "audit":
         return _audit_show(args, operations)
+    try:
+        return _change(args, operations)
+    except LoginFailed as error:
+        from operations.audit import AuditRecord
+
+        cluster = operations.config.cluster(getattr(args, "cluster", None)).name
+        operations.audit.record(AuditRecord(cluster=cluster, actor=args.as_user or "?", action="login",
+                                            target=f"kpulse {args.command}", result="denied", error=str(error)))
+        raise
+
+
+def _change(args, operations) -> int | None:
     if args.command == "reset-offsets":
         return _reset_offsets(args, operations)
     if args.command == "elect-leaders":

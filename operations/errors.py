@@ -23,6 +23,10 @@ class NotAuthorized(Refused):
     """The actor's role does not allow the action, or the password is wrong."""
 
 
+class LoginFailed(NotAuthorized):
+    """Unknown user or wrong password."""
+
+
 def unknown(kind: str, name: str, known: list[str] | set[str]) -> BadInput:
     """``unknown consumer group 'ordrs' (did you mean 'orders'?)``."""
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)

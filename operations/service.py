@@ -186,12 +186,17 @@ class Operations:
         authorize(approver, "approve", self.config.cluster(request.cluster))
         request = self.approvals.decide(request_id, approver.name, "approved")
         requester = User(request.requested_by, request.requested_role)
-        if request.action == "reset-offsets":
-            return self.reset_offsets(requester, ResetPlan.from_dict(request.plan), approved_by=approver.name)
-        if request.action == "reset-streams-app":
-            return self.reset_streams_app(requester, StreamsResetPlan.from_dict(request.plan), approved_by=approver.name)
-        return self.start_reassignment(requester, ReassignmentPlan.from_dict(request.plan),
-                                       int(request.options["throttle_bytes"]), approved_by=approver.name)
+        try:
+            if request.action == "reset-offsets":
+                return self.reset_offsets(requester, ResetPlan.from_dict(request.plan), approved_by=approver.name)
+            if request.action == "reset-streams-app":
+                return self.reset_streams_app(requester, StreamsResetPlan.from_dict(request.plan),
+                                              approved_by=approver.name)
+            return self.start_reassignment(requester, ReassignmentPlan.from_dict(request.plan),
+                                           int(request.options["throttle_bytes"]), approved_by=approver.name)
+        except OperationError as error:
+            self.approvals.mark_failed(request_id, str(error))
+            raise
 
     def reject(self, approver: User, request_id: str) -> ApprovalRequest:
         request = self.approvals.get(request_id)

@@ -221,6 +221,9 @@ def test_cli_roles_come_from_the_users_file(admin, group, tmp_path, bootstrap):
     assert wrong == "kpulse: error: wrong user name or password for 'boss'"
     assert allowed.returncode == 0, allowed.stderr
     assert committed(admin, group) == {(TOPIC, 0): 10, (TOPIC, 1): 10}
+    records = json.loads(cli(config, "audit", "show", "--json").stdout)["records"]
+    assert [(r["actor"], r["action"], r["result"]) for r in records] == [
+        ("vera", "reset-offsets", "denied"), ("boss", "login", "denied"), ("boss", "reset-offsets", "ok")]
 
 
 def test_two_person_rule_one_operator_requests_another_approves_and_the_plan_runs_then(admin, group, tmp_path, bootstrap):
@@ -248,6 +251,11 @@ def test_two_person_rule_one_operator_requests_another_approves_and_the_plan_run
         operations.approve(ADMIN, request.id)
     rows = [(r["actor"], r["result"], r["approved_by"]) for r in audit_rows(operations)]
     assert rows == [("otto", "denied", None), ("otto", "requested", None), ("otto", "ok", "olga")]
+
+    stale = operations.request_approval(OPERATOR, "reset-offsets", plan)  # the offsets moved since
+    with pytest.raises(Refused, match="changed since the plan was made"):
+        operations.approve(User("olga", "operator"), stale.id)
+    assert operations.approvals.get(stale.id).status == "failed"
 
 
 def test_cli_two_person_rule_request_list_approve(admin, group, tmp_path, bootstrap):
