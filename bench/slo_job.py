@@ -158,6 +158,7 @@ def main() -> int:
     parser.add_argument("--samples-per-minute", type=int, default=1, choices=(1, 2, 3, 4, 6, 12))
     parser.add_argument("--keep", help="generate into (or reuse) this directory instead of a temporary one")
     parser.add_argument("--skip-duckdb", action="store_true")
+    parser.add_argument("--generate-only", action="store_true", help="write the samples (use with --keep) and stop")
     args = parser.parse_args()
 
     from kpulse.progress import Progress
@@ -169,7 +170,15 @@ def main() -> int:
     first = end - timedelta(days=args.days)
     rng = np.random.default_rng(7)
     began = time.perf_counter()
-    rows = generate(lake, first, args.days * 24 - 1, args, rng, "bulk")
+    marker = lake / f"_generated-{args.days}d-{args.groups}g-{args.samples_per_minute}spm"
+    if marker.exists():  # --keep DIR of an earlier run with the same sizes: reuse its samples
+        rows = int(marker.read_text())
+    else:
+        rows = generate(lake, first, args.days * 24 - 1, args, rng, "bulk")
+        marker.write_text(str(rows))
+    if args.generate_only:
+        print(f"{rows:,} input rows in {lake}")
+        return 0
     print(f"generated {rows:,} input rows ({args.days} d, {args.groups} groups x {args.partitions} partitions, "
           f"{args.brokers} brokers, {args.samples_per_minute} sample(s)/min) in {time.perf_counter() - began:.1f}s "
           f"into {lake}", flush=True)
