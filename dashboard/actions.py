@@ -1,25 +1,198 @@
-"""Where operations (offset reset, Streams reset, leader election, reassignment) meet the pages.
+"""The Actions section of the group, Streams app, topic and broker pages (:func:`slot`).
 
-Every entity page calls :func:`slot` at one obvious place (an "Actions" section): the group,
-Streams app, topic and broker pages. Until the operations UI lands, the slot shows the CLI
-command that does the same with a dry run first; the operations issue replaces the body of
-:func:`slot` with its buttons and confirmation dialogs (opened from a ``st.session_state`` flag)."""
+One flow for every action: the form -> **Plan** (the service plans; nothing changes) -> the plan
+as tables, exportable -> **Execute…** (or **Request approval…** on a cluster with the two-person
+rule) opens a confirmation dialog that requires typing the target's name -> the service executes
+(authorizes, locks, re-checks, applies, reads back, audits) -> the result and its verification.
+The dialog opens from a ``st.session_state`` flag, so a rerun (or AppTest) reopens it faithfully.
+
+Viewers get no controls; on a read-only cluster the controls are drawn disabled with the reason.
+"""
 
 from __future__ import annotations
 
+import json
+
 import streamlit as st
 
+from dashboard import action_forms, auth, frame
+from dashboard.services import plans
+from dashboard.services.sources import one_line
+from kpulse.errors import KpulseError
+from operations.access import ACTION_ROLES, allowed
+from operations.offset_plan import ResetPlan
+from operations.reassign_plan import ReassignmentPlan
+from operations.streams_reset import StreamsResetPlan
+
+CONFIRM_KEY = "kpulse-confirm"
+"""Session-state flag: the action key whose confirmation dialog is open."""
+POLL_SECONDS = 2.0
 DRY_RUN_COMMANDS = {
     "group": "kpulse reset-offsets --cluster {cluster} --group {name} --all-topics --to-latest",
     "streams": "kpulse reset-streams-app --cluster {cluster} --application-id {name} --input-topics <topics>",
     "topic": "kpulse elect-leaders --cluster {cluster} --topic {name}",
     "broker": "kpulse reassign generate --cluster {cluster} --help",
 }
+"""The same action from the command line (a dry run unless ``--execute``)."""
 
 
 def slot(kind: str, cluster: str, name: str) -> None:
     """The Actions section of an entity page (``kind``: group, streams, topic or broker)."""
     with st.container(border=True, key=f"actions-{kind}"):
         st.markdown("**Actions**")
-        st.caption("Plan first (dry run), then execute from the command line:")
+        with frame.shown_errors("actions"):
+            _slot(kind, cluster, name)
+        st.caption("From the command line (a dry run until --execute):")
         st.code(DRY_RUN_COMMANDS[kind].format(cluster=cluster, name=name), language="bash")
+
+
+def _slot(kind: str, cluster: str, name: str) -> None:
+    user = auth.user()
+    action = plans.ACTIONS[kind]
+    needed = ACTION_ROLES[action.split(":")[0]]
+    if user is None or not allowed(user, action.split(":")[0]):
+        st.caption(f"{action} needs the {needed} role" + (f"; you are a {user.role}" if user else ""))
+        return
+    operations = frame.operations()
+    read_only = operations.config.cluster(cluster).read_only
+    if read_only:
+        st.info(f"Cluster {cluster} is read-only (read_only: true in the config): actions are disabled.",
+                icon=":material/lock:")
+    key = f"op-{kind}-{cluster}-{name}"
+    with st.form(f"{key}-form", border=False):
+        values = action_forms.FORMS[kind](key, name, read_only)
+        submitted = st.form_submit_button("Plan (changes nothing)", disabled=read_only, icon=":material/list_alt:")
+    if submitted:
+        st.session_state.pop(key, None)
+        with frame.shown_errors("plan"):
+            st.session_state[key] = {"plan": action_forms.plan(kind, operations, cluster, name, values),
+                                     "throttle": values.get("throttle", plans.DEFAULT_THROTTLE)}
+    state = st.session_state.get(key)
+    if state:
+        show(key, state, operations, read_only)
+
+
+def show(key: str, state: dict, operations, read_only: bool) -> None:
+    """A plan, its execute button and dialog, then the result."""
+    plan = state["plan"]
+    action = plans.action_of(plan)
+    st.markdown("**Plan** · nothing has changed yet")
+    st.caption(plans.plan_summary(plan))
+    for number, (title, table) in enumerate(plans.plan_tables(plan).items()):
+        if number == 0 or not table.empty:
+            st.markdown(title)
+            st.dataframe(table, hide_index=True, width="stretch", key=f"{key}-plan-{number}")
+    for warning in getattr(plan, "warnings", ()):
+        st.warning(warning)
+    if isinstance(plan, StreamsResetPlan):
+        st.info(plan.local_state_note)
+    export = st.columns(4)
+    export[0].download_button("Plan as JSON", json.dumps(plan.to_dict(), indent=2), file_name=f"{key}-plan.json",
+                              mime="application/json", key=f"{key}-json")
+    if isinstance(plan, ResetPlan):
+        export[1].download_button("Plan as CSV (kafka-consumer-groups)", plan.to_csv(), file_name=f"{key}-plan.csv",
+                                  mime="text/csv", key=f"{key}-csv")
+    if isinstance(plan, ReassignmentPlan):
+        export[1].download_button("Plan as reassignment JSON", plan.official_json(), file_name=f"{key}-reassign.json",
+                                  mime="application/json", key=f"{key}-official")
+    approval = operations.needs_approval(plan.cluster, action)
+    label = "Request approval…" if approval else "Execute…"
+    if state.get("done") is None and st.button(label, key=f"{key}-execute", type="primary",
+                                               disabled=read_only or not _has_changes(plan)):
+        st.session_state[CONFIRM_KEY] = key
+    if approval:
+        st.caption(f"Cluster {plan.cluster} requires a second operator's approval: the request waits on the "
+                   "Operations page.")
+    if st.session_state.get(CONFIRM_KEY) == key:
+        _confirm(key)
+    if state.get("error"):
+        st.error(state["error"], icon=":material/error:")
+    if state.get("done") is not None:
+        result(key, state["done"], plan, operations)
+
+
+def _has_changes(plan) -> bool:
+    if isinstance(plan, StreamsResetPlan):
+        return bool(plan.input or plan.intermediate or plan.delete_topics)
+    return bool(getattr(plan, "partitions", None) or getattr(plan, "moves", None))
+
+
+def _close() -> None:
+    st.session_state.pop(CONFIRM_KEY, None)
+
+
+@st.dialog("Confirm the change", on_dismiss=_close)
+def _confirm(key: str) -> None:
+    state = st.session_state[key]
+    plan = state["plan"]
+    expected = plans.confirmation_name(plan)
+    approval = frame.operations().needs_approval(plan.cluster, plans.action_of(plan))
+    st.write(plans.plan_summary(plan) + f" on cluster **{plan.cluster}**.")
+    st.write(f"Type **{expected}** to confirm.")
+    typed = st.text_input("Name of the target", key=f"{key}-typed")
+    go, cancel = st.columns(2)
+    if go.button("Request approval" if approval else "Execute", key=f"{key}-confirm", type="primary"):
+        if typed.strip() != expected:
+            st.error(f"'{typed.strip()}' is not '{expected}': nothing executed", icon=":material/error:")
+            return
+        user = auth.user()
+        try:
+            if user is None:
+                raise KpulseError("nobody is signed in")
+            state["done"] = plans.execute(frame.operations(), user, plan, state.get("throttle", plans.DEFAULT_THROTTLE))
+            state["error"] = None
+        except KpulseError as error:
+            state["error"] = f"{plans.action_of(plan)} not executed: {one_line(error)}"
+        except Exception as error:  # noqa: BLE001 - one line, never a traceback
+            frame.LOG.exception("operation failed")
+            state["error"] = f"{plans.action_of(plan)} failed: {one_line(error)}"
+        _close()
+        st.rerun()
+    if cancel.button("Cancel", key=f"{key}-cancel"):
+        _close()
+        st.rerun()
+
+
+def result(key: str, done: plans.Done, plan, operations) -> None:
+    text = plans.outcome_text(done)
+    if done.result in ("ok", "requested", "in-progress", "not-started"):
+        st.success(text, icon=":material/check_circle:")
+    else:
+        st.error(text, icon=":material/error:")
+    table = plans.outcome_table(done)
+    if not table.empty:
+        st.markdown("Verification (read back from the cluster)")
+        st.dataframe(table, hide_index=True, width="stretch", key=f"{key}-outcome")
+    if getattr(done.outcome, "local_state_note", None):
+        st.info(done.outcome.local_state_note)
+    if isinstance(plan, ReassignmentPlan) and done.outcome is not None and done.result in ("in-progress", "partial"):
+        reassignment_progress(plan, key)
+    if st.button("New plan", key=f"{key}-clear"):
+        st.session_state.pop(key, None)
+        st.rerun()
+
+
+def reassignment_progress(plan: ReassignmentPlan, key: str) -> None:
+    """A progress bar polling verify every few seconds until the moves complete (verify then
+    removes the throttles); a cancel button."""
+
+    @st.fragment(run_every=POLL_SECONDS)
+    def poll() -> None:
+        with frame.shown_errors("reassignment"):
+            finished = st.session_state.get(f"{key}-finished")
+            user = auth.user()
+            operations = frame.operations()
+            status = finished or operations.verify_reassignment(user, plan)
+            if status.result in ("ok", "cancelled"):
+                st.session_state[f"{key}-finished"] = status  # verified once: stop polling the cluster
+            total = max(1, len(status.partitions))
+            st.progress(status.done / total, text=f"{status.done}/{len(status.partitions)} partition(s) at their "
+                                                  f"target · {status.result}"
+                                                  + (" · throttles removed" if status.throttles_removed else ""))
+            if status.result == "in-progress" and st.button("Cancel the reassignment", key=f"{key}-cancel-moves"):
+                cancelled = operations.cancel_reassignment(user, plan)
+                st.session_state[f"{key}-finished"] = cancelled
+                st.warning(f"reassignment {cancelled.result}: original replicas kept where moves were pending; "
+                           "throttles removed")
+
+    poll()

@@ -1,13 +1,14 @@
 """kpulse dashboard entry: `kpulse dashboard` runs `streamlit run` on this file.
 
 Routes with ``st.navigation`` over the file-based pages in ``app_pages/`` (not ``pages/``: that name switches Streamlit to its legacy multipage mode) and draws the shared frame:
-the cluster picker and the freshness of the data (stale = older than two collection intervals)."""
+the sign-in gate (:mod:`dashboard.auth`), the cluster picker, who is signed in, and the freshness of
+the data (stale = older than two collection intervals)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import components, frame
+from dashboard import auth, components, frame
 from dashboard.services.health import freshness
 
 st.set_page_config(page_title="kpulse", page_icon=":material/monitoring:", layout="wide")
@@ -20,14 +21,20 @@ PAGES = [
     st.Page("app_pages/streams.py", title="Streams apps", icon=":material/waves:", url_path="streams"),
     st.Page("app_pages/slos.py", title="SLOs", icon=":material/target:", url_path="slos"),
     st.Page("app_pages/alerts.py", title="Alerts", icon=":material/notifications_active:", url_path="alerts"),
+    st.Page("app_pages/operations.py", title="Operations", icon=":material/build:", url_path="operations"),
 ]
-navigation = st.navigation(PAGES)
+who = auth.gate()  # draws the sign-in form when nobody is signed in
+navigation = st.navigation(PAGES, position="sidebar" if who else "hidden")
 
 with st.sidebar:
     st.markdown("### kpulse")
     with frame.shown_errors():
         names = frame.sources().config.cluster_names
         st.selectbox("Cluster", names, key=frame.CLUSTER_KEY)
+    if who:
+        auth.sidebar(who)
+if not who:
+    st.stop()
 
 
 @st.fragment(run_every=frame.refresh_seconds())

@@ -9,6 +9,7 @@ import logging
 import os
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
 import pandas as pd
@@ -163,3 +164,18 @@ def entity_param(name: str) -> str | None:
     """A query parameter naming an entity (``?group=...``), for links between pages."""
     value = st.query_params.get(name)
     return value or None
+
+
+@st.cache_resource(show_spinner=False)
+def _operations(_sources: Sources, source: str, lake_path: str, state_dir: str, factory_id: int):
+    from operations.service import Operations
+
+    return Operations(_sources.config, state_dir=Path(state_dir), admin_factory=_sources.admin_factory)
+
+
+def operations():
+    """The operations service (plans, executes, audits) for the configured clusters; one per config."""
+    from kpulse import home
+
+    src = sources()
+    return _operations(src, src.config.source, src.lake_path, str(home.state_dir()), id(src.admin_factory))

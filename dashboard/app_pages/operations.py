@@ -1,0 +1,83 @@
+"""Operations: approval requests waiting for a second operator, reassignments in progress, and
+the audit log (every attempt to change a cluster, refused ones included)."""
+
+import time
+
+import streamlit as st
+
+from dashboard import actions, auth, frame
+from dashboard.services import plans
+from operations.access import allowed
+from operations.offset_plan import ResetPlan
+from operations.reassign_plan import ReassignmentPlan
+from operations.streams_reset import StreamsResetPlan
+
+WINDOWS = {"1 hour": 3600, "1 day": 86400, "7 days": 7 * 86400, "30 days": 30 * 86400}
+PLAN_TYPES = {"reset-offsets": ResetPlan, "reset-streams-app": StreamsResetPlan, "reassign:execute": ReassignmentPlan}
+
+st.title("Operations")
+user = auth.user()
+cluster = frame.cluster()
+
+with frame.shown_errors("approvals"):
+    operations = frame.operations()
+    st.subheader("Approval requests")
+    pending = operations.approvals.pending(cluster)
+    if not pending:
+        st.caption(f"No request waits for approval on cluster {cluster}.")
+    else:
+        st.dataframe(plans.approvals_table(pending), hide_index=True, width="stretch", key="ops-approvals")
+        chosen = st.selectbox("Request", [r.id for r in pending], key="ops-request",
+                              format_func=lambda i: next(f"{r.id} · {r.action} {r.target} by {r.requested_by}"
+                                                         for r in pending if r.id == i))
+        request = next(r for r in pending if r.id == chosen)
+        plan = PLAN_TYPES[request.action].from_dict(request.plan)
+        st.caption(plans.plan_summary(plan))
+        for number, (title, table) in enumerate(plans.plan_tables(plan).items()):
+            if number == 0 or not table.empty:
+                st.markdown(title)
+                st.dataframe(table, hide_index=True, width="stretch", key=f"ops-request-plan-{number}")
+        if user is None or not allowed(user, "approve"):
+            st.caption("Approving needs the operator role.")
+        elif request.requested_by == user.name:
+            st.caption("You requested this: another operator must approve it.")
+        else:
+            approve, reject = st.columns(2)
+            if approve.button("Approve and run", key="ops-approve", type="primary"):
+                with frame.shown_errors("approve"):
+                    outcome = operations.approve(user, request.id)
+                    st.session_state["ops-approved"] = plans.Done(request.action, outcome)
+            if reject.button("Reject", key="ops-reject"):
+                with frame.shown_errors("reject"):
+                    operations.reject(user, request.id)
+                    st.rerun()
+    approved = st.session_state.get("ops-approved")
+    if approved is not None:
+        (st.success if approved.result in ("ok", "in-progress") else st.error)(plans.outcome_text(approved))
+        table = plans.outcome_table(approved)
+        if not table.empty:
+            st.dataframe(table, hide_index=True, width="stretch", key="ops-approved-outcome")
+
+window = WINDOWS[st.segmented_control("History", list(WINDOWS), default="1 day", key="ops-window") or "1 day"]
+with frame.shown_errors("audit log"):
+    rows = frame.operations().audit.read(since=frame.now() - window, cluster=cluster)
+    open_moves = plans.open_reassignments(rows)
+    st.subheader("Reassignments in progress")
+    if not open_moves:
+        st.caption("None started from kpulse in this window.")
+    for number, plan in enumerate(open_moves):
+        st.markdown(f"{plan.goal} · planned {time.strftime('%Y-%m-%d %H:%M:%SZ', time.gmtime(plan.planned_at))}")
+        actions.reassignment_progress(plan, f"ops-moves-{number}")
+    st.subheader("Audit log")
+    table = plans.audit_table(rows)
+    st.caption(f"{len(table)} record(s) on cluster {cluster} · newest first")
+    st.dataframe(table.drop(columns=["action_id"]), hide_index=True, width="stretch", key="ops-audit")
+    if len(table):
+        chosen = st.selectbox("Details of", list(table["action_id"]), key="ops-audit-row",
+                              format_func=lambda i: " · ".join(str(v) for v in table.loc[
+                                  table["action_id"] == i, ["time", "actor", "action", "target", "result"]].iloc[0]))
+        details = plans.audit_details(rows, chosen)
+        left, middle, right = st.columns(3)
+        for column, name in ((left, "plan"), (middle, "before"), (right, "after")):
+            column.markdown(name)
+            column.json(details[name] or {}, expanded=False)

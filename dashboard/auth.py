@@ -1,0 +1,97 @@
+"""Sign-in: the gate ``app.py`` passes before any page, the signed-in user in the sidebar, sign out.
+Modes and roles: :mod:`dashboard.services.identity`."""
+
+from __future__ import annotations
+
+import getpass
+import os
+
+import streamlit as st
+
+from dashboard import frame
+from dashboard.services import identity
+from operations.access import User
+from operations.errors import LoginFailed
+
+USER_KEY = "kpulse_user"
+"""Session-state key of the signed-in :class:`User` (local users file)."""
+
+
+def _has_auth_secrets() -> bool:
+    try:
+        return "auth" in st.secrets
+    except Exception:  # noqa: BLE001 - no secrets.toml, or an unreadable one: not configured
+        return False
+
+
+def current() -> identity.Identity | None:
+    """Who is signed in; ``None`` until someone is (the gate draws the sign-in then)."""
+    config = frame.sources().config
+    users = identity.users_file(config)
+    if identity.auth_mode(os.environ, _has_auth_secrets()) == "oidc":
+        if not st.user.is_logged_in:
+            return None
+        return identity.Identity(identity.oidc_user(st.user.to_dict(), users))
+    if not users.exists():
+        return identity.without_users_file(config, getpass.getuser(), users.path)
+    user = st.session_state.get(USER_KEY)
+    return identity.Identity(user) if isinstance(user, User) else None
+
+
+def user() -> User | None:
+    """The signed-in user (pages use this to decide which controls to draw)."""
+    with frame.shown_errors("sign-in"):
+        who = current()
+        return who.user if who else None
+    return None
+
+
+def gate() -> identity.Identity | None:
+    """Who is signed in; when nobody is, draws the sign-in (or the config error) and returns None."""
+    with frame.shown_errors("sign-in"):
+        who = current()
+        if who is None:
+            _sign_in()
+        return who
+    return None
+
+
+def sidebar(who: identity.Identity) -> None:
+    """The signed-in user and role, sign out, and the no-users-file banner."""
+    st.markdown(f":material/account_circle: **{who.user.name}** · {who.user.role}")
+    if identity.auth_mode(os.environ, _has_auth_secrets()) == "oidc":
+        st.button("Sign out", key="sign-out", on_click=st.logout)
+    elif USER_KEY in st.session_state:
+        st.button("Sign out", key="sign-out", on_click=lambda: st.session_state.pop(USER_KEY, None))
+    if who.banner:
+        st.warning(who.banner, icon=":material/lock_open:")
+
+
+def _sign_in() -> None:
+    st.title("kpulse")
+    if identity.auth_mode(os.environ, _has_auth_secrets()) == "oidc":
+        st.write("Sign in with your organisation's identity provider.")
+        st.button("Sign in", key="oidc-sign-in", on_click=st.login, type="primary")
+        return
+    with st.form("sign-in", border=True):
+        st.markdown("**Sign in**")
+        name = st.text_input("User name", key="sign-in-name")
+        password = st.text_input("Password", type="password", key="sign-in-password")
+        submitted = st.form_submit_button("Sign in", type="primary")
+    if submitted:
+        users = identity.users_file(frame.sources().config)
+        try:
+            st.session_state[USER_KEY] = users.authenticate(name.strip(), password)
+        except LoginFailed as error:
+            _audit_failed_login(name, str(error))
+            st.error(str(error), icon=":material/error:")
+            return
+        st.rerun()
+
+
+def _audit_failed_login(name: str, error: str) -> None:
+    from operations.audit import AuditRecord
+
+    with frame.shown_errors("audit"):
+        frame.operations().audit.record(AuditRecord(cluster=frame.cluster(), actor=name or "?", action="login",
+                                                    target="dashboard", result="denied", error=error))
