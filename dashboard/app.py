@@ -26,15 +26,14 @@ PAGES = [
 who = auth.gate()  # draws the sign-in form when nobody is signed in
 navigation = st.navigation(PAGES, position="sidebar" if who else "hidden")
 
+if not who:
+    st.stop()
 with st.sidebar:
     st.markdown("### kpulse")
     with frame.shown_errors():
         names = frame.sources().config.cluster_names
         st.selectbox("Cluster", names, key=frame.CLUSTER_KEY)
-    if who:
-        auth.sidebar(who)
-if not who:
-    st.stop()
+    auth.sidebar(who)
 
 
 @st.fragment(run_every=frame.refresh_seconds())

@@ -1,0 +1,207 @@
+"""The dashboard's operations UI under AppTest on the real cluster: sign-in against a users file,
+a viewer sees no action controls, an operator's offset reset is a plan first (nothing changes),
+a wrongly typed name refuses, the right name executes exactly the plan and leaves an audit row.
+Identity rules without a users file are unit-tested at the end."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from streamlit.testing.v1 import AppTest
+
+from operations.access import User, UsersFile
+from tests.test_ops_support import admin_for, commit, committed, create_topic, produce
+
+APP_FILE = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
+CLUSTER = "live"
+TOPIC = "ui-ops-orders"
+COUNTS = {0: 20, 1: 15, 2: 10}
+START = 5
+PASSWORDS = {"olga": ("operator", "olga-secret-1"), "vic": ("viewer", "vic-secret-1")}
+
+
+def write_setup(directory: Path, bootstrap: str, groups: list[str], *, port: int = 8501) -> Path:
+    """Users file, config and a snapshot naming ``groups`` (the pages list groups from it)."""
+    users = UsersFile(directory / "users.yaml")
+    for name, (role, password) in PASSWORDS.items():
+        users.add(name, role, password)
+    lake = directory / "lake"
+    config = {"clusters": [{"name": CLUSTER, "bootstrap_servers": bootstrap, "probe": {"enabled": False}}],
+              "lake": {"path": str(lake)}, "intervals": {"collect_seconds": 600},
+              "dashboard": {"users_file": str(users.path), "port": port, "host": "127.0.0.1"}}
+    (lake / "_snapshots").mkdir(parents=True)
+    snapshot = {"time": time.time(), "cluster_name": CLUSTER, "consumer_groups": [
+        {"group_id": group, "state": "Empty", "members": 0, "partition_count": len(COUNTS), "status": "OK",
+         "total_lag": sum(c - START for c in COUNTS.values()), "max_lag_seconds": 0.0, "lag_seconds_threshold": 60.0,
+         "partitions": [{"topic": TOPIC, "partition": p, "committed_offset": START, "log_end_offset": c,
+                         "lag": c - START, "lag_seconds": 0.0, "status": "OK"} for p, c in COUNTS.items()]}
+        for group in groups]}
+    (lake / "_snapshots" / f"{CLUSTER}.json").write_text(json.dumps(snapshot))
+    path = directory / "kpulse.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def prepare_topic(bootstrap: str):
+    admin = admin_for(bootstrap)
+    if TOPIC not in admin.list_topics(timeout=10).topics:
+        create_topic(admin, TOPIC, len(COUNTS))
+        produce(bootstrap, TOPIC, COUNTS, first_ms=int(time.time() * 1000) - 60_000, step_ms=1000)
+    return admin
+
+
+@pytest.fixture(scope="module")
+def setup(bootstrap, tmp_path_factory):
+    admin = prepare_topic(bootstrap)
+    group = "ui-ops-group"
+    commit(admin, group, {(TOPIC, p): START for p in COUNTS})
+    config = write_setup(tmp_path_factory.mktemp("dashboard-ops"), bootstrap, [group])
+    return {"admin": admin, "group": group, "config": config}
+
+
+@pytest.fixture
+def app(setup, monkeypatch):
+    monkeypatch.setenv("KPULSE_CONFIG", str(setup["config"]))
+    monkeypatch.delenv("KPULSE_DASHBOARD_AUTH", raising=False)
+    return AppTest.from_file(str(APP_FILE), default_timeout=90).run()
+
+
+def sign_in(app: AppTest, name: str, password: str) -> AppTest:
+    app.text_input(key="sign-in-name").input(name)
+    app.text_input(key="sign-in-password").input(password)
+    next(b for b in app.button if b.label == "Sign in").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    return app
+
+
+def labels(app: AppTest) -> set[str]:
+    return {b.label for b in app.button}
+
+
+def table_with(app: AppTest, column: str):
+    """The one table on the page with ``column``."""
+    tables = [d.value for d in app.dataframe if column in d.value.columns]
+    assert len(tables) == 1, f"{len(tables)} tables with a {column!r} column"
+    return tables[0]
+
+
+def group_key(group: str) -> str:
+    return f"op-group-{CLUSTER}-{group}"
+
+
+pytestmark = pytest.mark.cluster
+
+
+def test_wrong_password_is_one_line_and_signs_nobody_in(app, setup):
+    assert "Sign in" in labels(app) and not app.sidebar.selectbox  # nothing else is shown before sign-in
+    sign_in(app, "olga", "not-her-password")
+    assert [e.value for e in app.error] == ["wrong user name or password for 'olga'"]
+    assert "Sign in" in labels(app) and not any("olga" in m.value for m in app.sidebar.markdown)
+
+
+def test_a_viewer_sees_no_action_controls(app, setup):
+    sign_in(app, "vic", "vic-secret-1")
+    assert any("vic" in m.value and "viewer" in m.value for m in app.sidebar.markdown)
+    app.switch_page("app_pages/groups.py").run()
+    assert not app.exception
+    key = group_key(setup["group"])
+    assert not [w for w in app.selectbox if w.key and w.key.startswith(key)]
+    assert not {"Plan (changes nothing)", "Execute…", "Request approval…"} & labels(app)
+    assert any("reset-offsets needs the operator role; you are a viewer" in c.value for c in app.caption)
+
+
+def test_operator_plans_then_only_the_typed_name_executes_the_reset(app, setup):
+    admin, group = setup["admin"], setup["group"]
+    before = committed(admin, group)
+    assert before == {(TOPIC, p): START for p in COUNTS}
+    sign_in(app, "olga", "olga-secret-1")
+    app.switch_page("app_pages/groups.py").run()
+    key = group_key(group)
+    app.selectbox(key=f"{key}-strategy").set_value("to-earliest")
+    next(b for b in app.button if b.label == "Plan (changes nothing)").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+
+    plan = table_with(app, "new offset")
+    assert list(plan["partition"]) == sorted(COUNTS)
+    assert list(plan["current offset"]) == [START] * len(COUNTS)
+    assert list(plan["new offset"]) == [0] * len(COUNTS)
+    assert list(plan["lag before"]) == [c - START for c in COUNTS.values()]
+    assert list(plan["lag after"]) == list(COUNTS.values())
+    assert list(plan["replayed"]) == [START] * len(COUNTS) and list(plan["skipped"]) == [0] * len(COUNTS)
+    assert committed(admin, group) == before  # planning changed nothing
+
+    app.button(key=f"{key}-execute").click().run()
+    assert app.text_input(key=f"{key}-typed")  # the confirmation dialog is open
+    assert committed(admin, group) == before  # opening it changed nothing
+
+    app.text_input(key=f"{key}-typed").input(group + "x")
+    app.button(key=f"{key}-confirm").click().run()
+    assert any(f"is not '{group}': nothing executed" in e.value for e in app.error)
+    assert committed(admin, group) == before
+
+    app.text_input(key=f"{key}-typed").input(group)
+    app.button(key=f"{key}-confirm").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    assert any("reset-offsets: ok" in s.value for s in app.success)
+    expected = {(TOPIC, int(p)): int(n) for p, n in zip(plan["partition"], plan["new offset"])}
+    assert committed(admin, group) == expected
+    outcome = table_with(app, "after (read back)")
+    assert list(outcome["after (read back)"]) == [0] * len(COUNTS)
+
+    from kpulse.config import load_config
+    from operations.audit import AuditLog
+
+    rows = AuditLog(load_config(str(setup["config"])).lake.path, Path("/nonexistent-spool")).read()
+    done = rows[(rows["action"] == "reset-offsets") & (rows["target"] == f"group {group}")]
+    assert list(done["actor"]) == ["olga"] and list(done["result"]) == ["ok"]
+    assert json.loads(done.iloc[0]["after_json"]) == {f"{TOPIC}-{p}": 0 for p in COUNTS}
+
+    app.switch_page("app_pages/operations.py").run()
+    assert not app.exception
+    audit = table_with(app, "actor")
+    assert ("olga", "reset-offsets", f"group {group}", "ok") in set(
+        audit[["actor", "action", "target", "result"]].itertuples(index=False, name=None))
+
+
+# --- identity rules (pure) ---------------------------------------------------------------------------
+
+def _config(tmp_path: Path, host: str, bootstrap: str):
+    from kpulse.config import load_config
+
+    path = tmp_path / "kpulse.yaml"
+    path.write_text(yaml.safe_dump({"clusters": [{"name": "c", "bootstrap_servers": bootstrap}],
+                                    "lake": {"path": str(tmp_path / "lake")}, "dashboard": {"host": host}}))
+    return load_config(str(path))
+
+
+@pytest.mark.parametrize("host, bootstrap, role", [
+    ("127.0.0.1", "127.0.0.1:9092,localhost:9093", "admin"),
+    ("0.0.0.0", "127.0.0.1:9092", "viewer"),
+    ("127.0.0.1", "kafka.prod.example:9092", "viewer"),
+])
+def test_without_a_users_file_only_a_local_setup_may_act(tmp_path, host, bootstrap, role):
+    from dashboard.services.identity import without_users_file
+
+    who = without_users_file(_config(tmp_path, host, bootstrap), "dev", tmp_path / "users.yaml")
+    assert who.user == User("dev", role)
+    assert ("local mode" if role == "admin" else "view only") in who.banner
+
+
+def test_auth_mode_and_oidc_roles(tmp_path):
+    from dashboard.services.identity import auth_mode, oidc_user
+    from dashboard.services.sources import DashboardError
+
+    assert auth_mode({}, has_auth_secrets=False) == "local"
+    assert auth_mode({}, has_auth_secrets=True) == "oidc"
+    assert auth_mode({"KPULSE_DASHBOARD_AUTH": "local"}, has_auth_secrets=True) == "local"
+    with pytest.raises(DashboardError):
+        auth_mode({"KPULSE_DASHBOARD_AUTH": "ldap"}, has_auth_secrets=False)
+    users = UsersFile(tmp_path / "users.yaml")
+    users.add("ann@example.com", "operator", "whatever-123")
+    assert oidc_user({"email": "ann@example.com", "sub": "1"}, users) == User("ann@example.com", "operator")
+    assert oidc_user({"email": "bob@example.com"}, users) == User("bob@example.com", "viewer")
+    assert oidc_user({"sub": "x-1"}, UsersFile(tmp_path / "none.yaml")) == User("x-1", "viewer")
