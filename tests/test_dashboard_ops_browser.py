@@ -1,0 +1,127 @@
+"""The offset reset flow in headless Chromium against `kpulse dashboard` on the real cluster: sign
+in, open the group's actions, plan (the plan shows; nothing changes), open the confirmation
+dialog (nothing changes), type the group's name, execute (offsets read back equal the plan).
+Screenshots in test-artifacts/dashboard/."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from tests.conftest import ARTIFACTS, TEST_PORT_BASE
+from tests.dashboard_browser import Browser, chromium_path
+from tests.test_dashboard_ops import COUNTS, START, TOPIC, prepare_topic, write_setup
+from tests.test_ops_support import commit, committed
+
+pytestmark = [pytest.mark.cluster,
+              pytest.mark.skipif(chromium_path() is None, reason="chromium not installed: run `make test` "
+                                                                  "(scripts/setup.sh with KPULSE_WITH_BROWSER=1)")]
+DASHBOARD_PORT = TEST_PORT_BASE + 510
+DEVTOOLS_PORT = TEST_PORT_BASE + 511
+SCREENSHOTS = ARTIFACTS / "dashboard"
+GROUP = "ui-ops-browser"
+
+
+class Operator(Browser):
+    """Types and clicks like a person: focus + inserted text, real clicks on buttons and links."""
+
+    def js(self, expression: str):
+        return self._call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
+
+    def type_into(self, label: str, text: str) -> None:
+        assert self.js(f"(() => {{ const e = document.querySelector('input[aria-label={json.dumps(label)}]');"
+                       " if (!e) return false; e.focus(); e.select(); return true; })()"), f"no input {label!r}"
+        self._call("Input.insertText", text=text)
+
+    def press_enter(self) -> None:
+        for kind in ("keyDown", "keyUp"):
+            self._call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13)
+
+    def click(self, text: str, within: str = "body") -> None:
+        """Click the button whose text (icon ligatures aside) ends with ``text``."""
+        clicked = self.js(f"(() => {{ const b = [...document.querySelectorAll({json.dumps(within + ' button')})]"
+                          f".find(b => b.innerText.trim().endsWith({json.dumps(text)}));"
+                          " if (!b) return false; b.click(); return true; })()")
+        assert clicked, f"no button {text!r} in {within}"
+
+
+def _healthy() -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{DASHBOARD_PORT}/_stcore/health", timeout=2) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def dashboard(bootstrap, tmp_path_factory):
+    admin = prepare_topic(bootstrap)
+    commit(admin, GROUP, {(TOPIC, p): START for p in COUNTS})
+    config = write_setup(tmp_path_factory.mktemp("dashboard-ops-browser"), bootstrap, [GROUP], port=DASHBOARD_PORT)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    process = subprocess.Popen([sys.executable, "-m", "kpulse.cli", "--config", str(config), "dashboard"],
+                               stdout=open(SCREENSHOTS / "dashboard-ops.log", "w"), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while not _healthy():
+            assert process.poll() is None and time.monotonic() < deadline, "the dashboard did not start"
+            time.sleep(0.5)
+        yield admin
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture
+def browser():
+    chromium = Operator(DEVTOOLS_PORT)
+    yield chromium
+    chromium.close()
+
+
+def test_sign_in_plan_confirm_and_nothing_runs_before_the_typed_name(dashboard, browser):
+    admin = dashboard
+    before = {(TOPIC, p): START for p in COUNTS}
+    assert committed(admin, GROUP) == before
+    browser.open(f"http://127.0.0.1:{DASHBOARD_PORT}/")
+    browser.wait_for(["Sign in", "User name", "Password"])
+    browser.type_into("User name", "olga")
+    browser.type_into("Password", "olga-secret-1")
+    browser.click("Sign in")
+    browser.wait_for(["olga · operator", "Operations"])
+
+    assert browser.js("(() => { const a = document.querySelector('a[href$=\"/groups\"]');"
+                      " if (!a) return false; a.click(); return true; })()")
+    browser.wait_for(["Consumer groups", "Actions", "Plan (changes nothing)"])
+    browser.click("Plan (changes nothing)")
+    replayed = START * len(COUNTS)
+    text = browser.wait_for(["Plan · nothing has changed yet", f"{len(COUNTS)} partition(s), {replayed} message(s) "
+                             "replayed, 0 skipped", "Offsets per partition", "Execute…"])
+    browser.screenshot(SCREENSHOTS / "ops-plan.png")
+    assert "Traceback" not in text
+    assert committed(admin, GROUP) == before  # the plan changed nothing
+
+    browser.click("Execute…")
+    browser.wait_for(["Confirm the change", f"Type {GROUP} to confirm.", "Name of the target"])
+    time.sleep(1.0)  # the dialog's opening animation
+    browser.screenshot(SCREENSHOTS / "ops-confirm-dialog.png")
+    assert committed(admin, GROUP) == before  # the open dialog changed nothing
+    assert (SCREENSHOTS / "ops-confirm-dialog.png").stat().st_size > 10_000
+
+    browser.type_into("Name of the target", GROUP)
+    browser.press_enter()
+    time.sleep(1.0)
+    browser.click("Execute", within="[role=dialog]")
+    text = browser.wait_for(["reset-offsets: ok", "Verification (read back from the cluster)"])
+    browser.screenshot(SCREENSHOTS / "ops-result.png")
+    assert "Traceback" not in text
+    assert committed(admin, GROUP) == {(TOPIC, p): 0 for p in COUNTS}  # to-earliest: the log start
