@@ -43,6 +43,11 @@ class Operator(Browser):
         for kind in ("keyDown", "keyUp"):
             self._call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13)
 
+    def scroll_to(self, selector: str) -> None:
+        """Bring an element into view (Streamlit scrolls its own container: a screenshot shows the view)."""
+        self.js(f"document.querySelector({json.dumps(selector)})?.scrollIntoView({{block: 'start'}})")
+        time.sleep(0.5)
+
     def click(self, text: str, within: str = "body") -> None:
         """Click the button whose text (icon ligatures aside) ends with ``text``."""
         clicked = self.js(f"(() => {{ const b = [...document.querySelectorAll({json.dumps(within + ' button')})]"
@@ -106,6 +111,7 @@ def test_sign_in_plan_confirm_and_nothing_runs_before_the_typed_name(dashboard, 
     replayed = START * len(COUNTS)
     text = browser.wait_for(["Plan · nothing has changed yet", f"{len(COUNTS)} partition(s), {replayed} message(s) "
                              "replayed, 0 skipped", "Offsets per partition", "Execute…"])
+    browser.scroll_to(".st-key-actions-group")
     browser.screenshot(SCREENSHOTS / "ops-plan.png")
     assert "Traceback" not in text
     assert committed(admin, GROUP) == before  # the plan changed nothing
@@ -122,6 +128,7 @@ def test_sign_in_plan_confirm_and_nothing_runs_before_the_typed_name(dashboard, 
     time.sleep(1.0)
     browser.click("Execute", within="[role=dialog]")
     text = browser.wait_for(["reset-offsets: ok", "Verification (read back from the cluster)"])
+    browser.scroll_to(".st-key-actions-group")
     browser.screenshot(SCREENSHOTS / "ops-result.png")
     assert "Traceback" not in text
     assert committed(admin, GROUP) == {(TOPIC, p): 0 for p in COUNTS}  # to-earliest: the log start
