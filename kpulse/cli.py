@@ -81,7 +81,21 @@ def build_parser() -> argparse.ArgumentParser:
     from operations.commands import add_parsers as add_operation_parsers
 
     add_operation_parsers(commands)
+    _accept_config_after_the_command(commands)
     return parser
+
+
+def _accept_config_after_the_command(commands) -> None:
+    """``kpulse collect --config F`` as well as ``kpulse --config F collect``: every command's
+    parser takes ``--config`` too (``kafka-cli`` excepted: its arguments belong to the tool)."""
+    for name, sub in commands.choices.items():
+        if name == "kafka-cli":
+            continue
+        if not any("--config" in action.option_strings for action in sub._actions):
+            sub.add_argument("--config", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        for action in sub._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _accept_config_after_the_command(action)
 
 
 def main(argv: list[str] | None = None) -> int:

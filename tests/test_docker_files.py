@@ -594,6 +594,30 @@ def test_kpulse_config_wired_to_compose():
     assert kpulse_wiring_problems(load_yaml(KPULSE_CONFIG_FILE), compose(), load_yaml(PROMETHEUS_FILE)) == []
 
 
+def kpulse_command_lines() -> list[list[str]]:
+    """Every ``kpulse ...`` command of the compose services and the Dockerfiles' CMD lines."""
+    lines = [service["command"] for service in services_of(compose()).values()
+             if isinstance(service.get("command"), list) and service["command"][:1] == ["kpulse"]]
+    for dockerfile in DOCKERFILES:
+        for match in re.finditer(r"^CMD (\[.*\])$", dockerfile.read_text(), re.MULTILINE):
+            command = json.loads(match.group(1))
+            if command[:1] == ["kpulse"]:
+                lines.append(command)
+    return lines
+
+
+def test_every_kpulse_command_of_the_deployment_parses():
+    from kpulse.cli import build_parser
+
+    lines = kpulse_command_lines()
+    assert len(lines) >= 4  # collect, slo run, dashboard (compose) and the image's CMD
+    for line in lines:
+        try:
+            build_parser().parse_args(line[1:])
+        except SystemExit:
+            pytest.fail(f"not a valid kpulse command: {' '.join(line)}")
+
+
 def test_kpulse_config_loads():
     from kpulse.config import load_config
 
