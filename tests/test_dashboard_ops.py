@@ -21,16 +21,19 @@ CLUSTER = "live"
 TOPIC = "ui-ops-orders"
 COUNTS = {0: 20, 1: 15, 2: 10}
 START = 5
-PASSWORDS = {"olga": ("operator", "olga-secret-1"), "vic": ("viewer", "vic-secret-1")}
+PASSWORDS = {"olga": ("operator", "olga-secret-1"), "otto": ("operator", "otto-secret-1"),
+             "vic": ("viewer", "vic-secret-1")}
 
 
-def write_setup(directory: Path, bootstrap: str, groups: list[str], *, port: int = 8501) -> Path:
+def write_setup(directory: Path, bootstrap: str, groups: list[str], *, port: int = 8501, read_only: bool = False,
+                require_approval: bool = False) -> Path:
     """Users file, config and a snapshot naming ``groups`` (the pages list groups from it)."""
     users = UsersFile(directory / "users.yaml")
     for name, (role, password) in PASSWORDS.items():
         users.add(name, role, password)
     lake = directory / "lake"
-    config = {"clusters": [{"name": CLUSTER, "bootstrap_servers": bootstrap, "probe": {"enabled": False}}],
+    config = {"clusters": [{"name": CLUSTER, "bootstrap_servers": bootstrap, "probe": {"enabled": False},
+                            "read_only": read_only, "require_approval": require_approval}],
               "lake": {"path": str(lake)}, "intervals": {"collect_seconds": 600},
               "dashboard": {"users_file": str(users.path), "port": port, "host": "127.0.0.1"}}
     (lake / "_snapshots").mkdir(parents=True)
@@ -63,11 +66,15 @@ def setup(bootstrap, tmp_path_factory):
     return {"admin": admin, "group": group, "config": config}
 
 
-@pytest.fixture
-def app(setup, monkeypatch):
-    monkeypatch.setenv("KPULSE_CONFIG", str(setup["config"]))
+def start(config: Path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("KPULSE_CONFIG", str(config))
     monkeypatch.delenv("KPULSE_DASHBOARD_AUTH", raising=False)
     return AppTest.from_file(str(APP_FILE), default_timeout=90).run()
+
+
+@pytest.fixture
+def app(setup, monkeypatch):
+    return start(setup["config"], monkeypatch)
 
 
 def sign_in(app: AppTest, name: str, password: str) -> AppTest:
@@ -165,6 +172,49 @@ def test_operator_plans_then_only_the_typed_name_executes_the_reset(app, setup):
     audit = table_with(app, "actor")
     assert ("olga", "reset-offsets", f"group {group}", "ok") in set(
         audit[["actor", "action", "target", "result"]].itertuples(index=False, name=None))
+
+
+def test_a_read_only_cluster_shows_the_controls_disabled_with_the_reason(setup, bootstrap, tmp_path, monkeypatch):
+    app = start(write_setup(tmp_path, bootstrap, [setup["group"]], read_only=True), monkeypatch)
+    sign_in(app, "olga", "olga-secret-1")
+    app.switch_page("app_pages/groups.py").run()
+    key = group_key(setup["group"])
+    assert app.selectbox(key=f"{key}-strategy").disabled
+    assert next(b for b in app.button if b.label == "Plan (changes nothing)").disabled
+    assert any(f"Cluster {CLUSTER} is read-only" in i.value for i in app.info)
+
+
+def test_an_approval_cluster_files_a_request_that_another_operator_approves(bootstrap, tmp_path, monkeypatch):
+    admin = prepare_topic(bootstrap)
+    group = "ui-ops-approved"
+    before = {(TOPIC, p): START for p in COUNTS}
+    commit(admin, group, before)
+    config = write_setup(tmp_path, bootstrap, [group], require_approval=True)
+    app = sign_in(start(config, monkeypatch), "olga", "olga-secret-1")
+    app.switch_page("app_pages/groups.py").run()
+    key = group_key(group)
+    app.selectbox(key=f"{key}-strategy").set_value("to-latest")
+    next(b for b in app.button if b.label == "Plan (changes nothing)").click().run()
+    assert "Execute…" not in labels(app)
+    app.button(key=f"{key}-execute").click().run()
+    app.text_input(key=f"{key}-typed").input(group)
+    app.button(key=f"{key}-confirm").click().run()
+    assert any("approval request" in s.value and "nothing changed yet" in s.value for s in app.success)
+    assert committed(admin, group) == before
+
+    app.switch_page("app_pages/operations.py").run()  # the requester cannot approve
+    assert "Approve and run" not in labels(app)
+    assert any("another operator must approve it" in c.value for c in app.caption)
+
+    other = sign_in(start(config, monkeypatch), "otto", "otto-secret-1")
+    other.switch_page("app_pages/operations.py").run()
+    assert list(table_with(other, "requested by")["target"]) == [f"group {group}"]
+    next(b for b in other.button if b.label == "Approve and run").click().run()
+    assert not other.exception and not other.error, [e.value for e in other.error]
+    assert committed(admin, group) == {(TOPIC, p): c for p, c in COUNTS.items()}  # to-latest: the log end
+    audit = table_with(other, "actor")
+    done = audit[(audit["target"] == f"group {group}") & (audit["result"] == "ok")]
+    assert list(done["actor"]) == ["olga"] and list(done["approved_by"]) == ["otto"]
 
 
 # --- identity rules (pure) ---------------------------------------------------------------------------
