@@ -22,7 +22,7 @@ TOPIC = "ui-ops-orders"
 COUNTS = {0: 20, 1: 15, 2: 10}
 START = 5
 PASSWORDS = {"olga": ("operator", "olga-secret-1"), "otto": ("operator", "otto-secret-1"),
-             "vic": ("viewer", "vic-secret-1")}
+             "vic": ("viewer", "vic-secret-1"), "ada": ("admin", "ada-secret-1")}
 
 
 def write_setup(directory: Path, bootstrap: str, groups: list[str], *, port: int = 8501, read_only: bool = False,
@@ -37,7 +37,9 @@ def write_setup(directory: Path, bootstrap: str, groups: list[str], *, port: int
               "lake": {"path": str(lake)}, "intervals": {"collect_seconds": 600},
               "dashboard": {"users_file": str(users.path), "port": port, "host": "127.0.0.1"}}
     (lake / "_snapshots").mkdir(parents=True)
-    snapshot = {"time": time.time(), "cluster_name": CLUSTER, "consumer_groups": [
+    snapshot = {"time": time.time(), "cluster_name": CLUSTER,
+                "brokers": [{"id": b, "up": True, "partition_count": 1, "leader_count": 1} for b in (1, 2, 3)],
+                "consumer_groups": [
         {"group_id": group, "state": "Empty", "members": 0, "partition_count": len(COUNTS), "status": "OK",
          "total_lag": sum(c - START for c in COUNTS.values()), "max_lag_seconds": 0.0, "lag_seconds_threshold": 60.0,
          "partitions": [{"topic": TOPIC, "partition": p, "committed_offset": START, "log_end_offset": c,
@@ -215,6 +217,41 @@ def test_an_approval_cluster_files_a_request_that_another_operator_approves(boot
     audit = table_with(other, "actor")
     done = audit[(audit["target"] == f"group {group}") & (audit["result"] == "ok")]
     assert list(done["actor"]) == ["olga"] and list(done["approved_by"]) == ["otto"]
+
+
+def test_an_admin_rebalances_a_topic_with_a_progress_bar_until_the_throttles_are_gone(bootstrap, tmp_path,
+                                                                                     monkeypatch):
+    from operations.reassign import throttle_configs
+
+    admin = admin_for(bootstrap)
+    topic = "ui-ops-moves"
+    create_topic(admin, topic, 2, assignment=[[1, 2], [2, 1]])
+    produce(bootstrap, topic, {0: 50, 1: 50}, first_ms=int(time.time() * 1000), step_ms=1)
+    app = sign_in(start(write_setup(tmp_path, bootstrap, []), monkeypatch), "ada", "ada-secret-1")
+    app.switch_page("app_pages/brokers.py").run()
+    key = f"op-broker-{CLUSTER}-1"
+    app.multiselect(key=f"{key}-topics").set_value([topic])
+    next(b for b in app.button if b.label == "Plan (changes nothing)").click().run()
+    assert not app.error, [e.value for e in app.error]
+    moves = table_with(app, "target replicas")
+    assert len(moves) >= 1 and all("3" in target for target in moves["target replicas"])
+    assert {tuple(p.replicas) for p in admin.list_topics(topic, timeout=10).topics[topic].partitions.values()} == {
+        (1, 2), (2, 1)}  # planning moved nothing
+
+    app.button(key=f"{key}-execute").click().run()
+    app.text_input(key=f"{key}-typed").input(CLUSTER)
+    app.button(key=f"{key}-confirm").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    deadline = time.monotonic() + 90
+    while not any("throttles removed" in bar.proto.text for bar in app.get("progress")):
+        assert time.monotonic() < deadline, [bar.proto.text for bar in app.get("progress")]
+        time.sleep(1)
+        app.run()
+    bar = app.get("progress")[0].proto
+    assert bar.value == 100 and f"{len(moves)}/{len(moves)} partition(s)" in bar.text
+    replicas = admin.list_topics(topic, timeout=10).topics[topic].partitions
+    assert any(3 in p.replicas for p in replicas.values())
+    assert all(not values for values in throttle_configs(admin, [1, 2, 3], [topic]).values())
 
 
 # --- identity rules (pure) ---------------------------------------------------------------------------
