@@ -254,6 +254,39 @@ def test_an_admin_rebalances_a_topic_with_a_progress_bar_until_the_throttles_are
     assert all(not values for values in throttle_configs(admin, [1, 2, 3], [topic]).values())
 
 
+def test_an_admin_resets_a_streams_app_deleting_its_internal_topics(bootstrap, tmp_path, monkeypatch):
+    admin = prepare_topic(bootstrap)
+    app_id = "ui-ops-app"
+    changelog = f"{app_id}-store-changelog"
+    create_topic(admin, changelog, 1)
+    create_topic(admin, "ui-ops-output", 1)
+    commit(admin, app_id, {(TOPIC, p): START for p in COUNTS})
+    snapshot_config = write_setup(tmp_path, bootstrap, [])
+    snapshot = tmp_path / "lake" / "_snapshots" / f"{CLUSTER}.json"
+    data = json.loads(snapshot.read_text())
+    data["streams_apps"] = [{"application_id": app_id, "state": "NOT_RUNNING", "members": 0, "instances": []}]
+    snapshot.write_text(json.dumps(data))
+    app = sign_in(start(snapshot_config, monkeypatch), "ada", "ada-secret-1")
+    app.switch_page("app_pages/streams.py").run()
+    key = f"op-streams-{CLUSTER}-{app_id}"
+    app.multiselect(key=f"{key}-input").set_value([TOPIC])
+    next(b for b in app.button if b.label == "Plan (changes nothing)").click().run()
+    assert not app.error, [e.value for e in app.error]
+    assert list(table_with(app, "new offset")["new offset"]) == [0] * len(COUNTS)
+    assert [d.value for d in app.dataframe if list(d.value.columns) == ["topic"]][0]["topic"].tolist() == [changelog]
+    assert changelog in admin.list_topics(timeout=10).topics  # planning deleted nothing
+
+    app.button(key=f"{key}-execute").click().run()
+    app.text_input(key=f"{key}-typed").input(app_id)
+    app.button(key=f"{key}-confirm").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    assert any(f"deleted {changelog}" in s.value for s in app.success)
+    assert any("KafkaStreams#cleanUp()" in i.value for i in app.info)
+    topics = admin.list_topics(timeout=10).topics
+    assert changelog not in topics and "ui-ops-output" in topics
+    assert committed(admin, app_id) == {(TOPIC, p): 0 for p in COUNTS}
+
+
 # --- identity rules (pure) ---------------------------------------------------------------------------
 
 def _config(tmp_path: Path, host: str, bootstrap: str):
