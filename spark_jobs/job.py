@@ -109,15 +109,14 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
         status = windows.status(fresh.unionByName(stored), definitions, plan.start, plan.end)
         lake_io.overwrite_partitions(_keep_other_clusters(spark, lake, "slo_status", status, plan, clusters),
                                      lake, "slo_status")
+    # A status row for every minute row recomputed, and for the stored minute just before ``start``.
+    status_rows = minute_rows + stored.where(F.col("minute") == plan.start - 1).count()
     fresh.unpersist()
-    written = lake_io.read_table(spark, lake, "slo_status", plan.days[0], day_of_minute(plan.end))
+    written = lake_io.read_table(spark, lake, "slo_status", day_of_minute(plan.end), day_of_minute(plan.end))
     if clusters:
         written = written.where(F.col("cluster").isin(clusters))
-    written = written.where(F.unix_micros("time") >= plan.start * 60_000_000).persist()
-    status_rows = written.count()
     latest = [_plain(row.asDict()) for row in
               written.where(F.unix_micros("time") == plan.end * 60_000_000).orderBy("cluster", "slo", "entity").collect()]
-    written.unpersist()
     return RunResult(plan, minute_rows, status_rows, latest)
 
 
@@ -143,8 +142,7 @@ def _fresh_minutes(spark, lake, plan: RunPlan, definitions: SloDefinitions, clus
     for slo in definitions.slos:
         known = stored.where(F.col("slo") == slo.name).select("cluster", "entity").distinct()
         computed = minutes.to_minutes(spark, minutes.samples(tables[slo.table], slo), slo, plan.first, plan.end, known)
-        # Not a bare literal: Spark would write a non-null column, and every lake column is nullable.
-        computed = computed.withColumn("slo", F.when(F.col("cluster").isNotNull(), F.lit(slo.name)))
+        computed = computed.withColumn("slo", F.lit(slo.name))
         result = computed if result is None else result.unionByName(computed)
     return result.select("cluster", "slo", "entity", "minute", "good", "valid")
 

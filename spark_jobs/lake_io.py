@@ -107,6 +107,9 @@ def overwrite_partitions(frame: DataFrame, lake: str, table: str) -> None:
     """Write ``frame`` (exactly the table's columns) partitioned by the UTC date of ``time``,
     replacing only the date partitions it has rows for."""
     columns = [f.name for f in SCHEMAS[table]]
+    # Every lake column is nullable; Spark would write literal or never-null columns as required.
+    # A union with an empty frame of the contract schema makes them nullable (and costs nothing).
+    frame = frame.select(*columns).unionByName(frame.sparkSession.createDataFrame([], spark_schema(table)))
     (frame.select(*columns, F.to_date("time").alias("date"))
      .write.mode("overwrite").option("partitionOverwriteMode", "dynamic")
      .partitionBy("date").parquet(_spark_path(lake, table)))

@@ -44,6 +44,7 @@ def _status_for_window(minutes: DataFrame, slos: list[SloDefinition], window_min
     names = [slo.name for slo in slos]
     rows = minutes.where(F.col("slo").isin(names) & (F.col("minute") >= eval_from - 1 - window_minutes)
                          & (F.col("minute") < eval_to))
+    rows = _collapse_middle(rows, window_minutes, eval_from, eval_to)
     ordered = Window.partitionBy("cluster", "slo", "entity").orderBy("minute")
     running = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     rows = rows.select("cluster", "slo", "entity", "minute",
@@ -59,6 +60,20 @@ def _status_for_window(minutes: DataFrame, slos: list[SloDefinition], window_min
     # The status at the end t of minute m = t - 1: only minutes whose end is in [eval_from, eval_to].
     summed = rows.select("cluster", "slo", "entity", "minute", *sums).where(F.col("minute") >= eval_from - 1)
     return _status_columns(summed, slos, window_minutes)
+
+
+def _collapse_middle(rows: DataFrame, window_minutes: int, eval_from: int, eval_to: int) -> DataFrame:
+    """Minutes that no window's start crosses during the evaluated range (newer than every SLO
+    window start ``t - window``, older than every burn window start ``t - 3d``) only ever count as a
+    whole: sum them into one row per entity, so an hourly run sorts a few days of minutes, not 30."""
+    low, high = eval_to - window_minutes, eval_from - 1 - max(burn.BURN_WINDOWS.values())
+    if high - low < 2:
+        return rows
+    middle = (F.col("minute") >= low) & (F.col("minute") < high)
+    collapsed = (rows.where(middle).groupBy("cluster", "slo", "entity")
+                 .agg(F.sum(F.coalesce("good", F.lit(0))).alias("good"), F.sum(F.coalesce("valid", F.lit(0))).alias("valid"))
+                 .select("cluster", "slo", "entity", F.lit(low).cast("long").alias("minute"), "good", "valid"))
+    return rows.where(~middle).unionByName(collapsed)
 
 
 def _by_slo(slos: list[SloDefinition], value) -> F.Column:

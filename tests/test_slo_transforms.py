@@ -200,3 +200,15 @@ def test_occurrences_weigh_by_events_and_overrides_change_the_objective_per_enti
         assert row["burn_rate_window"] == pytest.approx(burn)
         assert (row["scope"], row["indicator"], row["budgeting_method"], row["window"]) == (
             "cluster", "probe_produce_availability", "Occurrences", "1h")
+
+
+def test_a_30_day_window_over_8_days_counts_old_minutes_once_and_leaves_them_out_of_the_3_day_window(spark):
+    definitions = slo("partition_health_minutes", "cluster", target=0.99, window="30d")
+    day = 1440
+    bad = {day + 7, 2 * day + 100, 5 * day + 3, 8 * day - 2}  # days 1, 2 (far back), 5 (inside 3d), the last hour
+    series = [(m, 0 if m in bad else 1, 1) for m in range(8 * day)]
+    row = status_at(spark, definitions, series, [8 * day])[8 * day]
+    assert (row["good_events"], row["valid_events"]) == (8 * day - 4, 8 * day)
+    assert row["burn_rate_3d"] == pytest.approx((2 / (3 * day)) / 0.01)
+    assert row["burn_rate_1d"] == pytest.approx((1 / day) / 0.01)
+    assert row["burn_rate_window"] == pytest.approx((4 / (8 * day)) / 0.01)
