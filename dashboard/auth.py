@@ -10,6 +10,7 @@ import streamlit as st
 
 from dashboard import frame
 from dashboard.services import identity
+from dashboard.services.sources import DashboardError
 from operations.access import User
 from operations.errors import LoginFailed
 
@@ -29,6 +30,10 @@ def current() -> identity.Identity | None:
     config = frame.sources().config
     users = identity.users_file(config)
     if identity.auth_mode(os.environ, _has_auth_secrets()) == "oidc":
+        if not _has_auth_secrets():
+            raise DashboardError(f"{identity.AUTH_ENV}=oidc needs Streamlit's [auth] section in "
+                                 ".streamlit/secrets.toml (redirect_uri, cookie_secret, client_id, client_secret, "
+                                 "server_metadata_url)")
         if not st.user.is_logged_in:
             return None
         return identity.Identity(identity.oidc_user(st.user.to_dict(), users))

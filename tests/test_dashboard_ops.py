@@ -110,6 +110,11 @@ def test_wrong_password_is_one_line_and_signs_nobody_in(app, setup):
     sign_in(app, "olga", "not-her-password")
     assert [e.value for e in app.error] == ["wrong user name or password for 'olga'"]
     assert "Sign in" in labels(app) and not any("olga" in m.value for m in app.sidebar.markdown)
+    from kpulse.config import load_config
+    from operations.audit import AuditLog
+
+    rows = AuditLog(load_config(str(setup["config"])).lake.path, Path("/nonexistent-spool")).read()
+    assert ("olga", "login", "denied") in set(rows[["actor", "action", "result"]].itertuples(index=False, name=None))
 
 
 def test_a_viewer_sees_no_action_controls(app, setup):
@@ -285,6 +290,36 @@ def test_an_admin_resets_a_streams_app_deleting_its_internal_topics(bootstrap, t
     topics = admin.list_topics(timeout=10).topics
     assert changelog not in topics and "ui-ops-output" in topics
     assert committed(admin, app_id) == {(TOPIC, p): 0 for p in COUNTS}
+
+
+AUTH_SECRETS = {"redirect_uri": "http://127.0.0.1:8501/oauth2callback", "cookie_secret": "x" * 32,
+                "client_id": "kpulse", "client_secret": "s", "server_metadata_url":
+                "https://idp.example/.well-known/openid-configuration"}
+
+
+def test_oidc_signs_in_with_st_login_and_takes_the_role_from_the_users_file(setup, monkeypatch):
+    monkeypatch.setenv("KPULSE_CONFIG", str(setup["config"]))
+    monkeypatch.setenv("KPULSE_DASHBOARD_AUTH", "oidc")
+    UsersFile(setup["config"].parent / "users.yaml").add("olga@example.com", "operator", "unused-password")
+    app = AppTest.from_file(str(APP_FILE), default_timeout=90)
+    app.run()  # no [auth] secrets: one line saying what is missing
+    assert len(app.error) == 1 and "[auth] section" in app.error[0].value and not app.sidebar.selectbox
+
+    app.secrets["auth"] = AUTH_SECRETS
+    app.user = {"is_logged_in": False}
+    app.run()
+    assert not app.exception and app.button(key="oidc-sign-in") and not app.sidebar.selectbox
+
+    app.user = {"is_logged_in": True, "email": "olga@example.com", "name": "Olga"}
+    app.run()
+    assert any("olga@example.com" in m.value and "operator" in m.value for m in app.sidebar.markdown)
+    app.switch_page("app_pages/groups.py").run()
+    assert "Plan (changes nothing)" in labels(app)
+
+    app.user = {"is_logged_in": True, "email": "stranger@example.com"}
+    app.switch_page("app_pages/groups.py").run()
+    assert any("stranger@example.com" in m.value and "viewer" in m.value for m in app.sidebar.markdown)
+    assert "Plan (changes nothing)" not in labels(app)
 
 
 # --- identity rules (pure) ---------------------------------------------------------------------------
