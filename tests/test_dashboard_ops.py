@@ -181,6 +181,17 @@ def test_operator_plans_then_only_the_typed_name_executes_the_reset(app, setup):
         audit[["actor", "action", "target", "result"]].itertuples(index=False, name=None))
 
 
+def test_an_election_plan_on_a_topic_led_by_its_preferred_replicas_offers_nothing_to_execute(app, setup):
+    sign_in(app, "olga", "olga-secret-1")
+    app.switch_page("app_pages/topics.py").run()
+    app.selectbox(key="topics-chosen").set_value(TOPIC).run()
+    key = f"op-topic-{CLUSTER}-{TOPIC}"
+    next(b for b in app.button if b.label == "Plan (changes nothing)").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    assert any(f"0 partition(s) of leaders {TOPIC} not led by their preferred replica" in c.value for c in app.caption)
+    assert app.button(key=f"{key}-execute").disabled
+
+
 def test_a_read_only_cluster_shows_the_controls_disabled_with_the_reason(setup, bootstrap, tmp_path, monkeypatch):
     app = start(write_setup(tmp_path, bootstrap, [setup["group"]], read_only=True), monkeypatch)
     sign_in(app, "olga", "olga-secret-1")
@@ -360,3 +371,45 @@ def test_auth_mode_and_oidc_roles(tmp_path):
     assert oidc_user({"email": "ann@example.com", "sub": "1"}, users) == User("ann@example.com", "operator")
     assert oidc_user({"email": "bob@example.com"}, users) == User("bob@example.com", "viewer")
     assert oidc_user({"sub": "x-1"}, UsersFile(tmp_path / "none.yaml")) == User("x-1", "viewer")
+
+
+# --- plans service (pure) ---------------------------------------------------------------------------
+
+def test_form_values_become_the_official_scope_and_strategy():
+    from dashboard.services.plans import group_scope, strategy
+    from operations.errors import BadInput
+    from operations.offset_plan import Scope, Strategy
+
+    assert group_scope("all topics", "t", []) == Scope(all_topics=True)
+    assert group_scope("one topic", "t", [1]) == Scope(topics=(("t", None),))
+    assert group_scope("chosen partitions", "t", [2, 0]) == Scope(topics=(("t", (0, 2)),))
+    for scope, topic, partitions in (("chosen partitions", "t", []), ("one topic", None, [])):
+        with pytest.raises(BadInput):
+            group_scope(scope, topic, partitions)
+    assert strategy("to-earliest", "ignored") == Strategy("to-earliest")
+    assert strategy("shift-by", " -5 ") == Strategy("shift-by", "-5")
+    assert strategy("to-offset", "") == Strategy("to-offset", None)
+    with pytest.raises(BadInput):
+        strategy("from-file", None, None)
+    made = strategy("from-file", None, b"t,0,5\n")
+    assert Path(made.value).read_text() == "t,0,5\n"
+    Path(made.value).unlink()
+
+
+def test_open_reassignments_are_those_started_and_not_verified_or_cancelled():
+    import pandas as pd
+
+    from dashboard.services.plans import open_reassignments
+    from operations.reassign_plan import PartitionMove, ReassignmentPlan
+
+    plans = [json.dumps(ReassignmentPlan("c", f"goal {i}", (PartitionMove("t", i, (1,), (2,)),), float(i)).to_dict())
+             for i in range(3)]
+    rows = pd.DataFrame([
+        {"time": 1, "action": "reassign:execute", "result": "in-progress", "plan_json": plans[0]},
+        {"time": 2, "action": "reassign:execute", "result": "in-progress", "plan_json": plans[1]},
+        {"time": 3, "action": "reassign:verify", "result": "ok", "plan_json": plans[0]},
+        {"time": 4, "action": "reassign:execute", "result": "denied", "plan_json": plans[2]},
+        {"time": 5, "action": "reset-offsets", "result": "ok", "plan_json": "{}"},
+    ])
+    assert [p.goal for p in open_reassignments(rows)] == ["goal 1"]
+    assert open_reassignments(rows.iloc[0:0]) == []

@@ -20,10 +20,11 @@ from operations.streams_reset import STREAMS_STRATEGIES, StreamsResetPlan
 ACTIONS = {"group": "reset-offsets", "streams": "reset-streams-app", "topic": "elect-leaders",
            "broker": "reassign:execute"}
 """Entity kind -> the action its Actions section offers."""
-VALUE_HINTS = {"to-offset": "offset, e.g. 100", "shift-by": "shift, e.g. -50", "to-datetime": "YYYY-MM-DDTHH:mm:SS.sss (UTC)",
-               "by-duration": "ISO-8601 duration, e.g. PT30M"}
+VALUE_HINTS = {"to-offset": "offset, e.g. 100", "shift-by": "shift, e.g. -50",
+               "to-datetime": "YYYY-MM-DDTHH:mm:SS.sss (UTC)", "by-duration": "ISO-8601 duration, e.g. PT30M"}
 """Strategies that take a value, and what to type."""
-GROUP_STRATEGIES = tuple(s for s in STRATEGIES if s != "from-file") + ("from-file",)
+GROUP_STRATEGIES = STRATEGIES
+"""Offset reset strategies, as the official tool names them."""
 STREAMS_RESET_STRATEGIES = STREAMS_STRATEGIES
 DEFAULT_THROTTLE = 10_000_000
 """Bytes per second per broker while replicas move."""
