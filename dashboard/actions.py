@@ -104,7 +104,7 @@ def show(key: str, state: dict, operations, read_only: bool) -> None:
         st.caption(f"Cluster {plan.cluster} requires a second operator's approval: the request waits on the "
                    "Operations page.")
     if st.session_state.get(CONFIRM_KEY) == key:
-        _confirm(key)
+        confirm(key)
     if state.get("error"):
         st.error(state["error"], icon=":material/error:")
     if state.get("done") is not None:
@@ -122,16 +122,20 @@ def _close() -> None:
 
 
 @st.dialog("Confirm the change", on_dismiss=_close)
-def _confirm(key: str) -> None:
+def confirm(key: str) -> None:
+    """Type the target's name, then execute ``st.session_state[key]["plan"]`` (or, when the state
+    holds a ``request_id``, approve that request and run it). Opened while ``CONFIRM_KEY == key``."""
     state = st.session_state[key]
     plan = state["plan"]
     expected = plans.confirmation_name(plan)
-    approval = frame.operations().needs_approval(plan.cluster, plans.action_of(plan))
+    request_id = state.get("request_id")
+    approval = request_id is None and frame.operations().needs_approval(plan.cluster, plans.action_of(plan))
     st.write(plans.plan_summary(plan) + f" on cluster **{plan.cluster}**.")
     st.write(f"Type **{expected}** to confirm.")
     typed = st.text_input("Name of the target", key=f"{key}-typed")
     go, cancel = st.columns(2)
-    if go.button("Request approval" if approval else "Execute", key=f"{key}-confirm", type="primary"):
+    label = "Approve and run" if request_id else "Request approval" if approval else "Execute"
+    if go.button(label, key=f"{key}-confirm", type="primary"):
         if typed.strip() != expected:
             st.error(f"'{typed.strip()}' is not '{expected}': nothing executed", icon=":material/error:")
             return
@@ -139,7 +143,9 @@ def _confirm(key: str) -> None:
         try:
             if user is None:
                 raise KpulseError("nobody is signed in")
-            state["done"] = plans.execute(frame.operations(), user, plan, state.get("throttle", plans.DEFAULT_THROTTLE))
+            operations = frame.operations()
+            state["done"] = (plans.Done(plans.action_of(plan), operations.approve(user, request_id)) if request_id
+                             else plans.execute(operations, user, plan, state.get("throttle", plans.DEFAULT_THROTTLE)))
             state["error"] = None
         except KpulseError as error:
             state["error"] = f"{plans.action_of(plan)} not executed: {one_line(error)}"

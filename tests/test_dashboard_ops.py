@@ -221,14 +221,18 @@ def test_an_approval_cluster_files_a_request_that_another_operator_approves(boot
     assert committed(admin, group) == before
 
     app.switch_page("app_pages/operations.py").run()  # the requester cannot approve
-    assert "Approve and run" not in labels(app)
+    assert "Approve and run…" not in labels(app)
     assert any("another operator must approve it" in c.value for c in app.caption)
 
     other = sign_in(start(config, monkeypatch), "otto", "otto-secret-1")
     other.switch_page("app_pages/operations.py").run()
     assert list(table_with(other, "requested by")["target"]) == [f"group {group}"]
-    next(b for b in other.button if b.label == "Approve and run").click().run()
+    next(b for b in other.button if b.label == "Approve and run…").click().run()
+    assert committed(admin, group) == before  # the approval dialog is open: nothing ran yet
+    other.text_input(key="ops-approving-typed").input(group)
+    other.button(key="ops-approving-confirm").click().run()
     assert not other.exception and not other.error, [e.value for e in other.error]
+    assert any("reset-offsets: ok" in s.value for s in other.success)
     assert committed(admin, group) == {(TOPIC, p): c for p, c in COUNTS.items()}  # to-latest: the log end
     audit = table_with(other, "actor")
     done = audit[(audit["target"] == f"group {group}") & (audit["result"] == "ok")]

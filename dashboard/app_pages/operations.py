@@ -13,6 +13,8 @@ from operations.reassign_plan import ReassignmentPlan
 from operations.streams_reset import StreamsResetPlan
 
 WINDOWS = {"1 hour": 3600, "1 day": 86400, "7 days": 7 * 86400, "30 days": 30 * 86400}
+APPROVE_KEY = "ops-approving"
+"""Session-state key of the request being approved (its plan, then its outcome)."""
 PLAN_TYPES = {"reset-offsets": ResetPlan, "reset-streams-app": StreamsResetPlan, "reassign:execute": ReassignmentPlan}
 
 st.title("Operations")
@@ -43,20 +45,21 @@ with frame.shown_errors("approvals"):
             st.caption("You requested this: another operator must approve it.")
         else:
             approve, reject = st.columns(2)
-            if approve.button("Approve and run", key="ops-approve", type="primary"):
-                with frame.shown_errors("approve"):
-                    outcome = operations.approve(user, request.id)
-                    st.session_state["ops-approved"] = plans.Done(request.action, outcome)
+            if approve.button("Approve and run…", key="ops-approve", type="primary"):
+                st.session_state[APPROVE_KEY] = {"plan": plan, "request_id": request.id}
+                st.session_state[actions.CONFIRM_KEY] = APPROVE_KEY
             if reject.button("Reject", key="ops-reject"):
                 with frame.shown_errors("reject"):
                     operations.reject(user, request.id)
                     st.rerun()
-    approved = st.session_state.get("ops-approved")
-    if approved is not None:
-        (st.success if approved.result in ("ok", "in-progress") else st.error)(plans.outcome_text(approved))
-        table = plans.outcome_table(approved)
-        if not table.empty:
-            st.dataframe(table, hide_index=True, width="stretch", key="ops-approved-outcome")
+    approving = st.session_state.get(APPROVE_KEY)
+    if approving:
+        if st.session_state.get(actions.CONFIRM_KEY) == APPROVE_KEY:
+            actions.confirm(APPROVE_KEY)
+        if approving.get("error"):
+            st.error(approving["error"], icon=":material/error:")
+        if approving.get("done") is not None:
+            actions.result(APPROVE_KEY, approving["done"], approving["plan"], operations)
 
 window = WINDOWS[st.segmented_control("History", list(WINDOWS), default="1 day", key="ops-window") or "1 day"]
 with frame.shown_errors("audit log"):
