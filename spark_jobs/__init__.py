@@ -1,1 +1,2 @@
-"""kpulse spark_jobs (later issues)."""
+"""The PySpark SLO job: SLO definitions, per-minute SLIs, rolling windows, burn rates and alerts
+from the lake, written back as the slo_minute and slo_status tables (``kpulse slo``)."""
