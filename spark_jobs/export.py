@@ -1,9 +1,9 @@
 """SLO status as Prometheus metrics: the newest ``slo_status`` row of every SLO and entity.
 
 ``SloStatusExporter(lake)`` is a prometheus_client collector: register it next to the collectors'
-``SnapshotExporter`` and the same endpoint serves both. It reads the lake with pyarrow (no Spark),
-at most once per ``refresh_seconds``. Series (labels ``cluster, slo, entity``; null values are left
-out, never exported as zero)::
+``SnapshotExporter`` and the same endpoint serves both. It reads the newest ``slo_status``
+partition with pyarrow (no Spark), at most once per ``refresh_seconds``. Series
+(labels ``cluster, slo, entity``; null values are left out, never exported as zero)::
 
     kpulse_slo_sli, kpulse_slo_objective, kpulse_slo_error_budget_remaining,
     kpulse_slo_burn_rate{window="5m"|"30m"|"1h"|"2h"|"6h"|"1d"|"3d"|"window"},
@@ -19,31 +19,52 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import datetime
 from typing import Any, Callable, Iterator
 
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from collectors.lake import read_table
+from collectors.lake import resolve
+from collectors.lake_schema import SCHEMAS
 
 LOG = logging.getLogger(__name__)
 BURN_WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d", "window")
-LOOKBACK_SECONDS = 2 * 86400
-"""Rows older than this are not exported: an SLO the job stopped evaluating disappears."""
 SEVERITIES = ("page", "ticket")
 
 
-def latest_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """The newest row of every (cluster, slo, entity), as plain dicts with None for nulls."""
-    if frame.empty:
+def latest_rows(lake: str) -> list[dict[str, Any]]:
+    """The ``slo_status`` rows of the newest evaluation time (every SLO and entity a run evaluates
+    gets a row at its evaluation time), read with pyarrow from the newest date partition only."""
+    fs, base = resolve(lake)
+    directory = f"{base}/slo_status"
+    if fs.get_file_info(directory).type == pafs.FileType.NotFound:
         return []
-    newest = frame.sort_values("time").groupby(["cluster", "slo", "entity"], sort=True).tail(1)
-    rows = []
-    for record in newest.sort_values(["cluster", "slo", "entity"]).to_dict("records"):
-        rows.append({key: (None if not isinstance(value, str) and pd.isna(value) else value)
-                     for key, value in record.items()})
-    return rows
+    days = sorted(e.path for e in fs.get_file_info(pafs.FileSelector(directory))
+                  if e.type == pafs.FileType.Directory and e.base_name.startswith("date="))
+    schema = SCHEMAS["slo_status"]
+    for day in reversed(days):
+        files = [e.path for e in fs.get_file_info(pafs.FileSelector(day))
+                 if e.type == pafs.FileType.File and not e.base_name.startswith((".", "_"))]
+        pieces = [_read(fs, f, schema) for f in files]
+        table = pa.concat_tables(pieces) if pieces else schema.empty_table()
+        if table.num_rows:
+            newest = pc.max(table.column("time"))
+            rows = table.filter(pc.equal(table.column("time"), newest)).to_pylist()
+            return sorted(rows, key=lambda r: (r["cluster"], r["slo"], r["entity"]))
+    return []
+
+
+def _read(fs: pafs.FileSystem, path: str, schema: pa.Schema) -> pa.Table:
+    """One file, as the contract schema (a column missing from an older file reads as null)."""
+    with fs.open_input_file(path) as source:
+        table = pq.ParquetFile(source).read()
+    return pa.table({f.name: table.column(f.name).cast(f.type) if f.name in table.column_names
+                     else pa.nulls(table.num_rows, f.type) for f in schema}, schema=schema)
 
 
 def families(rows: list[dict[str, Any]]) -> list[GaugeMetricFamily]:
@@ -75,7 +96,8 @@ def families(rows: list[dict[str, Any]]) -> list[GaugeMetricFamily]:
                 made["burn"].add_metric([*values, window], float(row[f"burn_rate_{window}"]))
         for severity in SEVERITIES:
             made["alert"].add_metric([*values, severity], float(row.get("alert") == severity))
-        made["time"].add_metric(values, pd.Timestamp(row["time"]).timestamp())
+        evaluated = row["time"]
+        made["time"].add_metric(values, evaluated.timestamp() if isinstance(evaluated, datetime) else float(evaluated))
     return list(made.values())
 
 
@@ -96,7 +118,7 @@ class SloStatusExporter(Collector):
             if now - self._read_at >= self._refresh_seconds:
                 self._read_at = now
                 try:
-                    self._rows = latest_rows(read_table(self._lake, "slo_status", since=now - LOOKBACK_SECONDS))
+                    self._rows = latest_rows(self._lake)
                 except (OSError, ValueError) as error:
                     LOG.warning("SLO status not refreshed from %s: %s", self._lake, error)
             return self._rows
