@@ -70,7 +70,10 @@ def execute(args: argparse.Namespace, lake: str, definitions) -> int:
     from spark_jobs.job import run
     from spark_jobs.lake_io import build_session
 
+    from spark_jobs.lake_io import check_lake
+
     until = parse_until(args.until)
+    check_lake(lake)  # before starting Spark: a wrong path is one line, without the JVM's start-up noise
     progress = Progress()
     with progress.step(f"starting Spark ({args.master or 'local'})"):
         spark = build_session(args.master)
