@@ -46,12 +46,14 @@ def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
     from prometheus_client import CollectorRegistry, start_http_server
 
     from collectors.exporter import SnapshotExporter
+    from spark_jobs.export import SloStatusExporter
 
     exporter = SnapshotExporter()
     service.exporter = exporter
     if config.exporter.enabled:
         registry = CollectorRegistry()
         registry.register(exporter)
+        registry.register(SloStatusExporter(config.lake.path))  # what the SLO job last wrote
         start_http_server(config.exporter.port, addr=config.exporter.host, registry=registry)
         print(f"Prometheus exporter on http://{config.exporter.host}:{config.exporter.port}/metrics", file=out)
     print(f"collecting every {config.intervals.collect_seconds:g}s into {config.lake.path}", file=out, flush=True)

@@ -188,9 +188,11 @@ def _up(args, cluster, demo) -> None:
         _check_configured_clusters(config)
     exporter = (f"Prometheus exporter http://{config.exporter.host}:{config.exporter.port}/metrics"
                 if config.exporter.enabled else "exporter disabled")
+    every = f"{config.intervals.slo_seconds:g}"
     services = [Service("collect", ("collect",), f"{exporter}; lake {config.lake.path}"),
+                Service("slo", ("slo", "run", "--every", every), f"SLO job (Spark, local) every {every} s"),
                 Service("dashboard", ("dashboard",), f"http://{config.dashboard.host}:{config.dashboard.port}")]
-    with cluster.progress.step("starting the kpulse collectors"):
+    with cluster.progress.step("starting the kpulse collectors, SLO job and dashboard"):
         started = Services(state_dir(), None if local else str(Path(config.source).resolve())).start(services)
     if local:
         _print_cluster(status)

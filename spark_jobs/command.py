@@ -22,6 +22,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lake", help="lake path or URI (default: lake.path of the config)")
     parser.add_argument("--full", action="store_true", help="recompute from the first sample, not incrementally")
     parser.add_argument("--json", action="store_true", help="print the result (latest status rows) as JSON")
+    parser.add_argument("--every", type=float, metavar="SECONDS",
+                        help="keep running: one incremental run every SECONDS (one Spark session; until SIGTERM)")
 
 
 def add_parsers(commands) -> None:
@@ -67,32 +69,63 @@ def run_command(args: argparse.Namespace, config_path: str | None) -> int:
 def execute(args: argparse.Namespace, lake: str, definitions) -> int:
     """Run the job (shared by ``kpulse slo run`` and ``spark-submit spark_jobs/slo_job.py``)."""
     from kpulse.progress import Progress
-    from spark_jobs.job import run
-    from spark_jobs.lake_io import build_session
-
-    from spark_jobs.lake_io import check_lake
+    from spark_jobs.lake_io import build_session, check_lake
 
     until = parse_until(args.until)
-    check_lake(lake)  # before starting Spark: a wrong path is one line, without the JVM's start-up noise
+    every = getattr(args, "every", None)
+    if every is not None and (every <= 0 or until is not None):
+        raise SloArgumentError("--every takes a number of seconds > 0, and not with --until")
+    if every is None:
+        check_lake(lake)  # before starting Spark: a wrong path is one line, without the JVM's start-up noise
     progress = Progress()
     with progress.step(f"starting Spark ({args.master or 'local'})"):
         spark = build_session(args.master)
     try:
-        result = run(spark, lake, definitions, until=until, clusters=args.cluster, full=args.full, progress=progress)
+        if every is not None:
+            return _every(spark, args, lake, definitions, every, progress)
+        _run_once(spark, args, lake, definitions, until, progress)
     finally:
         spark.stop()
+    return 0
+
+
+def _run_once(spark, args, lake: str, definitions, until: float | None, progress) -> None:
+    from spark_jobs.job import run
+
+    result = run(spark, lake, definitions, until=until, clusters=args.cluster, full=args.full, progress=progress)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2, default=str))
-    else:
-        summary = result.as_dict()
-        print(f"evaluated until {summary['evaluated_until']}: {summary['minute_rows']} minute rows, "
-              f"{summary['status_rows']} status rows written to {lake}")
-        for row in summary["status"]:
-            sli = "no data" if row["sli"] is None else f"SLI {row['sli']:.5f}"
-            budget = "" if row["error_budget_remaining"] is None else f", budget left {row['error_budget_remaining']:.1%}"
-            burn = "" if row["burn_rate_1h"] is None else f", burn 1h {row['burn_rate_1h']:.2f}"
-            alert = f"  ALERT {row['alert']} ({row['alert_conditions']})" if row["alert"] else ""
-            print(f"  {row['cluster']} {row['slo']} {row['entity']}: {sli}{budget}{burn}{alert}")
+        return
+    summary = result.as_dict()
+    print(f"evaluated until {summary['evaluated_until']}: {summary['minute_rows']} minute rows, "
+          f"{summary['status_rows']} status rows written to {lake}")
+    for row in summary["status"]:
+        sli = "no data" if row["sli"] is None else f"SLI {row['sli']:.5f}"
+        budget = "" if row["error_budget_remaining"] is None else f", budget left {row['error_budget_remaining']:.1%}"
+        burn = "" if row["burn_rate_1h"] is None else f", burn 1h {row['burn_rate_1h']:.2f}"
+        alert = f"  ALERT {row['alert']} ({row['alert_conditions']})" if row["alert"] else ""
+        print(f"  {row['cluster']} {row['slo']} {row['entity']}: {sli}{budget}{burn}{alert}")
+
+
+def _every(spark, args, lake: str, definitions, every: float, progress) -> int:
+    """The service mode (``kpulse up``, the compose file): an incremental run every ``every``
+    seconds on one Spark session. A failed run (lake not written yet, unreachable, corrupt file)
+    is one line and the next run tries again; SIGTERM or Ctrl-C ends the loop between runs."""
+    import signal
+    import threading
+    import time
+
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    while not stop.is_set():
+        began = time.monotonic()
+        try:
+            _run_once(spark, args, lake, definitions, None, progress)
+        except KpulseError as error:
+            print(f"kpulse slo: run failed, the next one in {every:g} s: {error}", file=sys.stderr, flush=True)
+        args.full = False  # --full applies to the first run only
+        stop.wait(max(0.0, every - (time.monotonic() - began)))
     return 0
 
 

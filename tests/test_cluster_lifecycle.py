@@ -30,18 +30,19 @@ def port_open(port: int) -> bool:
 
 
 def test_up_starts_the_main_job_and_down_stops_every_process_it_started(tmp_path, local_cluster):
-    """`kpulse up` (what `make up` runs): cluster, demo workload, collectors and dashboard; `kpulse down` stops
-    every one of them by PID and frees every port."""
+    """`kpulse up` (what `make up` runs): cluster, demo workload, collectors, SLO job and dashboard;
+    `kpulse down` stops every one of them by PID, their children too (Spark's JVM), and frees every port."""
     env = {key: value for key, value in os.environ.items() if key != "KPULSE_CONFIG"}
     env.update(KPULSE_STATE_DIR=str(tmp_path / "state"), KPULSE_PORT_BASE="39090")
     up = run(env, "up")
     assert "kpulse collect: running" in up.stdout
     assert "kpulse dashboard: running" in up.stdout and "http://127.0.0.1:39590" in up.stdout
+    assert "kpulse slo: running" in up.stdout
     status = json.loads(run(env, "cluster", "status", "--json").stdout)
     demo = json.loads(run(env, "demo", "status", "--json").stdout)
     pids = [node["pid"] for node in status["nodes"]] + [p["pid"] for p in demo if p["running"]]
     pids += [json.loads(f.read_text())["pid"] for f in (tmp_path / "state" / "services").glob("*.pid.json")]
-    assert len(pids) >= 3 + 4 + 2  # nodes, producer + 2 consumers + 2 Streams instances, collector, dashboard
+    assert len(pids) >= 3 + 4 + 3  # nodes, producer + 2 consumers + 2 Streams instances, collector, SLO job, dashboard
     ports = [node["port"] for node in status["nodes"]] + [node["controller_port"] for node in status["nodes"]]
     ports.append(39590)  # the dashboard (base + 500)
     for _ in range(60):  # Streamlit binds a few seconds after it starts
@@ -50,9 +51,17 @@ def test_up_starts_the_main_job_and_down_stops_every_process_it_started(tmp_path
         time.sleep(0.5)
     assert all(psutil.pid_exists(pid) for pid in pids)
     assert all(port_open(port) for port in ports)
+    for _ in range(60):  # the SLO job's Spark JVM starts a few seconds after its driver
+        children = [child.pid for pid in pids for child in psutil.Process(pid).children(recursive=True)]
+        if any("java" in psutil.Process(child).name() for child in children if psutil.pid_exists(child)):
+            break
+        time.sleep(0.5)
+    else:
+        raise AssertionError("the SLO job started no Spark JVM")
+    pids += children
 
     result = run(env, "down", "--wipe")
-    assert "stopped 2 kpulse service(s), the demo workload and 3 node(s)" in result.stdout
+    assert "stopped 3 kpulse service(s), the demo workload and 3 node(s)" in result.stdout
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
     assert not any(port_open(port) for port in ports)
     assert not (tmp_path / "state" / "cluster").exists()
