@@ -160,3 +160,46 @@ def test_cli_run_prints_progress_and_json_and_refuses_a_malformed_until(tmp_path
     assert summary["evaluated_until"] == "2026-03-09T23:10:00+00:00" and summary["minute_rows"] == 10
     [status] = summary["status"]
     assert (status["good_events"], status["valid_events"], status["alert"]) == (9, 10, "page")
+
+
+def test_every_keeps_running_through_a_missing_lake_and_stops_cleanly_on_sigterm(tmp_path):
+    """`kpulse slo run --every` is the service `kpulse up` starts: a run that fails is one line and
+    the next one tries again; SIGTERM ends it between runs."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    lake = tmp_path / "lake"
+    definitions = tmp_path / "slos.yaml"
+    definitions.write_text("slos:\n  - name: partition-health\n    scope: cluster\n"
+                           "    indicator: partition_health_minutes\n    budgetingMethod: Timeslices\n"
+                           "    target: 0.99\n    timeWindow: 1h\n")
+    log = tmp_path / "slo.log"
+    with open(log, "w") as out:
+        service = subprocess.Popen([sys.executable, "-m", "kpulse.cli", "slo", "run", "--every", "2", "--lake", str(lake),
+                                    "--definitions", str(definitions), "--master", "local[1]"],
+                                   stdout=out, stderr=subprocess.STDOUT, text=True)
+    try:
+        def wait_for(text: str, timeout: float = 120) -> None:
+            deadline = time.monotonic() + timeout
+            while text not in log.read_text():
+                assert service.poll() is None, f"the service exited:\n{log.read_text()}"
+                assert time.monotonic() < deadline, f"no {text!r} in:\n{log.read_text()}"
+                time.sleep(0.5)
+
+        wait_for("run failed, the next one in 2 s: no lake at")
+        now = time.time()
+        writer = LakeWriter(str(lake))
+        writer.append("cluster_health", [{"time": now - 120 + 10 * i, "cluster": "prod", "under_min_isr_partitions": 0,
+                                          "offline_partitions": 0} for i in range(6)])
+        assert writer.flush().ok
+        wait_for("prod partition-health prod: SLI 1.00000")
+        os.kill(service.pid, signal.SIGTERM)
+        assert service.wait(timeout=120) == 0
+    finally:
+        if service.poll() is None:
+            service.kill()
+    assert "Traceback" not in log.read_text()
+    assert not read_table(str(lake), "slo_status").empty
