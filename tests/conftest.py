@@ -76,6 +76,15 @@ def kpulse(*args: str, timeout: float = 180, check: bool = True) -> subprocess.C
     return result
 
 
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    """The one stderr line of a CLI run that failed as a user error (exit 1, no traceback)."""
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
 def _keep_logs(cluster) -> None:
     """Copy node logs into test-artifacts/ so a failed CI run can be read afterwards."""
     target = ARTIFACTS / "cluster-logs"

@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import kpulse
-
-
-def one_error_line(result) -> str:
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    return lines[0]
+from tests.conftest import kpulse, one_error_line
 
 
 def test_a_misspelled_config_key_is_named_with_its_file_and_a_suggestion(tmp_path):

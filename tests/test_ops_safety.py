@@ -17,6 +17,7 @@ from operations import locks
 from operations.access import User
 from operations.errors import BadInput, NotAuthorized, Refused
 from operations.offset_plan import Scope, Strategy
+from tests.conftest import one_error_line
 from tests.test_ops_support import admin_for, commit, committed, config_file, create_topic, operations_for, produce
 
 pytestmark = pytest.mark.cluster
@@ -53,14 +54,6 @@ def audit_rows(operations) -> list[dict]:
 def cli(config, *args, env=None, timeout=120):
     return subprocess.run([sys.executable, "-m", "kpulse.cli", "--config", str(config), *args], capture_output=True,
                           text=True, timeout=timeout, env={**os.environ, **(env or {})})
-
-
-def one_error_line(result) -> str:
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    return lines[0]
 
 
 def test_an_active_group_is_refused_naming_its_members_even_when_it_joined_after_the_plan(admin, group, operations, bootstrap):
