@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,45 @@ def _keep_logs(cluster) -> None:
     target.mkdir(parents=True, exist_ok=True)
     for log in cluster.root.glob("node-*/logs/server.log"):
         (target / f"{log.parent.parent.name}.log").write_bytes(log.read_bytes()[-2_000_000:])
+
+
+@pytest.fixture(autouse=True, scope="module")
+def cluster_left_healthy(request):
+    """After every module that used the session cluster: all nodes running and no partition
+    without a leader, within a minute. A module that breaks the cluster for the next ones fails
+    here, under its own name, instead of failing an innocent test later."""
+    yield
+    cluster = _started_cluster(request)
+    if cluster is None:
+        return
+    problems = _cluster_problems(cluster)
+    deadline = time.monotonic() + 60
+    while problems and time.monotonic() < deadline:
+        time.sleep(1)
+        problems = _cluster_problems(cluster)
+    assert not problems, f"{request.module.__name__} left the test cluster unhealthy: {problems}"
+
+
+def _started_cluster(request):
+    """The session cluster if some test already started it (never starts it)."""
+    definitions = request.session._fixturemanager._arg2fixturedefs.get("local_cluster") or []
+    for definition in definitions:
+        cached = getattr(definition, "cached_result", None)
+        if cached is not None and cached[0] is not None:
+            return cached[0]
+    return None
+
+
+def _cluster_problems(cluster) -> list[str]:
+    from confluent_kafka.admin import AdminClient
+
+    problems = [f"node {node.id} is not running" for node in cluster.status().nodes if not node.running]
+    if problems:
+        return problems
+    admin = AdminClient({"bootstrap.servers": cluster.layout.bootstrap_servers})
+    try:
+        metadata = admin.list_topics(timeout=10)
+    except Exception as error:  # noqa: BLE001
+        return [f"metadata unreadable: {error}"]
+    return [f"{topic}[{partition}] has no leader" for topic, described in metadata.topics.items()
+            for partition, state in described.partitions.items() if state.leader < 0]
