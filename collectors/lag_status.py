@@ -54,7 +54,7 @@ grows for everyone downstream); ERR is STALL or STOP that has lasted.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterable, Sequence
 
@@ -103,15 +103,13 @@ class OffsetObservation:
     committed offset has no lag and must not be observed."""
     log_end: int
     """The partition's log end offset (high watermark) read in the same poll."""
+    lag: int = field(init=False, compare=False)
+    """Offset lag, ``log_end - committed`` clamped at 0 (computed once: the rules read it often)."""
 
     def __post_init__(self) -> None:
         if self.committed < 0:
             raise ValueError(f"committed offset must be >= 0, got {self.committed} (no commit: do not observe)")
-
-    @property
-    def lag(self) -> int:
-        """Offset lag, ``log_end - committed`` clamped at 0."""
-        return max(0, self.log_end - self.committed)
+        object.__setattr__(self, "lag", self.log_end - self.committed if self.log_end > self.committed else 0)
 
 
 def evaluate_partition(observations: Sequence[OffsetObservation], now: float, has_members: bool, *,
@@ -125,20 +123,20 @@ def evaluate_partition(observations: Sequence[OffsetObservation], now: float, ha
     """
     if not observations:
         return None
-    if any(observation.lag == 0 for observation in observations):
+    lags = [observation.lag for observation in observations]
+    if 0 in lags:
         return PartitionStatus.OK
     if len(observations) < min_observations:
         return None
-    pairs = list(zip(observations[:-1], observations[1:]))
-    if any(later.committed < earlier.committed for earlier, later in pairs):
+    committed = [observation.committed for observation in observations]
+    if any(later < earlier for earlier, later in zip(committed, committed[1:])):
         return PartitionStatus.REWIND
-    if all(later.committed == earlier.committed for earlier, later in pairs):
+    if committed[0] == committed[-1]:  # never decreasing, so: never moved
         since = observations[0].time if stuck_since is None else min(stuck_since, observations[0].time)
         if now - since > err_after_seconds:
             return PartitionStatus.ERR
         return PartitionStatus.STALL if has_members else PartitionStatus.STOP
-    if (all(later.lag >= earlier.lag for earlier, later in pairs)
-            and observations[-1].lag > observations[0].lag):
+    if all(later >= earlier for earlier, later in zip(lags, lags[1:])) and lags[-1] > lags[0]:
         return PartitionStatus.WARN
     return PartitionStatus.OK
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+_STARTED: list = []
+"""The session cluster, once a test has started it (for the health check after each module)."""
 TEST_PORT_BASE = int(os.environ.get("KPULSE_TEST_PORT_BASE", "29090"))
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
@@ -43,6 +45,7 @@ def local_cluster(test_state_dir):
     cluster = LocalCluster(test_state_dir, ClusterLayout.from_base(TEST_PORT_BASE), Progress())
     try:
         cluster.up()
+        _STARTED.append(cluster)
         yield cluster
     finally:
         from kpulse.demo.workload import DemoWorkload
@@ -100,25 +103,15 @@ def cluster_left_healthy(request):
     without a leader, within a minute. A module that breaks the cluster for the next ones fails
     here, under its own name, instead of failing an innocent test later."""
     yield
-    cluster = _started_cluster(request)
-    if cluster is None:
+    if not _STARTED:
         return
+    cluster = _STARTED[0]
     problems = _cluster_problems(cluster)
     deadline = time.monotonic() + 60
     while problems and time.monotonic() < deadline:
         time.sleep(1)
         problems = _cluster_problems(cluster)
     assert not problems, f"{request.module.__name__} left the test cluster unhealthy: {problems}"
-
-
-def _started_cluster(request):
-    """The session cluster if some test already started it (never starts it)."""
-    definitions = request.session._fixturemanager._arg2fixturedefs.get("local_cluster") or []
-    for definition in definitions:
-        cached = getattr(definition, "cached_result", None)
-        if cached is not None and cached[0] is not None:
-            return cached[0]
-    return None
 
 
 def _cluster_problems(cluster) -> list[str]:
