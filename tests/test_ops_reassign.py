@@ -15,6 +15,8 @@ from operations.reassign import throttle_configs
 from operations.reassign_plan import balance, drain
 from tests.test_ops_support import admin_for, config_file, create_topic, operations_for
 
+RF1 = {"min.insync.replicas": "1"}
+
 ADMIN = User("ada", "admin")
 
 
@@ -34,7 +36,9 @@ def replicas(admin, topic: str) -> dict[int, list[int]]:
 @pytest.mark.cluster
 def test_a_balancing_reassignment_moves_replicas_completes_and_clears_its_throttles(bootstrap, tmp_path):
     admin = admin_for(bootstrap)
-    create_topic(admin, "ops-reassign", 3, assignment=[[1], [1], [1]])
+    # Single-replica topics with min.insync.replicas=1: with the cluster's default of 2, KRaft leaves
+    # a single-replica partition leaderless after its broker is killed and restarted (later tests do).
+    create_topic(admin, "ops-reassign", 3, assignment=[[1], [1], [1]], config=RF1)
     fill(bootstrap, "ops-reassign", 3, 200)
     operations = operations_for(tmp_path, bootstrap)
 
@@ -63,7 +67,7 @@ def test_a_balancing_reassignment_moves_replicas_completes_and_clears_its_thrott
 @pytest.mark.cluster
 def test_a_throttled_move_is_cancelled_from_the_cli_and_its_replicas_go_back(bootstrap, tmp_path):
     admin = admin_for(bootstrap)
-    create_topic(admin, "ops-reassign-slow", 1, assignment=[[2]])
+    create_topic(admin, "ops-reassign-slow", 1, assignment=[[2]], config=RF1)
     fill(bootstrap, "ops-reassign-slow", 1, 3000)  # one fetch (1 MB) passes the throttle, the rest waits
     config = config_file(tmp_path / "kpulse.yaml", bootstrap, tmp_path / "lake")
     plan_file = tmp_path / "plan.json"
