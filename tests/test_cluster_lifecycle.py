@@ -72,15 +72,20 @@ def test_up_starts_the_main_job_and_down_stops_every_process_it_started(tmp_path
 
 
 def test_up_refuses_ports_in_use_with_one_line_and_starts_nothing(tmp_path):
-    env = {**os.environ, "KPULSE_STATE_DIR": str(tmp_path / "state"), "KPULSE_PORT_BASE": "38090"}
     with socket.socket() as squatter:
         squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        squatter.bind(("127.0.0.1", 38292))  # node 2's metrics port
+        for base in (38090, 37590, 37090, 36590):  # these ports lie in Linux's ephemeral range: one
+            try:                                    # may be some connection's source port right now
+                squatter.bind(("127.0.0.1", base + 202))  # node 2's metrics port
+                break
+            except OSError:
+                continue
         squatter.listen()
+        env = {**os.environ, "KPULSE_STATE_DIR": str(tmp_path / "state"), "KPULSE_PORT_BASE": str(base)}
         result = run(env, "cluster", "up", check=False)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
-        "kpulse: error: port(s) 38292 already in use on 127.0.0.1 (another cluster? stop it, or choose other "
+        f"kpulse: error: port(s) {base + 202} already in use on 127.0.0.1 (another cluster? stop it, or choose other "
         "ports with KPULSE_PORT_BASE)")
     status = json.loads(run(env, "cluster", "status", "--json").stdout)
     assert not any(node["running"] for node in status["nodes"])
