@@ -75,13 +75,13 @@ def _committed_offsets(admin, group_ids: list[str], concurrency: int, timeout: f
 
 
 def _group(group_id: str, description, committed) -> GroupOffsets:
-    from kpulse.kafka_clients import error_text
+    from kpulse.kafka_clients import error_text, group_state_name
 
     errors = [error_text(e) for e in (description, committed) if isinstance(e, Exception)]
     if isinstance(description, Exception) or description is None:
         state, member_ids, assigned = "Unknown", (), set()
     else:
-        state = _state_name(description.state)
+        state = group_state_name(description.state)
         member_ids = tuple(m.member_id for m in description.members)
         assigned = {(tp.topic, tp.partition) for m in description.members
                     for tp in (m.assignment.topic_partitions if m.assignment else [])}
@@ -126,11 +126,3 @@ def _group_request(group_id: str):
 
     return ConsumerGroupTopicPartitions(group_id)
 
-
-_STATE_NAMES = {"STABLE": "Stable", "PREPARING_REBALANCING": "PreparingRebalance",
-                "COMPLETING_REBALANCING": "CompletingRebalance", "EMPTY": "Empty", "DEAD": "Dead"}
-
-
-def _state_name(state) -> str:
-    """ConsumerGroupState.STABLE -> 'Stable', as the official tool spells it."""
-    return _STATE_NAMES.get(getattr(state, "name", ""), "Unknown")

@@ -37,16 +37,13 @@ from collectors.broker_metrics import http_get_text
 from collectors.protocol import CollectContext, CollectorResult
 from collectors.streams_state import (InstanceReading, Observation, TransitionTracker, app_state,
                                       instances_from_samples, rebalance_summary, streams_app_ids, unreachable)
-from kpulse.kafka_clients import LazyAdmin
+from kpulse.kafka_clients import LazyAdmin, group_state_name
 
 SECTION = "streams_apps"
 INSTANCE_TABLE = "streams_instance"
 TRANSITION_TABLE = "streams_transition"
 ADMIN_TIMEOUT_SECONDS = 10.0
 MAX_SCRAPE_THREADS = 8
-
-_GROUP_STATE_NAMES = {"STABLE": "Stable", "PREPARING_REBALANCING": "PreparingRebalance",
-                      "COMPLETING_REBALANCING": "CompletingRebalance", "EMPTY": "Empty", "DEAD": "Dead"}
 
 
 @dataclass(frozen=True)
@@ -148,7 +145,7 @@ class StreamsAppsCollector:
         for app_id, future in futures.items():
             try:
                 description = future.result(timeout=ADMIN_TIMEOUT_SECONDS)
-                groups[app_id] = GroupInfo(_GROUP_STATE_NAMES.get(getattr(description.state, "name", ""), "Unknown"),
+                groups[app_id] = GroupInfo(group_state_name(description.state),
                                            len(description.members))
             except Exception as error:  # noqa: BLE001
                 groups[app_id] = GroupInfo(None, None, _one_line(error))

@@ -41,3 +41,12 @@ def error_text(error: BaseException) -> str:
     """One line for a confluent-kafka exception (whose first argument is a KafkaError)."""
     first = error.args[0] if error.args else None
     return first.str() if hasattr(first, "str") else str(error)
+
+
+_GROUP_STATE_NAMES = {"STABLE": "Stable", "PREPARING_REBALANCING": "PreparingRebalance",
+                      "COMPLETING_REBALANCING": "CompletingRebalance", "EMPTY": "Empty", "DEAD": "Dead"}
+
+
+def group_state_name(state) -> str:
+    """ConsumerGroupState.STABLE -> 'Stable', as the official tool spells it; 'Unknown' otherwise."""
+    return _GROUP_STATE_NAMES.get(getattr(state, "name", ""), "Unknown")

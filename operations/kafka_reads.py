@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from kpulse.kafka_clients import error_text
+from kpulse.kafka_clients import error_text, group_state_name
 from operations.errors import OperationError, unknown
 
 TIMEOUT = 15.0
@@ -68,16 +68,8 @@ def describe_group(admin, group_id: str) -> GroupView:
     described = group_call(lambda: admin.describe_consumer_groups([group_id], request_timeout=TIMEOUT)[group_id],
                             f"cannot describe group {group_id!r}")
     members = tuple(Member(m.member_id, m.client_id, m.host) for m in described.members)
-    return GroupView(group_id, _state_name(described.state), members)
+    return GroupView(group_id, group_state_name(described.state), members)
 
-
-_STATE_NAMES = {"STABLE": "Stable", "PREPARING_REBALANCING": "PreparingRebalance",
-                "COMPLETING_REBALANCING": "CompletingRebalance", "EMPTY": "Empty", "DEAD": "Dead"}
-
-
-def _state_name(state) -> str:
-    """ConsumerGroupState.STABLE -> 'Stable', as the official tool spells it."""
-    return _STATE_NAMES.get(getattr(state, "name", ""), "Unknown")
 
 
 def group_ids(admin) -> set[str]:
