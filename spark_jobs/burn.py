@@ -1,9 +1,9 @@
-"""Error budget and burn-rate arithmetic (``../shared/DOMAIN.md`` §7) as Spark column expressions.
+"""Error budget and burn-rate arithmetic (``../shared/DOMAIN.md`` §7) on NumPy arrays. Pure.
 
 With B = 1 - target the error budget, and over a window w with good_w of valid_w events
 (or minutes):
 
-- SLI = good_T / valid_T over the SLO window T; null without valid data.
+- SLI = good_T / valid_T over the SLO window T; null (NaN) without valid data.
 - error ratio e_w = (valid_w - good_w) / valid_w; burn rate BR_w = e_w / B (1 = spending the budget
   exactly over the window); null when the window has no valid data.
 - error budget remaining = 1 - e_T / B (negative once overspent).
@@ -11,14 +11,15 @@ With B = 1 - target the error budget, and over a window w with good_w of valid_w
   hour's burn; null when nothing burns or nothing is left.
 - alerts: the SRE workbook's multiwindow, multi-burn-rate conditions below; both windows of a
   condition must burn faster than its factor.
+
+NaN stands for null throughout; a comparison with NaN is false, so no data never raises an alert.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
+import numpy as np
 
 BURN_WINDOWS: dict[str, int] = {"5m": 5, "30m": 30, "1h": 60, "2h": 120, "6h": 360, "1d": 1440, "3d": 4320}
 """Rolled-up windows, name -> minutes (the SLO's own window is added as ``window``)."""
@@ -41,40 +42,55 @@ ALERT_CONDITIONS = (
     AlertCondition("ticket_1d_2h", "ticket", "1d", "2h", 3.0),
     AlertCondition("ticket_3d_6h", "ticket", "3d", "6h", 1.0),
 )
+SEVERITIES = ("ticket", "page")
+"""Alert levels, least severe first."""
 
 
-def error_ratio(good: Column, valid: Column) -> Column:
-    return F.when(valid > 0, (valid - good) / valid)
+def error_ratio(good: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    return _ratio(valid - good, valid)
 
 
-def burn_rate(good: Column, valid: Column, budget: Column) -> Column:
+def burn_rate(good: np.ndarray, valid: np.ndarray, budget: np.ndarray | float) -> np.ndarray:
     return error_ratio(good, valid) / budget
 
 
-def sli(good: Column, valid: Column) -> Column:
-    return F.when(valid > 0, good / valid)
+def sli(good: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    return _ratio(good, valid)
 
 
-def budget_remaining(good: Column, valid: Column, budget: Column) -> Column:
+def budget_remaining(good: np.ndarray, valid: np.ndarray, budget: np.ndarray | float) -> np.ndarray:
     return 1 - error_ratio(good, valid) / budget
 
 
-def time_to_exhaustion_seconds(remaining: Column, current_burn: Column, window_minutes: int) -> Column:
-    return F.when((current_burn > 0) & (remaining > 0), remaining * (window_minutes * 60.0) / current_burn)
+def _ratio(part: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``part / valid``, NaN where ``valid`` is 0."""
+    return np.divide(part, valid, out=np.full(np.shape(valid), np.nan), where=valid > 0)
 
 
-def alert_columns(burn: dict[str, Column]) -> tuple[Column, Column]:
-    """``(alert, alert_conditions)``: the most severe level met (``page``/``ticket``/null) and the
-    comma-separated names of the conditions met (null when none)."""
-    met = {c.name: F.coalesce((burn[c.long_window] > c.factor) & (burn[c.short_window] > c.factor), F.lit(False))
-           for c in ALERT_CONDITIONS}
-    names = F.concat_ws(",", *[F.when(met[c.name], F.lit(c.name)) for c in ALERT_CONDITIONS])
-    conditions = F.when(names != "", names)
-    level = F.lit(None).cast("string")
-    for severity in ("ticket", "page"):  # the later, more severe level wins
-        any_met = F.lit(False)
-        for condition in ALERT_CONDITIONS:
-            if condition.severity == severity:
-                any_met = any_met | met[condition.name]
-        level = F.when(any_met, F.lit(severity)).otherwise(level)
-    return level, conditions
+def time_to_exhaustion_seconds(remaining: np.ndarray, current_burn: np.ndarray, window_minutes: int) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lasts = remaining * (window_minutes * 60.0) / current_burn
+    return np.where((current_burn > 0) & (remaining > 0), lasts, np.nan)
+
+
+def conditions_met(burn: dict[str, np.ndarray]) -> np.ndarray:
+    """A bit mask per row: bit i set when ``ALERT_CONDITIONS[i]`` is met."""
+    mask = np.zeros(len(next(iter(burn.values()))), dtype=np.int64)
+    for bit, condition in enumerate(ALERT_CONDITIONS):
+        met = (burn[condition.long_window] > condition.factor) & (burn[condition.short_window] > condition.factor)
+        mask |= met.astype(np.int64) << bit
+    return mask
+
+
+def alert_labels() -> tuple[list[str | None], list[str | None]]:
+    """For every bit mask of :func:`conditions_met` (the list index): the alert level (the most
+    severe condition met, ``page`` or ``ticket``; None when none is) and the comma-separated names
+    of the conditions met (None when none is)."""
+    levels: list[str | None] = []
+    names: list[str | None] = []
+    for mask in range(1 << len(ALERT_CONDITIONS)):
+        met = [c for bit, c in enumerate(ALERT_CONDITIONS) if mask >> bit & 1]
+        severities = {c.severity for c in met}
+        levels.append(next((s for s in reversed(SEVERITIES) if s in severities), None))
+        names.append(",".join(c.name for c in met) or None)
+    return levels, names

@@ -1,24 +1,27 @@
-"""Spark session and lake I/O for the SLO job: read date partitions of a lake table with its
-contract schema, overwrite whole date partitions of the job's own tables (reruns replace, never
-duplicate), find where the previous run stopped."""
+"""Spark session and lake I/O for the SLO job (pyarrow, on the driver and inside Spark tasks): read
+date partitions of a lake table with its contract schema, stage the job's output and then replace
+whole date partitions of its own tables with it (reruns replace, never duplicate), find where the
+previous run stopped."""
 
 from __future__ import annotations
 
+import os
+import sys
+import uuid
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.fs as pafs
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
 
 from collectors.lake import resolve
 from collectors.lake_schema import SCHEMAS
 from kpulse.errors import KpulseError
 
 PARTITION_PREFIX = "date="
-_SPARK_TYPES = {pa.string(): T.StringType(), pa.int32(): T.IntegerType(), pa.int64(): T.LongType(),
-                pa.float64(): T.DoubleType(), pa.bool_(): T.BooleanType(), pa.timestamp("us", tz="UTC"): T.TimestampType()}
 SESSION_CONFIG = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
@@ -41,6 +44,10 @@ def build_session(master: str | None = None, *, shuffle_partitions: int | None =
         builder = builder.master(master)
     elif not _submitted():
         builder = builder.master("local[*]")
+        master = "local[*]"
+    if master and master.startswith("local"):
+        # The tasks run Python (pyarrow, NumPy): on this machine, the interpreter kpulse runs in.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     config = {**SESSION_CONFIG, **(extra or {})}
     if shuffle_partitions:
         config["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
@@ -52,14 +59,8 @@ def build_session(master: str | None = None, *, shuffle_partitions: int | None =
 
 
 def _submitted() -> bool:
-    import os
-
     return "SPARK_MASTER" in os.environ or "PYSPARK_GATEWAY_PORT" in os.environ or "spark.master" in os.environ.get(
         "PYSPARK_SUBMIT_ARGS", "")
-
-
-def spark_schema(table: str) -> T.StructType:
-    return T.StructType([T.StructField(f.name, _SPARK_TYPES[f.type], True) for f in SCHEMAS[table]])
 
 
 def partitions(lake: str, table: str) -> list[date]:
@@ -92,29 +93,6 @@ def check_lake(lake: str) -> None:
         raise LakeError(f"no lake at {lake} (run `kpulse collect` first, or give lake.path in the config)")
 
 
-def read_table(spark: SparkSession, lake: str, table: str, first: date, last: date) -> DataFrame:
-    """Rows of the date partitions ``first..last`` that exist (an empty frame when none do)."""
-    days = [day for day in partitions(lake, table) if first <= day <= last]
-    schema = spark_schema(table)
-    if not days:
-        return spark.createDataFrame([], schema)
-    root = _spark_path(lake, table)
-    paths = [f"{root}/{PARTITION_PREFIX}{day.isoformat()}" for day in days]
-    return spark.read.schema(schema).option("basePath", root).parquet(*paths).select(*schema.fieldNames())
-
-
-def overwrite_partitions(frame: DataFrame, lake: str, table: str) -> None:
-    """Write ``frame`` (exactly the table's columns) partitioned by the UTC date of ``time``,
-    replacing only the date partitions it has rows for."""
-    columns = [f.name for f in SCHEMAS[table]]
-    # Every lake column is nullable; Spark would write literal or never-null columns as required.
-    # A union with an empty frame of the contract schema makes them nullable (and costs nothing).
-    frame = frame.select(*columns).unionByName(frame.sparkSession.createDataFrame([], spark_schema(table)))
-    (frame.select(*columns, F.to_date("time").alias("date"))
-     .write.mode("overwrite").option("partitionOverwriteMode", "dynamic")
-     .partitionBy("date").parquet(_spark_path(lake, table)))
-
-
 def time_bound(lake: str, table: str, clusters: list[str] | None, *, newest: bool) -> int | None:
     """The newest (or oldest) ``time`` of ``table`` as epoch microseconds, from its last (first)
     non-empty partition, read with pyarrow (cheaper than a Spark job); None for an empty table."""
@@ -137,12 +115,168 @@ def time_bound(lake: str, table: str, clusters: list[str] | None, *, newest: boo
     return None
 
 
+def read_days(lake: str, table: str, first: date, last: date, *, columns: list[str] | None = None,
+              clusters: list[str] | None = None, dictionary: bool = False, files=None) -> pa.Table:
+    """Rows of the date partitions ``first..last`` that exist, as the contract schema's ``columns``
+    (a column missing from an older file reads as null; with ``dictionary``, string columns stay
+    dictionary-encoded). ``files(name) -> bool`` picks files by name. A file that cannot be read
+    raises :class:`LakeError` naming it: the job must not compute from part of the data."""
+    fs, base = resolve(lake)
+    schema = SCHEMAS[table]
+    wanted = columns or schema.names
+    pieces = []
+    for day in partitions(lake, table):
+        if not first <= day <= last:
+            continue
+        for path in _data_files(fs, f"{base}/{table}/{PARTITION_PREFIX}{day.isoformat()}"):
+            if files is None or files(path.rsplit("/", 1)[-1]):
+                pieces.append(_read_file(fs, path, schema, wanted, clusters, dictionary))
+    return _concat(pieces, schema, wanted, dictionary)
+
+
+def _concat(pieces: list[pa.Table], schema: pa.Schema, columns: list[str], dictionary: bool) -> pa.Table:
+    if pieces:
+        return pa.concat_tables(pieces)
+    return _schema(schema, columns, dictionary).empty_table()
+
+
+def _schema(schema: pa.Schema, columns: list[str], dictionary: bool) -> pa.Schema:
+    fields = [schema.field(name) for name in columns]
+    if dictionary:
+        fields = [f.with_type(pa.dictionary(pa.int32(), pa.string())) if f.type == pa.string() else f for f in fields]
+    return pa.schema(fields)
+
+
+def _data_files(fs: pafs.FileSystem, directory: str) -> list[str]:
+    try:
+        listing = fs.get_file_info(pafs.FileSelector(directory))
+    except OSError as error:
+        raise LakeError(f"cannot list {directory}: {_first_line(error)}") from None
+    return sorted(entry.path for entry in listing
+                  if entry.type == pafs.FileType.File and not entry.base_name.startswith((".", "_")))
+
+
+def _read_file(fs: pafs.FileSystem, path: str, schema: pa.Schema, columns: list[str],
+               clusters: list[str] | None, dictionary: bool = False) -> pa.Table:
+    wanted = _schema(schema, columns, dictionary)
+    strings = [f.name for f in wanted if pa.types.is_dictionary(f.type)]
+    try:
+        with fs.open_input_file(path) as source:
+            present = pq.ParquetFile(source, read_dictionary=strings)
+            names = [name for name in columns if name in present.schema_arrow.names]
+            table = present.read(columns=names)
+    except (OSError, pa.ArrowException) as error:
+        raise LakeError(f"cannot read {path}: {_first_line(error)}") from None
+    table = pa.table({f.name: table.column(f.name).cast(f.type) if f.name in names else pa.nulls(table.num_rows, f.type)
+                      for f in wanted}, schema=wanted)
+    if clusters and "cluster" in columns:
+        table = table.filter(pa.compute.is_in(table.column("cluster"), value_set=pa.array(clusters)))
+    return table
+
+
+def count_rows(lake: str, table: str, first: date, last: date) -> int:
+    """Rows in the date partitions ``first..last`` (from the Parquet footers, no data read)."""
+    fs, base = resolve(lake)
+    total = 0
+    for day in partitions(lake, table):
+        if first <= day <= last:
+            for path in _data_files(fs, f"{base}/{table}/{PARTITION_PREFIX}{day.isoformat()}"):
+                try:
+                    with fs.open_input_file(path) as source:
+                        total += pq.ParquetFile(source).metadata.num_rows
+                except (OSError, pa.ArrowException) as error:
+                    raise LakeError(f"cannot read {path}: {_first_line(error)}") from None
+    return total
+
+
+@dataclass(frozen=True)
+class Staging:
+    """Where a run writes its output before it replaces anything: ``<lake>/_staging/<run>/``.
+    :meth:`write` may run in any Spark task; :meth:`commit` runs on the driver once every task
+    has succeeded, so a failed run changes nothing in the lake."""
+
+    lake: str
+    run: str
+
+    @classmethod
+    def new(cls, lake: str) -> "Staging":
+        return cls(lake, f"slo-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}")
+
+    @property
+    def root(self) -> str:
+        return f"{resolve(self.lake)[1]}/_staging/{self.run}"
+
+    def write(self, table: str, rows: pa.Table, part: str) -> list[date]:
+        """Write ``rows`` (with a ``time`` column) into one file per UTC date of ``time``; the dates."""
+        if rows.num_rows == 0:
+            return []
+        fs, _ = resolve(self.lake)
+        days = pa.compute.cast(rows.column("time"), pa.date32())
+        names = [f.name for f in rows.schema if pa.types.is_dictionary(f.type) or pa.types.is_string(f.type)]
+        written = []
+        for day in pa.compute.unique(days).to_pylist():
+            directory = f"{self.root}/{table}/{PARTITION_PREFIX}{day.isoformat()}"
+            fs.create_dir(directory, recursive=True)
+            with fs.open_output_stream(f"{directory}/part-{part}.parquet") as sink:
+                # Without the Arrow schema in the footer, dictionary-encoded names read back as strings.
+                # Dictionary pages for the names only: trying them on every number column costs more than it saves.
+                pq.write_table(rows.filter(pa.compute.equal(days, pa.scalar(day, pa.date32()))), sink,
+                               store_schema=False, use_dictionary=names)
+            written.append(day)
+        return written
+
+    def read(self, table: str, schema: pa.Schema, files=None) -> pa.Table:
+        """Everything staged for ``table`` (every date) in files whose name ``files(name)`` accepts;
+        string columns stay dictionary-encoded."""
+        fs, _ = resolve(self.lake)
+        directory = f"{self.root}/{table}"
+        pieces = []
+        if fs.get_file_info(directory).type != pafs.FileType.NotFound:
+            for entry in sorted(fs.get_file_info(pafs.FileSelector(directory, recursive=True)), key=lambda e: e.path):
+                if entry.type == pafs.FileType.File and (files is None or files(entry.base_name)):
+                    pieces.append(_read_file(fs, entry.path, schema, schema.names, None, dictionary=True))
+        return _concat(pieces, schema, schema.names, True)
+
+    def commit(self, table: str, clusters: list[str] | None = None) -> int:
+        """Replace every date partition of ``table`` that has staged files with them (with
+        ``clusters``, the other clusters' rows of those partitions are kept); the partitions replaced."""
+        fs, base = resolve(self.lake)
+        staged = f"{self.root}/{table}"
+        if fs.get_file_info(staged).type == pafs.FileType.NotFound:
+            return 0
+        days = [e for e in fs.get_file_info(pafs.FileSelector(staged)) if e.type == pafs.FileType.Directory]
+        for day in sorted(days, key=lambda e: e.base_name):
+            target = f"{base}/{table}/{day.base_name}"
+            old = _data_files(fs, target) if fs.get_file_info(target).type == pafs.FileType.Directory else []
+            if clusters and old:
+                kept = pa.concat_tables([_read_file(fs, path, SCHEMAS[table], SCHEMAS[table].names, None)
+                                         for path in old])
+                kept = kept.filter(pa.compute.invert(pa.compute.is_in(kept.column("cluster"),
+                                                                      value_set=pa.array(clusters))))
+                if kept.num_rows:
+                    with fs.open_output_stream(f"{day.path}/part-kept.parquet") as sink:
+                        pq.write_table(kept, sink)
+            fs.create_dir(target, recursive=True)
+            for path in old:
+                fs.delete_file(path)
+            for entry in fs.get_file_info(pafs.FileSelector(day.path)):
+                fs.move(entry.path, f"{target}/{self.run}-{entry.base_name}")
+        return len(days)
+
+    def remove(self) -> None:
+        fs, _ = resolve(self.lake)
+        try:
+            if fs.get_file_info(self.root).type != pafs.FileType.NotFound:
+                fs.delete_dir(self.root)
+            parent = self.root.rsplit("/", 1)[0]
+            if not fs.get_file_info(pafs.FileSelector(parent)):
+                fs.delete_dir(parent)
+        except OSError:
+            pass  # leftovers under _staging are ignored by every reader
+
+
 def day_of_minute(minute: int) -> date:
     return (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=minute)).date()
-
-
-def _spark_path(lake: str, table: str) -> str:
-    return f"{lake.rstrip('/')}/{table}"
 
 
 def _first_line(error: BaseException) -> str:

@@ -1,110 +1,130 @@
 """Rolling windows over the minute table: the ``slo_status`` rows (SLI, budget, burn rates, alerts).
+Pure: an Arrow table of minutes in, an Arrow table of status rows out (NumPy inside; the job runs
+it in Spark tasks, one task per shard of entities).
 
 A status row is evaluated at the end ``t`` of a minute and covers the minutes ``[t - w, t)`` of
-each window w. Sums come from running totals: sum over ``(m - w, m]`` = total up to m - total up
-to m - w, so every window costs one pass however long it is (no per-row rescans of 30 days).
+each window w. Sums come from running totals: sum over ``[t - w, t)`` = total before t - total
+before t - w, so every window costs one subtraction per row however long it is.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+from collectors.lake_schema import SCHEMAS
+from spark_jobs import burn, keys
+from spark_jobs.definitions import SloDefinitions
 
-from spark_jobs import burn
-from spark_jobs.definitions import SloDefinition, SloDefinitions
-from spark_jobs.minutes import per_entity
-
-STATUS_COLUMNS = (
-    "time", "cluster", "slo", "entity", "scope", "indicator", "budgeting_method", "objective", "window", "sli",
-    "good_events", "valid_events", "error_budget_remaining",
-    *[f"burn_rate_{name}" for name in burn.BURN_WINDOWS], "burn_rate_window",
-    "time_to_exhaustion_seconds", "alert", "alert_conditions",
-)
+STATUS_COLUMNS = tuple(SCHEMAS["slo_status"].names)
+STATUS_SCHEMA = pa.schema([f.with_type(pa.dictionary(pa.int32(), pa.string())) if f.type == pa.string() else f
+                           for f in SCHEMAS["slo_status"]])
+"""The lake's ``slo_status`` columns, names and labels dictionary-encoded (Parquet stores strings)."""
+MINUTE_MICROS = 60_000_000
 
 
-def status(minutes: DataFrame, definitions: SloDefinitions, eval_from: int, eval_to: int) -> DataFrame:
+def status(minutes: pa.Table, definitions: SloDefinitions, eval_from: int, eval_to: int) -> pa.Table:
     """Status rows for every SLO and entity at each minute end ``t`` with ``eval_from <= t <= eval_to``
-    (epoch minutes). ``minutes`` (``cluster, slo, entity, minute, good, valid``) must hold every minute
-    of the longest window before ``eval_from`` that exists."""
-    by_window: dict[int, list[SloDefinition]] = defaultdict(list)
-    for slo in definitions.slos:
-        by_window[slo.window_minutes].append(slo)
-    parts = [_status_for_window(minutes, slos, window_minutes, eval_from, eval_to)
-             for window_minutes, slos in sorted(by_window.items())]
-    result = parts[0]
-    for part in parts[1:]:
-        result = result.unionByName(part)
-    return result
+    (epoch minutes) whose minute ``t - 1`` has a row. ``minutes`` (``cluster, slo, entity, minute,
+    good, valid``, in any order, null = no data) must hold every minute of the longest window before
+    ``eval_from`` that exists; minutes without a row count as no data."""
+    minutes = minutes.filter(pc.is_in(minutes.column("slo"), value_set=pa.array([s.name for s in definitions.slos])))
+    minute = minutes.column("minute").to_numpy()
+    if len(minute) == 0:
+        return STATUS_SCHEMA.empty_table()
+    key, keys = _keys(minutes)
+    # Each key's minutes from its first to its last, laid end to end: ``position`` is a row's place.
+    count = len(keys["slo"])
+    first = np.full(count, np.iinfo(np.int64).max)
+    last = np.full(count, np.iinfo(np.int64).min)
+    np.minimum.at(first, key, minute)
+    np.maximum.at(last, key, minute)
+    starts = np.concatenate([[0], np.cumsum(last - first + 1)[:-1]])
+    position = starts[key] + (minute - first[key])
+    size = int((last - first + 1).sum())
+    totals = {}
+    for kind in ("good", "valid"):
+        spread = np.zeros(size + 1)
+        spread[position + 1] = minutes.column(kind).fill_null(0).to_numpy().astype(np.float64)
+        totals[kind] = np.cumsum(spread)  # totals[kind][p]: the key's sum before position p (+ earlier keys')
 
+    evaluated = np.flatnonzero((minute >= eval_from - 1) & (minute < eval_to))
+    key, position = key[evaluated], position[evaluated]
+    by_name = {slo.name: index for index, slo in enumerate(definitions.slos)}
+    slo_index = np.array([by_name[name] for name in keys["slo"].to_pylist()], dtype=np.int64)[key]
+    window_minutes = np.array([s.window_minutes for s in definitions.slos], dtype=np.int64)[slo_index]
+    begin = starts[key]
 
-def _status_for_window(minutes: DataFrame, slos: list[SloDefinition], window_minutes: int,
-                       eval_from: int, eval_to: int) -> DataFrame:
-    names = [slo.name for slo in slos]
-    rows = minutes.where(F.col("slo").isin(names) & (F.col("minute") >= eval_from - 1 - window_minutes)
-                         & (F.col("minute") < eval_to))
-    rows = _collapse_middle(rows, window_minutes, eval_from, eval_to)
-    ordered = Window.partitionBy("cluster", "slo", "entity").orderBy("minute")
-    running = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    rows = rows.select("cluster", "slo", "entity", "minute",
-                       F.sum(F.coalesce("good", F.lit(0))).over(running).alias("total_good"),
-                       F.sum(F.coalesce("valid", F.lit(0))).over(running).alias("total_valid"))
-    windows = {**burn.BURN_WINDOWS, "window": window_minutes}
-    sums = []
-    for name, length in windows.items():
-        before = ordered.rangeBetween(Window.unboundedPreceding, -length)
-        for kind in ("good", "valid"):
-            earlier = F.coalesce(F.max(f"total_{kind}").over(before), F.lit(0))
-            sums.append((F.col(f"total_{kind}") - earlier).alias(f"{kind}_{name}"))
-    # The status at the end t of minute m = t - 1: only minutes whose end is in [eval_from, eval_to].
-    summed = rows.select("cluster", "slo", "entity", "minute", *sums).where(F.col("minute") >= eval_from - 1)
-    return _status_columns(summed, slos, window_minutes)
+    after = position + 1
+    up_to = {kind: totals[kind][after] for kind in totals}
 
+    def summed(kind: str, length) -> np.ndarray:
+        """Sum of the ``length`` minutes up to and including each evaluated row's minute."""
+        return up_to[kind] - totals[kind][np.maximum(after - length, begin)]
 
-def _collapse_middle(rows: DataFrame, window_minutes: int, eval_from: int, eval_to: int) -> DataFrame:
-    """Minutes that no window's start crosses during the evaluated range (newer than every SLO
-    window start ``t - window``, older than every burn window start ``t - 3d``) only ever count as a
-    whole: sum them into one row per entity, so an hourly run sorts a few days of minutes, not 30."""
-    low, high = eval_to - window_minutes, eval_from - 1 - max(burn.BURN_WINDOWS.values())
-    if high - low < 2:
-        return rows
-    middle = (F.col("minute") >= low) & (F.col("minute") < high)
-    collapsed = (rows.where(middle).groupBy("cluster", "slo", "entity")
-                 .agg(F.sum(F.coalesce("good", F.lit(0))).alias("good"), F.sum(F.coalesce("valid", F.lit(0))).alias("valid"))
-                 .select("cluster", "slo", "entity", F.lit(low).cast("long").alias("minute"), "good", "valid"))
-    return rows.where(~middle).unionByName(collapsed)
-
-
-def _by_slo(slos: list[SloDefinition], value) -> F.Column:
-    """A per-SLO (and per-entity override) value as one expression."""
-    result = F.lit(None)
-    for slo in slos:
-        result = F.when(F.col("slo") == slo.name, value(slo)).otherwise(result)
-    return result
-
-
-def _status_columns(summed: DataFrame, slos: list[SloDefinition], window_minutes: int) -> DataFrame:
-    entity = F.col("entity")
-    objective = _by_slo(slos, lambda s: per_entity(s, entity, lambda o: o.target, s.target)).cast("double")
+    sums = {name: (summed("good", length), summed("valid", length))
+            for name, length in {**burn.BURN_WINDOWS, "window": window_minutes}.items()}
+    objective = _objective(definitions, slo_index, keys["entity"].to_pylist(), key)
     budget = 1 - objective
-    rates = {name: burn.burn_rate(F.col(f"good_{name}"), F.col(f"valid_{name}"), budget)
-             for name in [*burn.BURN_WINDOWS, "window"]}
-    remaining = burn.budget_remaining(F.col("good_window"), F.col("valid_window"), budget)
-    alert, conditions = burn.alert_columns(rates)
-    return summed.select(
-        F.timestamp_seconds((F.col("minute") + 1) * 60).alias("time"), "cluster", "slo", "entity",
-        _by_slo(slos, lambda s: F.lit(s.scope)).cast("string").alias("scope"),
-        _by_slo(slos, lambda s: F.lit(s.indicator)).cast("string").alias("indicator"),
-        _by_slo(slos, lambda s: F.lit(s.budgeting_method)).cast("string").alias("budgeting_method"),
-        objective.alias("objective"),
-        _by_slo(slos, lambda s: F.lit(s.window)).cast("string").alias("window"),
-        burn.sli(F.col("good_window"), F.col("valid_window")).alias("sli"),
-        F.col("good_window").cast("long").alias("good_events"),
-        F.col("valid_window").cast("long").alias("valid_events"),
-        remaining.alias("error_budget_remaining"),
-        *[rates[name].alias(f"burn_rate_{name}") for name in [*burn.BURN_WINDOWS, "window"]],
-        burn.time_to_exhaustion_seconds(remaining, rates[burn.CURRENT_BURN_WINDOW], window_minutes)
-        .alias("time_to_exhaustion_seconds"),
-        alert.alias("alert"), conditions.alias("alert_conditions"),
-    )
+    rates = {name: burn.burn_rate(good, valid, budget) for name, (good, valid) in sums.items()}
+    good_window, valid_window = sums["window"]
+    remaining = burn.budget_remaining(good_window, valid_window, budget)
+    levels, names = burn.alert_labels()
+    met = burn.conditions_met(rates)
+    evaluated_minute = minute[evaluated]
+    columns = {
+        "time": pa.array((evaluated_minute + 1) * MINUTE_MICROS, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        "cluster": _take(keys["cluster"], key), "slo": _take(keys["slo"], key), "entity": _take(keys["entity"], key),
+        "scope": _per_slo(definitions, lambda s: s.scope, slo_index),
+        "indicator": _per_slo(definitions, lambda s: s.indicator, slo_index),
+        "budgeting_method": _per_slo(definitions, lambda s: s.budgeting_method, slo_index),
+        "objective": objective, "window": _per_slo(definitions, lambda s: s.window, slo_index),
+        "sli": _nullable(burn.sli(good_window, valid_window)),
+        "good_events": np.round(good_window).astype(np.int64), "valid_events": np.round(valid_window).astype(np.int64),
+        "error_budget_remaining": _nullable(remaining),
+        **{f"burn_rate_{name}": _nullable(rates[name]) for name in [*burn.BURN_WINDOWS, "window"]},
+        "time_to_exhaustion_seconds": _nullable(burn.time_to_exhaustion_seconds(
+            remaining, rates[burn.CURRENT_BURN_WINDOW], window_minutes)),
+        "alert": _labels(levels, met), "alert_conditions": _labels(names, met),
+    }
+    return pa.table({name: columns[name] for name in STATUS_COLUMNS}, schema=STATUS_SCHEMA)
+
+
+def _keys(minutes: pa.Table) -> tuple[np.ndarray, dict[str, pa.Array]]:
+    """Per row, the index of its ``(cluster, slo, entity)``, and those keys' three parts."""
+    names = ("cluster", "slo", "entity")
+    key, parts = keys.encode(*(minutes.column(name) for name in names))
+    return key, dict(zip(names, parts))
+
+
+def _objective(definitions: SloDefinitions, slo_index: np.ndarray, entities: list[str], key: np.ndarray) -> np.ndarray:
+    """Each row's objective: its SLO's target, or the override for its entity."""
+    per_key = np.empty(len(entities))
+    key_slo = np.zeros(len(entities), dtype=np.int64)
+    key_slo[key] = slo_index
+    for index, entity in enumerate(entities):
+        slo = definitions.slos[key_slo[index]]
+        override = slo.override(entity)
+        per_key[index] = override.target if override is not None and override.target is not None else slo.target
+    return per_key[key]
+
+
+def _take(values: pa.Array, index: np.ndarray) -> pa.Array:
+    return keys.expand(index, values)
+
+
+def _per_slo(definitions: SloDefinitions, value, slo_index: np.ndarray) -> pa.Array:
+    return _take(pa.array([value(s) for s in definitions.slos], pa.string()), slo_index)
+
+
+def _labels(labels: list[str | None], mask: np.ndarray) -> pa.Array:
+    """``labels[mask]`` as strings, null where the label is None."""
+    present = np.array([label is not None for label in labels])
+    dictionary = pa.array([label or "" for label in labels], pa.string())
+    return pa.DictionaryArray.from_arrays(pa.array(mask.astype(np.int32), mask=~present[mask]), dictionary)
+
+
+def _nullable(values: np.ndarray) -> pa.Array:
+    """Doubles with NaN (and infinities from a zero budget) as null."""
+    return pa.array(values, pa.float64(), mask=~np.isfinite(values))

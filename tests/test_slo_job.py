@@ -154,8 +154,9 @@ def test_cli_run_prints_progress_and_json_and_refuses_a_malformed_until(tmp_path
     assert bad.returncode == 1 and bad.stderr.strip().startswith("kpulse: error: --until: not an ISO 8601 time")
     result = kpulse("slo", "run", "--lake", str(tmp_path), "--definitions", str(definitions), "--master", "local[1]",
                     "--until", "2026-03-09T23:10:00Z", "--json")
-    assert "computing per-minute good/valid counts: done" in result.stderr
-    assert "writing slo_minute" in result.stderr and "Traceback" not in result.stderr
+    assert "computing per-minute good/valid counts (1 day(s), one Spark task each): done" in result.stderr
+    assert "replacing slo_minute (10 rows) and slo_status (10 rows): done" in result.stderr
+    assert "Traceback" not in result.stderr
     summary = json.loads(result.stdout)
     assert summary["evaluated_until"] == "2026-03-09T23:10:00+00:00" and summary["minute_rows"] == 10
     [status] = summary["status"]

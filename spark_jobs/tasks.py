@@ -1,0 +1,195 @@
+"""The SLO job's two kinds of Spark task. Each reads the lake with pyarrow, computes with the pure
+transforms (``minutes``, ``windows``) and writes its output to the run's staging area; the driver
+replaces the lake's partitions only once every task has succeeded (``job.py``).
+
+1. :func:`count_day`, one task per UTC day of the recomputed range: the day's samples of every
+   table the SLOs read -> per-minute good/valid counts of every SLO and entity (minutes with samples).
+2. :func:`evaluate_shard`, one task per shard of ``(cluster, slo, entity)`` keys: the staged counts
+   and the stored minutes the windows look back on -> the ``slo_minute`` rows (no-data minutes
+   filled in) and the ``slo_status`` rows of its keys.
+
+A task returns a small dict; a lake problem comes back as ``{"error": "one line"}`` rather than
+as an exception, so the driver can show it without Spark's traceback around it.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kpulse.errors import KpulseError
+from spark_jobs import keys, lake_io, minutes, windows
+from spark_jobs.definitions import SloDefinitions
+from spark_jobs.lake_io import Staging, day_of_minute
+
+MINUTES_PER_DAY = 1440
+SAMPLE_MARGIN_MINUTES = 60
+"""Streams samples are read this much before the recomputed range, to see where a rebalance began."""
+COUNTS = "_counts"
+"""The staged per-minute counts (not a lake table)."""
+COUNT_SCHEMA = pa.schema([("slo", minutes.NAME), *minutes.MINUTE_SCHEMA])
+COUNT_STAGED = pa.schema([("time", pa.timestamp("us", tz="UTC")), ("slo", pa.string()), ("cluster", pa.string()),
+                          ("entity", pa.string()), ("minute", pa.int64()), ("good", pa.int64()), ("valid", pa.int64())])
+
+
+@dataclass(frozen=True)
+class Work:
+    """What every task of one run needs (pickled to the executors)."""
+
+    lake: str
+    staging: Staging
+    definitions: SloDefinitions
+    start: int
+    end: int
+    first: int
+    lookback_start: int
+    clusters: tuple[str, ...] | None
+    shards: int
+    """How many shards of keys (a power of two): a key's shard is CRC-32 of its names modulo this."""
+
+
+def count_day(work: Work, day: date) -> dict[str, Any]:
+    try:
+        return _count_day(work, day)
+    except KpulseError as error:
+        return {"error": str(error)}
+
+
+def _count_day(work: Work, day: date) -> dict[str, Any]:
+    day_start = int((day - date(1970, 1, 1)).days) * MINUTES_PER_DAY
+    low, high = max(day_start, work.first), min(day_start + MINUTES_PER_DAY, work.end)
+    pieces, read = [], 0
+    for table in work.definitions.tables:
+        margin = SAMPLE_MARGIN_MINUTES if table == "streams_instance" else 0
+        rows = lake_io.read_days(work.lake, table, day_of_minute(low - margin), day,
+                                 columns=_columns(work.definitions, table), dictionary=True,
+                                 clusters=list(work.clusters or ()) or None)
+        read += rows.num_rows
+        for slo in work.definitions.slos:
+            if slo.table == table:
+                counts = minutes.minute_counts(minutes.samples(rows, slo), slo, low, high)
+                pieces.append(counts.add_column(0, "slo", _repeat(slo.name, counts.num_rows)))
+    counts = pa.concat_tables(pieces) if pieces else COUNT_SCHEMA.empty_table()
+    if counts.num_rows:
+        counts = counts.append_column("time", _time(counts.column("minute")))
+        key, parts = _keys(counts)
+        shard = shard_of(parts, work.shards)[key]
+        for number in np.unique(shard):
+            work.staging.write(COUNTS, counts.filter(pa.array(shard == number)),
+                               f"{day.isoformat()}-{_shard_name(int(number), work.shards)}")
+    return {"day": day.isoformat(), "samples": read, "counts": counts.num_rows}
+
+
+def evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
+    try:
+        return _evaluate_shard(work, shard)
+    except KpulseError as error:
+        return {"error": str(error)}
+
+
+def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
+    names = [slo.name for slo in work.definitions.slos]
+    stored = lake_io.read_days(work.lake, "slo_minute", day_of_minute(work.lookback_start),
+                               day_of_minute(work.start - 1), dictionary=True,
+                               clusters=list(work.clusters or ()) or None,
+                               files=lambda name: may_hold(name, shard, work.shards))
+    minute = np.floor_divide(pc.cast(stored.column("time"), pa.int64()).to_numpy(), minutes.MINUTE_MICROS)
+    key, parts = _keys(stored)
+    wanted = (shard_of(parts, work.shards) == shard) & np.isin(parts[1].to_numpy(zero_copy_only=False), names)
+    keep = wanted[key] & (minute >= work.lookback_start) & (minute < work.start)
+    stored = stored.append_column("minute", pa.array(minute)).filter(pa.array(keep))
+    counts = work.staging.read(COUNTS, COUNT_STAGED, files=lambda name: name.endswith(
+        f"-{_shard_name(shard, work.shards)}.parquet"))
+    fresh = []
+    for slo in work.definitions.slos:
+        mine = stored.filter(pc.equal(stored.column("slo"), slo.name))
+        known = _pairs(mine)
+        counted = counts.filter(pc.equal(counts.column("slo"), slo.name)).select(minutes.MINUTE_SCHEMA.names)
+        filled = minutes.dense(counted, work.first, work.end, known)
+        fresh.append(filled.add_column(1, "slo", _repeat(slo.name, filled.num_rows)))
+    fresh_minutes = pa.concat_tables(fresh)
+    every = pa.concat_tables([stored.select(fresh_minutes.column_names).cast(fresh_minutes.schema), fresh_minutes])
+    status = windows.status(every, work.definitions, work.start, work.end)
+    minute_rows = _as_minute_table(fresh_minutes)
+    part = _shard_name(shard, work.shards)
+    work.staging.write("slo_minute", minute_rows, part)
+    work.staging.write("slo_status", status, part)
+    latest = status.filter(pc.equal(pc.cast(status.column("time"), pa.int64()), work.end * minutes.MINUTE_MICROS))
+    return {"shard": shard, "minute_rows": minute_rows.num_rows, "status_rows": status.num_rows,
+            "latest": latest.to_pylist()}
+
+
+def shard_count(parallelism: int, rows: int, rows_per_shard: int, most: int = 256) -> int:
+    """Enough shards for every core and for ``rows_per_shard`` at most each: a power of two."""
+    wanted = max(1, parallelism, -(-rows // rows_per_shard))
+    return min(1 << (wanted - 1).bit_length(), most)
+
+
+def shard_of(parts: list[pa.Array], shards: int) -> np.ndarray:
+    """The shard of each key (``parts``: the keys' cluster, slo and entity names)."""
+    names = zip(*(part.to_pylist() for part in parts))
+    return np.array([zlib.crc32("\x00".join(name).encode()) % shards for name in names], dtype=np.int64)
+
+
+def may_hold(file_name: str, shard: int, shards: int) -> bool:
+    """Whether a file written by this job (``...-shard-S-of-N.parquet``) can hold keys of ``shard``
+    of ``shards``: with both counts powers of two, only one file of N can; other files might."""
+    match = _SHARD_FILE.search(file_name)
+    if match is None:
+        return True
+    written, of = int(match.group(1)), int(match.group(2))
+    if of >= shards:
+        return written % shards == shard
+    return shard % of == written
+
+
+def days(first_minute: int, end_minute: int) -> list[date]:
+    """The UTC days of the minutes ``[first_minute, end_minute)``."""
+    first, last = day_of_minute(first_minute), day_of_minute(end_minute - 1)
+    return [first + timedelta(days=n) for n in range((last - first).days + 1)]
+
+
+_SHARD_FILE = re.compile(r"-shard-(\d+)-of-(\d+)\.parquet$")
+
+
+def _shard_name(shard: int, shards: int) -> str:
+    return f"shard-{shard:04d}-of-{shards:04d}"
+
+
+def _columns(definitions: SloDefinitions, table: str) -> list[str]:
+    """The columns of ``table`` its SLOs read."""
+    wanted = {"time", "cluster"}.union(*(minutes.COLUMNS[s.indicator] for s in definitions.slos if s.table == table))
+    return [name for name in lake_io.SCHEMAS[table].names if name in wanted]
+
+
+def _keys(rows: pa.Table) -> tuple[np.ndarray, list[pa.Array]]:
+    return keys.encode(*(rows.column(c) for c in ("cluster", "slo", "entity")))
+
+
+def _pairs(rows: pa.Table) -> list[tuple[str, str]]:
+    """The distinct ``(cluster, entity)`` of ``rows``."""
+    if rows.num_rows == 0:
+        return []
+    _, (clusters, entities) = keys.encode(rows.column("cluster"), rows.column("entity"))
+    return list(zip(clusters.to_pylist(), entities.to_pylist()))
+
+
+def _repeat(name: str, count: int) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(count, dtype=np.int32)), pa.array([name], pa.string()))
+
+
+def _time(minute) -> pa.Array:
+    return pc.cast(pc.multiply(minute, minutes.MINUTE_MICROS), pa.timestamp("us", tz="UTC"))
+
+
+def _as_minute_table(rows: pa.Table) -> pa.Table:
+    columns = {"time": _time(rows.column("minute")), "cluster": rows.column("cluster"), "slo": rows.column("slo"),
+               "entity": rows.column("entity"), "good": rows.column("good"), "valid": rows.column("valid")}
+    return pa.table({name: columns[name] for name in lake_io.SCHEMAS["slo_minute"].names})
