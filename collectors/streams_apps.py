@@ -44,6 +44,8 @@ INSTANCE_TABLE = "streams_instance"
 TRANSITION_TABLE = "streams_transition"
 ADMIN_TIMEOUT_SECONDS = 10.0
 MAX_SCRAPE_THREADS = 8
+TOPIC_NAMES_REFRESH_SECONDS = 60.0
+NEW_GROUP_WATCH_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -75,13 +77,14 @@ class StreamsAppsCollector:
         self._discover = discover
         self.tracker = TransitionTracker()
         self._ids_by_endpoint: dict[str, list[str]] = {}
+        self._topics = TopicNames()
 
     # --- one cycle -------------------------------------------------------------------------------------
     def collect(self, context: CollectContext) -> CollectorResult:
         configured = {app.application_id: app for app in self._cluster.streams_apps}
         endpoints = sorted({url for app in configured.values() for url in app.metrics_endpoints})
         readings = dict(zip(endpoints, _concurrently(self._read_endpoint, endpoints)))
-        groups = self._read_groups(configured)
+        groups = self._read_groups(configured, context.now)
         apps, instance_rows, transition_rows = [], [], []
         for app_id in sorted(set(configured) | set(groups)):
             app = configured.get(app_id)
@@ -126,7 +129,7 @@ class StreamsAppsCollector:
             self._ids_by_endpoint[url] = [r.id for r in found]
         return found
 
-    def _read_groups(self, configured: dict[str, Any]) -> dict[str, GroupInfo]:
+    def _read_groups(self, configured: dict[str, Any], now: float) -> dict[str, GroupInfo]:
         """Group state and members of every application; discovered applications included."""
         app_ids = set(configured)
         try:
@@ -134,8 +137,12 @@ class StreamsAppsCollector:
             if self._discover:
                 listed = admin.list_consumer_groups(request_timeout=ADMIN_TIMEOUT_SECONDS).result(
                     timeout=ADMIN_TIMEOUT_SECONDS)
-                topics = admin.list_topics(timeout=ADMIN_TIMEOUT_SECONDS).topics
-                app_ids |= streams_app_ids((g.group_id for g in listed.valid), topics)
+                group_ids = [g.group_id for g in listed.valid]
+                if self._topics.stale(now, group_ids):
+                    self._topics.update(now, admin.list_topics(timeout=ADMIN_TIMEOUT_SECONDS).topics)
+                found = streams_app_ids(group_ids, self._topics.names)
+                self._topics.recognised(found)
+                app_ids |= found
             if not app_ids:
                 return {}
             futures = admin.describe_consumer_groups(sorted(app_ids), request_timeout=ADMIN_TIMEOUT_SECONDS)
@@ -150,6 +157,44 @@ class StreamsAppsCollector:
             except Exception as error:  # noqa: BLE001
                 groups[app_id] = GroupInfo(None, None, _one_line(error))
         return groups
+
+
+class TopicNames:
+    """The topic names discovery looks at, re-read only when they may change what is discovered.
+
+    Reading them is a Metadata request for every partition of the cluster (at 10,000 partitions,
+    most of this collector's cost), while internal topics come and go with applications, rarely.
+    They are re-read every :data:`TOPIC_NAMES_REFRESH_SECONDS`, and at every cycle while some group
+    listed less than :data:`NEW_GROUP_WATCH_SECONDS` after it first appeared is not recognised yet (a
+    new application creates its internal topics during its first rebalance, after its group appears;
+    groups listed at the first read are not new).
+    So a new application is found within a cycle or two; one whose internal topics were deleted
+    stays listed for at most :data:`TOPIC_NAMES_REFRESH_SECONDS`."""
+
+    def __init__(self) -> None:
+        self.names: tuple[str, ...] = ()
+        self._read_at: float | None = None
+        self._first_seen: dict[str, float] = {}
+        self._recognised: set[str] = set()
+
+    def stale(self, now: float, group_ids: Iterable[str]) -> bool:
+        """Whether to re-read the names this cycle, given the groups listed now."""
+        # Groups listed before the first read are not new: their topics are in that read.
+        default = now if self._read_at is not None else float("-inf")
+        first_seen = {g: self._first_seen.get(g, default) for g in group_ids}
+        self._first_seen = first_seen
+        if self._read_at is None or now - self._read_at >= TOPIC_NAMES_REFRESH_SECONDS:
+            return True
+        return any(now - seen < NEW_GROUP_WATCH_SECONDS and group not in self._recognised
+                   for group, seen in first_seen.items())
+
+    def update(self, now: float, names: Iterable[str]) -> None:
+        self.names = tuple(names)
+        self._read_at = now
+
+    def recognised(self, app_ids: Iterable[str]) -> None:
+        """The groups found to be applications with the current names."""
+        self._recognised = set(app_ids)
 
 
 def _instance_view(reading: InstanceReading) -> dict[str, Any]:

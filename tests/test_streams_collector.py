@@ -205,7 +205,10 @@ class FakeAdmin:
             raise self.fail
         return self._done(SimpleNamespace(valid=[SimpleNamespace(group_id=g) for g in self.groups]))
 
+    metadata_reads = 0
+
     def list_topics(self, **_):
+        self.metadata_reads += 1
         return SimpleNamespace(topics={name: None for name in self.topics})
 
     def describe_consumer_groups(self, group_ids, **_):
@@ -306,6 +309,32 @@ def test_an_endpoint_that_never_answered_is_named_by_its_url():
     [app] = collector.collect(CollectContext(cluster=None, now=1.0)).sections["streams_apps"]
     assert [(i["id"], i["state"]) for i in app["instances"]] == [(URL_1, UNREACHABLE)]
     assert app["state"] == "NOT_RUNNING"
+
+
+def test_topic_names_are_reread_only_when_they_may_change_what_is_discovered():
+    """A Metadata request lists every partition of the cluster: discovery re-reads the topic names
+    every 60 s, and each cycle while a group that appeared less than 30 s ago is not recognised."""
+    admin = FakeAdmin({"plain": ("STABLE", 1), "wordcount": ("EMPTY", 0)}, topics=["wordcount-store-changelog"])
+    collector = StreamsAppsCollector(ClusterConfig(name="prod", bootstrap_servers="node-1:9092"),
+                                     http_get=Pages({}), admin_factory=lambda _c: admin)
+
+    def apps_at(now):
+        return [a["application_id"] for a in collector.collect(CollectContext(None, now)).sections["streams_apps"]]
+
+    assert apps_at(1000.0) == ["wordcount"] and admin.metadata_reads == 1
+    assert apps_at(1010.0) == ["wordcount"] and admin.metadata_reads == 1  # nothing new: names kept
+    admin.groups["shop"] = ("PREPARING_REBALANCING", 1)  # a new group, its internal topics not created yet
+    assert apps_at(1020.0) == ["wordcount"] and admin.metadata_reads == 2
+    admin.topics = ["wordcount-store-changelog", "shop-by-region-repartition"]
+    assert apps_at(1030.0) == ["shop", "wordcount"] and admin.metadata_reads == 3
+    assert apps_at(1040.0) == ["shop", "wordcount"] and admin.metadata_reads == 3  # recognised: no more reads
+    admin.groups["late"] = ("STABLE", 1)  # a plain group: watched for 30 s after it appeared, then left alone
+    for now, reads in ((1045.0, 4), (1070.0, 5), (1075.0, 5)):
+        apps_at(now)
+        assert admin.metadata_reads == reads, now
+    admin.topics = ["shop-by-region-repartition"]  # wordcount's internal topic deleted
+    assert apps_at(1080.0) == ["shop", "wordcount"] and admin.metadata_reads == 5
+    assert apps_at(1130.0) == ["shop"] and admin.metadata_reads == 6  # 60 s after the last read
 
 
 # --- the real demo application ---------------------------------------------------------------------
