@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
@@ -32,7 +33,8 @@ from spark_jobs.definitions import SloDefinitions
 from spark_jobs.lake_io import LakeError, day_of_minute
 from spark_jobs.tasks import MINUTES_PER_DAY
 
-SHARD_ROWS = 8_000_000
+PROGRESS_SECONDS = 5.0
+SHARD_ROWS = 4_000_000
 """Rows (stored minutes and samples) per shard of the window computation, at most."""
 
 
@@ -132,10 +134,29 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
 
 
 def _in_tasks(spark: SparkSession, calls: list, progress: Progress) -> list[dict[str, Any]]:
-    """Run each call as one Spark task; their results, or the first task's lake error as LakeError."""
+    """Run each call as one Spark task; their results, or the first task's lake error as LakeError.
+    While they run, a line every few seconds says how many tasks are done."""
     if not calls:
         return []
-    results = spark.sparkContext.parallelize(calls, len(calls)).map(lambda call: call()).collect()
+    context = spark.sparkContext
+    done = threading.Event()
+
+    def report() -> None:
+        shown = -1
+        while not done.wait(PROGRESS_SECONDS):
+            stages = [context.statusTracker().getStageInfo(i) for i in context.statusTracker().getActiveStageIds()]
+            finished = sum(stage.numCompletedTasks for stage in stages if stage is not None)
+            if stages and finished != shown:
+                progress.note(f"  {finished}/{len(calls)} tasks done")
+                shown = finished
+
+    reporter = threading.Thread(target=report, name="kpulse-slo-progress", daemon=True)
+    reporter.start()
+    try:
+        results = context.parallelize(calls, len(calls)).map(lambda call: call()).collect()
+    finally:
+        done.set()
+        reporter.join()
     errors = [r["error"] for r in results if "error" in r]
     if errors:
         raise LakeError(errors[0])

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.fs as pafs
@@ -22,6 +23,7 @@ from collectors.lake_schema import SCHEMAS
 from kpulse.errors import KpulseError
 
 PARTITION_PREFIX = "date="
+DAY_MICROS = 86_400_000_000
 SESSION_CONFIG = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
@@ -206,23 +208,28 @@ class Staging:
     def root(self) -> str:
         return f"{resolve(self.lake)[1]}/_staging/{self.run}"
 
-    def write(self, table: str, rows: pa.Table, part: str) -> list[date]:
+    def write(self, table: str, rows: pa.Table, part: str, compression: str = "snappy") -> list[date]:
         """Write ``rows`` (with a ``time`` column) into one file per UTC date of ``time``; the dates."""
         if rows.num_rows == 0:
             return []
         fs, _ = resolve(self.lake)
-        days = pa.compute.cast(rows.column("time"), pa.date32())
+        day = np.floor_divide(pa.compute.cast(rows.column("time"), pa.int64()).to_numpy(), DAY_MICROS)
+        if np.any(day[1:] < day[:-1]):
+            order = np.argsort(day, kind="stable")
+            rows, day = rows.take(pa.array(order)), day[order]
         names = [f.name for f in rows.schema if pa.types.is_dictionary(f.type) or pa.types.is_string(f.type)]
+        bounds = np.flatnonzero(np.diff(day)) + 1
         written = []
-        for day in pa.compute.unique(days).to_pylist():
-            directory = f"{self.root}/{table}/{PARTITION_PREFIX}{day.isoformat()}"
+        for begin, end in zip([0, *bounds], [*bounds, len(day)]):
+            when = date(1970, 1, 1) + timedelta(days=int(day[begin]))
+            directory = f"{self.root}/{table}/{PARTITION_PREFIX}{when.isoformat()}"
             fs.create_dir(directory, recursive=True)
             with fs.open_output_stream(f"{directory}/part-{part}.parquet") as sink:
-                # Without the Arrow schema in the footer, dictionary-encoded names read back as strings.
-                # Dictionary pages for the names only: trying them on every number column costs more than it saves.
-                pq.write_table(rows.filter(pa.compute.equal(days, pa.scalar(day, pa.date32()))), sink,
-                               store_schema=False, use_dictionary=names)
-            written.append(day)
+                # Without the Arrow schema in the footer, dictionary-encoded names read back as strings;
+                # dictionary pages for the names only: trying them on every number column costs more.
+                pq.write_table(rows.slice(begin, end - begin), sink, store_schema=False, use_dictionary=names,
+                               compression=compression)
+            written.append(when)
         return written
 
     def read(self, table: str, schema: pa.Schema, files=None) -> pa.Table:

@@ -83,7 +83,7 @@ def _count_day(work: Work, day: date) -> dict[str, Any]:
         shard = shard_of(parts, work.shards)[key]
         for number in np.unique(shard):
             work.staging.write(COUNTS, counts.filter(pa.array(shard == number)),
-                               f"{day.isoformat()}-{_shard_name(int(number), work.shards)}")
+                               f"{day.isoformat()}-{_shard_name(int(number), work.shards)}", compression="lz4")
     return {"day": day.isoformat(), "samples": read, "counts": counts.num_rows}
 
 
