@@ -13,11 +13,12 @@ These work with nothing but the Admin API, so they hold on managed clusters with
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class PartitionState:
-    """One partition as the cluster metadata describes it."""
+class PartitionState(NamedTuple):
+    """One partition as the cluster metadata describes it (a named tuple: a cycle makes one per
+    partition of the cluster, 10,000s of them, and a frozen dataclass costs several times more)."""
 
     topic: str
     partition: int
@@ -67,28 +68,37 @@ class HealthSummary:
 def summarize(partitions: list[PartitionState], min_isr_by_topic: dict[str, int | None],
               broker_ids: set[int]) -> HealthSummary:
     """Health counts and per-broker load. Brokers in ``broker_ids`` appear even with no replicas;
-    brokers only named in replica lists (down or decommissioned) appear too."""
+    brokers only named in replica lists (down or decommissioned) appear too.
+
+    The rules are :class:`PartitionState`'s properties, written out in the loop (it runs once per
+    partition of the cluster every cycle)."""
     summary = HealthSummary(topic_count=len({p.topic for p in partitions}), partition_count=len(partitions))
-    replicas: dict[int, int] = {b: 0 for b in broker_ids}
-    leaders: dict[int, int] = {b: 0 for b in broker_ids}
-    preferred: dict[int, int] = {b: 0 for b in broker_ids}
+    replicas: dict[int, int] = dict.fromkeys(broker_ids, 0)
+    leaders: dict[int, int] = dict.fromkeys(broker_ids, 0)
+    preferred: dict[int, int] = dict.fromkeys(broker_ids, 0)
+    under_replicated, offline = summary.under_replicated.append, summary.offline.append
+    under_min_isr, not_preferred = summary.under_min_isr.append, summary.not_preferred_leader.append
+    min_isr_of = min_isr_by_topic.get
     for state in partitions:
-        if state.under_replicated:
-            summary.under_replicated.append(state)
-        if state.offline:
-            summary.offline.append(state)
-        if state.under_min_isr(min_isr_by_topic.get(state.topic)):
-            summary.under_min_isr.append(state)
-        if not state.offline and not state.preferred_leader_elected:
-            summary.not_preferred_leader.append(state)
-        for broker in state.replicas:
+        _, _, leader, state_replicas, isr = state
+        in_sync = len(isr)
+        if in_sync < len(state_replicas):
+            under_replicated(state)
+        if leader < 0:
+            offline(state)
+            under_min_isr(state)
+        else:
+            min_isr = min_isr_of(state[0])
+            if min_isr is not None and in_sync < min_isr:
+                under_min_isr(state)
+            if not state_replicas or leader != state_replicas[0]:
+                not_preferred(state)
+            leaders[leader] = leaders.get(leader, 0) + 1
+        for broker in state_replicas:
             replicas[broker] = replicas.get(broker, 0) + 1
-            leaders.setdefault(broker, 0)
-            preferred.setdefault(broker, 0)
-        if state.leader >= 0:
-            leaders[state.leader] = leaders.get(state.leader, 0) + 1
-        if state.replicas:
-            preferred[state.replicas[0]] = preferred.get(state.replicas[0], 0) + 1
+        if state_replicas:
+            first = state_replicas[0]
+            preferred[first] = preferred.get(first, 0) + 1
     summary.brokers.extend(BrokerLoad(b, replicas.get(b, 0), leaders.get(b, 0), preferred.get(b, 0))
                            for b in sorted(set(replicas) | set(leaders)))
     return summary

@@ -37,12 +37,13 @@ class ClusterMetadataCollector:
         metadata = admin.list_topics(timeout=self._timeout)
         live = {broker_id: f"{broker.host}:{broker.port}" for broker_id, broker in metadata.brokers.items()}
         partitions = [
-            PartitionState(topic=name, partition=p.id, leader=p.leader, replicas=tuple(p.replicas), isr=tuple(p.isrs))
+            PartitionState(name, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
             for name, topic in metadata.topics.items() if topic.error is None
             for p in topic.partitions.values()
         ]
-        self._known_brokers |= set(live) | {b for p in partitions for b in p.replicas}
-        self._refresh_min_isr(admin, sorted({p.topic for p in partitions}))
+        self._known_brokers |= set(live).union(*(p.replicas for p in partitions))
+        self._refresh_min_isr(admin, sorted(name for name, topic in metadata.topics.items()
+                                            if topic.error is None and topic.partitions))
         summary = summarize(partitions, self._min_isr, set(self._known_brokers))
 
         brokers = [{"id": b, "up": b in live, "address": live.get(b)} for b in sorted(self._known_brokers)]
@@ -66,8 +67,9 @@ class ClusterMetadataCollector:
             "problem_partitions": [
                 {"topic": p.topic, "partition": p.partition, "leader": p.leader, "replicas": list(p.replicas),
                  "isr": list(p.isr), "problems": _problems(p, self._min_isr.get(p.topic))}
-                for p in sorted({*summary.offline, *summary.under_min_isr, *summary.under_replicated},
-                                key=lambda s: (s.topic, s.partition))[:PROBLEM_PARTITIONS_SHOWN]],
+                # (topic, partition) lead each tuple and are unique: the tuples sort by them
+                for p in sorted({*summary.offline, *summary.under_min_isr, *summary.under_replicated}
+                                )[:PROBLEM_PARTITIONS_SHOWN]],
         }
         row = {"time": context.now, "cluster": self._cluster.name,
                **{k: section[k] for k in ("brokers_up", "brokers_total", "topic_count", "partition_count",

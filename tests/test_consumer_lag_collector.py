@@ -107,3 +107,24 @@ def test_time_lag_is_within_20_percent_for_a_producer_at_a_known_rate(cluster_co
     partition = group_section(result, "lagtest-rate")["partitions"][0]
     assert partition["lag"] > 0
     assert partition["lag_seconds"] == pytest.approx(truth, rel=0.2)
+
+
+def test_log_ends_are_read_in_chunks_and_an_unreadable_partition_says_why(cluster_config, bootstrap, monkeypatch):
+    from collectors import group_offsets
+
+    create_topic(bootstrap, "lagtest.ends", 3)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for partition, count in ((0, 5), (1, 0), (2, 9)):
+        for _ in range(count):
+            producer.produce("lagtest.ends", value=b"x", partition=partition)
+    producer.flush(30)
+    monkeypatch.setattr(group_offsets, "LIST_OFFSETS_CHUNK", 2)  # three requests for five partitions
+    result = group_offsets.ClusterOffsets()
+    wanted = [("lagtest.ends", 0), ("lagtest.ends", 1), ("lagtest.ends", 2), ("lagtest.ends", 7),
+              ("lagtest.no-such-topic", 0)]
+    group_offsets.read_log_ends(AdminClient({"bootstrap.servers": bootstrap}), wanted, 15.0, result)
+    assert result.log_end == {("lagtest.ends", 0): 5, ("lagtest.ends", 1): 0, ("lagtest.ends", 2): 9}
+    # partition 7 fails inside a request that reads partition 2; the last request fails whole
+    assert set(result.log_end_errors) == {("lagtest.ends", 7), ("lagtest.no-such-topic", 0)}
+    assert "Unknown partition" in result.log_end_errors[("lagtest.ends", 7)]
+    assert "leader" in result.log_end_errors[("lagtest.no-such-topic", 0)]
