@@ -64,7 +64,10 @@ def budget_remaining(good: np.ndarray, valid: np.ndarray, budget: np.ndarray | f
 
 def _ratio(part: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """``part / valid``, NaN where ``valid`` is 0."""
-    return np.divide(part, valid, out=np.full(np.shape(valid), np.nan), where=valid > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.true_divide(part, valid)
+    ratio[valid <= 0] = np.nan
+    return ratio
 
 
 def time_to_exhaustion_seconds(remaining: np.ndarray, current_burn: np.ndarray, window_minutes: int) -> np.ndarray:

@@ -22,6 +22,7 @@ STATUS_SCHEMA = pa.schema([f.with_type(pa.dictionary(pa.int32(), pa.string())) i
                            for f in SCHEMAS["slo_status"]])
 """The lake's ``slo_status`` columns, names and labels dictionary-encoded (Parquet stores strings)."""
 MINUTE_MICROS = 60_000_000
+MINUTES_PER_DAY = 1440
 
 
 def status(minutes: pa.Table, definitions: SloDefinitions, eval_from: int, eval_to: int) -> pa.Table:
@@ -50,6 +51,8 @@ def status(minutes: pa.Table, definitions: SloDefinitions, eval_from: int, eval_
         totals[kind] = np.cumsum(spread)  # totals[kind][p]: the key's sum before position p (+ earlier keys')
 
     evaluated = np.flatnonzero((minute >= eval_from - 1) & (minute < eval_to))
+    # In order of their UTC day, so that writing one file per date partition needs no sort.
+    evaluated = evaluated[np.argsort((minute[evaluated] + 1) // MINUTES_PER_DAY, kind="stable")]
     key, position = key[evaluated], position[evaluated]
     by_name = {slo.name: index for index, slo in enumerate(definitions.slos)}
     slo_index = np.array([by_name[name] for name in keys["slo"].to_pylist()], dtype=np.int64)[key]
