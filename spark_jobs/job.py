@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from spark_jobs.lake_io import LakeError, day_of_minute
 from spark_jobs.tasks import MINUTES_PER_DAY
 
 PROGRESS_SECONDS = 5.0
+_PYTHON_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit): ")
 SHARD_ROWS = 4_000_000
 """Rows (stored minutes and samples) per shard of the window computation, at most."""
 
@@ -187,6 +189,10 @@ def _iso(minute: int) -> str:
 
 def _spark_message(error: BaseException) -> str:
     text = str(error)
+    # A Python task that failed: its exception's own line is the last one of the traceback.
+    raised = [line.strip() for line in text.splitlines() if _PYTHON_EXCEPTION.match(line.strip())]
+    if "Traceback (most recent call last)" in text and raised:
+        return raised[-1][:400]
     for marker in ("Caused by: ", "org.apache.spark.SparkException: ", "Exception: "):
         for line in text.splitlines():
             if marker in line:

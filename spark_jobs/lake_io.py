@@ -26,10 +26,7 @@ PARTITION_PREFIX = "date="
 DAY_MICROS = 86_400_000_000
 SESSION_CONFIG = {
     "spark.sql.session.timeZone": "UTC",
-    "spark.sql.sources.partitionOverwriteMode": "dynamic",
-    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-    "spark.sql.adaptive.enabled": "true",
-    "spark.ui.showConsoleProgress": "false",
+    "spark.ui.showConsoleProgress": "false",  # the job prints its own progress lines
 }
 
 
@@ -39,7 +36,7 @@ class LakeError(KpulseError):
 
 def build_session(master: str | None = None, *, shuffle_partitions: int | None = None,
                   app_name: str = "kpulse-slo", extra: dict[str, str] | None = None) -> SparkSession:
-    """The job's session: UTC, dynamic partition overwrite, microsecond timestamps. ``master=None``
+    """The job's session (UTC, no console progress bar of its own). ``master=None``
     keeps what ``spark-submit`` set, else ``local[*]``."""
     builder = SparkSession.builder.appName(app_name)
     if master:
