@@ -67,7 +67,7 @@ def build(bootstrap: str) -> None:
 def measure(bootstrap: str, metrics_urls: list[str], cycles: int) -> dict:
     from collectors.consumer_lag import ConsumerLagCollector
     from collectors.protocol import CollectContext
-    from collectors.runner import CollectionService
+    from collectors.runner import GC_SETTLE_CYCLES, CollectionService
     from kpulse.config import parse_config
 
     data = {"clusters": [{"name": "bench", "bootstrap_servers": bootstrap,
@@ -87,7 +87,8 @@ def measure(bootstrap: str, metrics_urls: list[str], cycles: int) -> dict:
         time.sleep(0.5)
     groups = len(result.sections["consumer_groups"])
     del lag, result  # the service below has collectors of its own: do not count two histories
-    service = CollectionService(config, flush_seconds=3600)
+    # as `kpulse collect` runs it (the garbage collector settled after the first cycle)
+    service = CollectionService(config, flush_seconds=3600, gc_settle_cycles=GC_SETTLE_CYCLES)
     full_times = []
     for _ in range(cycles):
         began = time.perf_counter()

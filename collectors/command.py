@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 
-from collectors.runner import CollectionService, CycleResult
+from collectors.runner import GC_SETTLE_CYCLES, CollectionService, CycleResult
 from kpulse.config import DEFAULT_SOURCE
 
 ONCE_READINGS = 3
@@ -56,6 +56,7 @@ def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
         registry.register(SloStatusExporter(config.lake.path))  # what the SLO job last wrote
         start_http_server(config.exporter.port, addr=config.exporter.host, registry=registry)
         print(f"Prometheus exporter on http://{config.exporter.host}:{config.exporter.port}/metrics", file=out)
+    service.gc_settle_cycles = GC_SETTLE_CYCLES  # this process runs the loop: see collectors.runner.settle_gc
     print(f"collecting every {config.intervals.collect_seconds:g}s into {config.lake.path}", file=out, flush=True)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from collectors.group_offsets import ClusterOffsets, read_cluster_offsets
 from collectors.lag_math import OffsetHistory, estimate_lag_seconds, partition_lag
-from collectors.lag_status import OffsetObservation, StatusTracker, worst_status
+from collectors.lag_status import StatusTracker, worst_status
 from collectors.protocol import CollectContext, CollectorResult
 from kpulse.kafka_clients import LazyAdmin
 
@@ -48,7 +48,7 @@ class ConsumerLagCollector:
             for (topic, partition), committed in sorted(group.committed.items()):
                 log_end = offsets.log_end.get((topic, partition))
                 if committed is not None and log_end is not None:
-                    self.status.observe(group.group_id, topic, partition, OffsetObservation(now, committed, log_end))
+                    self.status.observe_offsets(group.group_id, topic, partition, now, committed, log_end)
                 estimate = estimate_lag_seconds(self.history, topic, partition, committed, log_end, now)
                 status = self.status.partition_status(group.group_id, topic, partition, now, has_members)
                 statuses.append(status)

@@ -91,31 +91,32 @@ class OffsetHistory:
         if max_points < 2:
             raise ValueError(f"max_points must be at least 2 (interpolation needs two points), got {max_points}")
         self.max_points = max_points
-        self._tables: dict[tuple[str, int], deque[HistoryPoint]] = {}
+        # Points are kept as plain (log end offset, time) tuples, which the garbage collector stops
+        # tracking; HistoryPoint objects (two per partition) would be walked at every full collection.
+        self._tables: dict[tuple[str, int], deque[tuple[int, float]]] = {}
 
     def record(self, topic: str, partition: int, log_end_offset: int, time: float) -> None:
         """Add this cycle's log end offset of one partition (rules in the module docstring)."""
-        point = HistoryPoint(log_end_offset, time)
+        point = (log_end_offset, time)
         table = self._tables.get((topic, partition))
         if table is None:
             self._tables[(topic, partition)] = deque([point], maxlen=self.max_points)
             return
-        newest = table[-1]
-        if time <= newest.time:
+        newest_offset, newest_time = table[-1]
+        if time <= newest_time:
             return
-        if log_end_offset < newest.log_end_offset:
+        if log_end_offset < newest_offset:
             table.clear()
             table.append(point)
             return
-        if (log_end_offset == newest.log_end_offset and len(table) >= 2
-                and table[-2].log_end_offset == log_end_offset):
+        if log_end_offset == newest_offset and len(table) >= 2 and table[-2][0] == log_end_offset:
             table[-1] = point  # plateau: move its right edge forward
             return
         table.append(point)
 
     def points(self, topic: str, partition: int) -> tuple[HistoryPoint, ...]:
         """The partition's table, oldest first (empty when never recorded)."""
-        return tuple(self._tables.get((topic, partition), ()))
+        return tuple(HistoryPoint(offset, time) for offset, time in self._tables.get((topic, partition), ()))
 
     def forget(self, topic: str, partition: int) -> None:
         """Drop one partition's table (topic deleted, partition no longer monitored)."""
@@ -141,31 +142,32 @@ def estimate_lag_seconds(history: OffsetHistory, topic: str, partition: int, com
     if committed >= log_end:
         return TimeLagEstimate(0.0)
 
-    points = list(history.points(topic, partition))
+    points = list(history._tables.get((topic, partition), ()))  # (log end offset, time), oldest first
     if not points:
         return TimeLagEstimate(None, REASON_NO_HISTORY)
-    if log_end < points[-1].log_end_offset:
+    newest_offset, newest_time = points[-1]
+    if log_end < newest_offset:
         return TimeLagEstimate(None, REASON_LOG_END_BELOW_HISTORY)
-    if log_end > points[-1].log_end_offset and now > points[-1].time:
-        points.append(HistoryPoint(log_end, now))
+    if log_end > newest_offset and now > newest_time:
+        points.append((log_end, now))
     if len(points) < 2:
         return TimeLagEstimate(None, f"not enough history ({len(points)} point)")
 
     # Half-open [left, right): an offset on a plateau falls in the segment leaving the plateau,
     # so the latest time the log end sat there wins.
-    for left, right in zip(points[:-1], points[1:]):
-        if left.log_end_offset <= committed < right.log_end_offset:
-            rate = (right.log_end_offset - left.log_end_offset) / (right.time - left.time)
-            moment = left.time + (committed - left.log_end_offset) / rate
+    for (left_offset, left_time), (right_offset, right_time) in zip(points, points[1:]):
+        if left_offset <= committed < right_offset:
+            rate = (right_offset - left_offset) / (right_time - left_time)
+            moment = left_time + (committed - left_offset) / rate
             return TimeLagEstimate(max(0.0, now - moment))
 
-    oldest = points[0]
-    if committed >= points[-1].log_end_offset:
+    oldest_offset, oldest_time = points[0]
+    if committed >= points[-1][0]:
         return TimeLagEstimate(None, REASON_BEYOND_HISTORY)
-    for left, right in zip(points[:-1], points[1:]):
-        if right.log_end_offset > left.log_end_offset:
-            rate = (right.log_end_offset - left.log_end_offset) / (right.time - left.time)
-            moment = oldest.time - (oldest.log_end_offset - committed) / rate
+    for (left_offset, left_time), (right_offset, right_time) in zip(points, points[1:]):
+        if right_offset > left_offset:
+            rate = (right_offset - left_offset) / (right_time - left_time)
+            moment = oldest_time - (oldest_offset - committed) / rate
             return TimeLagEstimate(max(0.0, now - moment), extrapolated=True)
     return TimeLagEstimate(None, REASON_NO_RATE)
 

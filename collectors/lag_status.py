@@ -121,53 +121,72 @@ def evaluate_partition(observations: Sequence[OffsetObservation], now: float, ha
     ``stuck_since`` is the time the current committed offset was first seen (from before the
     window if known); defaults to the window's first observation.
     """
-    if not observations:
+    entries = [(o.time, o.committed, o.log_end, o.lag) for o in observations]
+    return _evaluate(entries, now, has_members, stuck_since, min_observations, err_after_seconds)
+
+
+def _evaluate(entries: Sequence[tuple[float, int, int, int]], now: float, has_members: bool,
+              stuck_since: float | None, min_observations: int, err_after_seconds: float) -> PartitionStatus | None:
+    """:func:`evaluate_partition` over ``(time, committed, log_end, lag)`` tuples."""
+    if not entries:
         return None
-    lags = [observation.lag for observation in observations]
+    lags = [entry[3] for entry in entries]
     if 0 in lags:
         return PartitionStatus.OK
-    if len(observations) < min_observations:
+    if len(entries) < min_observations:
         return None
-    committed = [observation.committed for observation in observations]
-    if any(later < earlier for earlier, later in zip(committed, committed[1:])):
+    committed = [entry[1] for entry in entries]
+    # "never decreases" is "equals its sorted self": one C-level sort of <= 10 numbers, where a
+    # generator over pairs cost most of this function (it runs for every group partition)
+    if committed != sorted(committed):
         return PartitionStatus.REWIND
     if committed[0] == committed[-1]:  # never decreasing, so: never moved
-        since = observations[0].time if stuck_since is None else min(stuck_since, observations[0].time)
+        first = entries[0][0]
+        since = first if stuck_since is None else min(stuck_since, first)
         if now - since > err_after_seconds:
             return PartitionStatus.ERR
         return PartitionStatus.STALL if has_members else PartitionStatus.STOP
-    if all(later >= earlier for earlier, later in zip(lags, lags[1:])) and lags[-1] > lags[0]:
+    if lags[-1] > lags[0] and lags == sorted(lags):
         return PartitionStatus.WARN
     return PartitionStatus.OK
 
 
 class PartitionWindow:
-    """The last ``size`` observations of one partition of one group, plus when it got stuck."""
+    """The last ``size`` observations of one partition of one group, plus when it got stuck.
 
-    __slots__ = ("_observations", "stuck_since")  # one per group partition: 10,000s of them
+    Observations are kept as plain ``(time, committed, log_end, lag)`` tuples: the garbage
+    collector stops tracking a tuple of numbers, where it would walk 100,000 observation objects
+    (10,000 partitions x 10) at every full collection, several times a cycle."""
+
+    __slots__ = ("_entries", "stuck_since")  # one per group partition: 10,000s of them
 
     def __init__(self, size: int = DEFAULT_WINDOW_SIZE) -> None:
-        self._observations: deque[OffsetObservation] = deque(maxlen=size)
+        self._entries: deque[tuple[float, int, int, int]] = deque(maxlen=size)
         self.stuck_since: float | None = None
         """Time of the first observation carrying the current committed offset (it may have been
         unchanged before kpulse started watching); ``None`` before the first observation."""
 
     def observe(self, observation: OffsetObservation) -> None:
         """Append a poll result; one not newer than the newest observation is ignored."""
-        if self._observations:
-            newest = self._observations[-1]
-            if observation.time <= newest.time:
+        self.add(observation.time, observation.committed, observation.log_end)
+
+    def add(self, time: float, committed: int, log_end: int) -> None:
+        """:meth:`observe` without an :class:`OffsetObservation` (``committed`` >= 0)."""
+        entries = self._entries
+        if entries:
+            newest = entries[-1]
+            if time <= newest[0]:
                 return
-            if observation.committed != newest.committed:
-                self.stuck_since = observation.time
+            if committed != newest[1]:
+                self.stuck_since = time
         else:
-            self.stuck_since = observation.time
-        self._observations.append(observation)
+            self.stuck_since = time
+        entries.append((time, committed, log_end, log_end - committed if log_end > committed else 0))
 
     @property
     def observations(self) -> tuple[OffsetObservation, ...]:
         """The window, oldest first."""
-        return tuple(self._observations)
+        return tuple(OffsetObservation(time, committed, log_end) for time, committed, log_end, _ in self._entries)
 
 
 class StatusTracker:
@@ -193,11 +212,20 @@ class StatusTracker:
 
     def observe(self, group: str, topic: str, partition: int, observation: OffsetObservation) -> None:
         """Add one poll result of one partition of a group."""
-        partitions = self._windows.setdefault(group, {})
+        self.observe_offsets(group, topic, partition, observation.time, observation.committed, observation.log_end)
+
+    def observe_offsets(self, group: str, topic: str, partition: int, time: float, committed: int,
+                        log_end: int) -> None:
+        """:meth:`observe` from the numbers (the collector's path: no object per observation)."""
+        if committed < 0:
+            raise ValueError(f"committed offset must be >= 0, got {committed} (no commit: do not observe)")
+        partitions = self._windows.get(group)
+        if partitions is None:
+            partitions = self._windows[group] = {}
         window = partitions.get((topic, partition))
         if window is None:
             window = partitions[(topic, partition)] = PartitionWindow(self.window_size)
-        window.observe(observation)
+        window.add(time, committed, log_end)
 
     def observations(self, group: str, topic: str, partition: int) -> tuple[OffsetObservation, ...]:
         """The partition's window, oldest first (empty when never observed)."""
@@ -210,9 +238,8 @@ class StatusTracker:
         window = self._windows.get(group, {}).get((topic, partition))
         if window is None:
             return None
-        return evaluate_partition(window.observations, now, has_members, stuck_since=window.stuck_since,
-                                  min_observations=self.min_observations,
-                                  err_after_seconds=self.err_after_seconds)
+        return _evaluate(window._entries, now, has_members, window.stuck_since, self.min_observations,
+                         self.err_after_seconds)
 
     def partition_statuses(self, group: str, now: float,
                            has_members: bool) -> dict[tuple[str, int], PartitionStatus | None]:

@@ -54,6 +54,48 @@ def test_the_registry_refuses_a_second_collector_of_the_same_name():
     assert set(default_registry(with_add_ons=False).names) >= {"cluster_metadata", "broker_metrics", "consumer_lag"}
 
 
+def test_the_loop_settles_the_garbage_collector_after_its_first_cycle_and_then_every_n_cycles(tmp_path, monkeypatch):
+    from collectors import runner
+    from kpulse.config import parse_config
+
+    config = parse_config({"clusters": [{"name": "c", "bootstrap_servers": "node-1:9092"}],
+                           "lake": {"path": str(tmp_path / "lake")}}, source="test", base_dir=tmp_path)
+    registry = Registry()
+    registry.register("fixed", lambda cluster: Fixed())
+    settled = []
+    monkeypatch.setattr(runner, "settle_gc", lambda: settled.append(len(settled)))
+    for every, expected in ((3, 3), (None, 0)):  # cycles 1, 4 and 7 of seven; never by default
+        settled.clear()
+        service = CollectionService(config, registry=registry, gc_settle_cycles=every)
+        for _ in range(7):
+            service.cycle()
+        assert len(settled) == expected
+
+
+def test_settling_keeps_live_objects_out_of_collections_and_frees_garbage_at_the_next_settle():
+    import gc
+    import weakref
+
+    from collectors.runner import settle_gc
+
+    class Node:
+        pass
+
+    try:
+        first, second = Node(), Node()
+        first.other, second.other = second, first  # a reference cycle: only the collector frees it
+        alive = weakref.ref(first)
+        settle_gc()
+        assert gc.get_freeze_count() > 0
+        del first, second
+        gc.collect()
+        assert alive() is not None  # frozen: not even a full collection looks at it
+        settle_gc()
+        assert alive() is None
+    finally:
+        gc.unfreeze()
+
+
 def exposition(snapshot) -> str:
     exporter = SnapshotExporter()
     exporter.update(snapshot)
