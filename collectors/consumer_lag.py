@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from collectors.group_offsets import ClusterOffsets, read_cluster_offsets
 from collectors.lag_math import OffsetHistory, estimate_lag_seconds, partition_lag
-from collectors.lag_status import StatusTracker, worst_status
+from collectors.lag_status import PartitionStatus, StatusTracker, worst_status
 from collectors.protocol import CollectContext, CollectorResult
 from kpulse.kafka_clients import LazyAdmin
 
@@ -47,10 +47,9 @@ class ConsumerLagCollector:
             partitions, statuses = [], []
             for (topic, partition), committed in sorted(group.committed.items()):
                 log_end = offsets.log_end.get((topic, partition))
-                if committed is not None and log_end is not None:
-                    self.status.observe_offsets(group.group_id, topic, partition, now, committed, log_end)
+                status = self.status.observe_and_status(group.group_id, topic, partition, now, committed, log_end,
+                                                        has_members)
                 estimate = estimate_lag_seconds(self.history, topic, partition, committed, log_end, now)
-                status = self.status.partition_status(group.group_id, topic, partition, now, has_members)
                 statuses.append(status)
                 reasons = {}
                 if log_end is None:
@@ -61,7 +60,7 @@ class ConsumerLagCollector:
                     reasons["lag_seconds"] = estimate.reason
                 row = {"topic": topic, "partition": partition, "committed_offset": committed,
                        "log_end_offset": log_end, "lag": partition_lag(committed, log_end),
-                       "lag_seconds": _round(estimate.seconds), "status": status.value if status else None}
+                       "lag_seconds": _round(estimate.seconds), "status": _STATUS_TEXT.get(status)}
                 partitions.append({**row, "reasons": reasons} if reasons else row)
                 lag_rows.append({"time": now, "cluster": self._cluster.name, "group_id": group.group_id, **row})
             lags = [p["lag"] for p in partitions if p["lag"] is not None]
@@ -96,6 +95,10 @@ class ConsumerLagCollector:
         for topic, partition in self.history.known_partitions():
             if (topic, partition) not in consumed:
                 self.history.forget(topic, partition)
+
+
+_STATUS_TEXT = {status: status.value for status in PartitionStatus}
+"""PartitionStatus -> its text (an Enum's ``.value`` is a slow property, read once per partition)."""
 
 
 def _round(value: float | None) -> float | None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import NamedTuple
 
 DEFAULT_MAX_POINTS = 60
 
@@ -66,9 +67,9 @@ class HistoryPoint:
     """Wall-clock time of that read, epoch seconds."""
 
 
-@dataclass(frozen=True)
-class TimeLagEstimate:
-    """The answer of :func:`estimate_lag_seconds`: a value, or ``None`` with the reason."""
+class TimeLagEstimate(NamedTuple):
+    """The answer of :func:`estimate_lag_seconds`: a value, or ``None`` with the reason (a named
+    tuple: one is made per group partition and cycle)."""
 
     seconds: float | None
     """Seconds the group is behind (>= 0); 0.0 when caught up; ``None`` when it cannot be told."""

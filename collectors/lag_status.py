@@ -227,6 +227,25 @@ class StatusTracker:
             window = partitions[(topic, partition)] = PartitionWindow(self.window_size)
         window.add(time, committed, log_end)
 
+    def observe_and_status(self, group: str, topic: str, partition: int, now: float, committed: int | None,
+                           log_end: int | None, has_members: bool) -> PartitionStatus | None:
+        """:meth:`observe_offsets` at ``now`` when both offsets are known, then
+        :meth:`partition_status`: the collector's path, one window lookup per partition and cycle."""
+        partitions = self._windows.get(group)
+        window = None if partitions is None else partitions.get((topic, partition))
+        if committed is not None and log_end is not None:
+            if committed < 0:
+                raise ValueError(f"committed offset must be >= 0, got {committed} (no commit: do not observe)")
+            if window is None:
+                if partitions is None:
+                    partitions = self._windows[group] = {}
+                window = partitions[(topic, partition)] = PartitionWindow(self.window_size)
+            window.add(now, committed, log_end)
+        if window is None:
+            return None
+        return _evaluate(window._entries, now, has_members, window.stuck_since, self.min_observations,
+                         self.err_after_seconds)
+
     def observations(self, group: str, topic: str, partition: int) -> tuple[OffsetObservation, ...]:
         """The partition's window, oldest first (empty when never observed)."""
         window = self._windows.get(group, {}).get((topic, partition))
