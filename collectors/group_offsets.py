@@ -2,7 +2,8 @@
 
 Cost per cycle does not grow with one request per partition:
 
-- one ListGroups and one DescribeGroups round (librdkafka batches by coordinator);
+- one ListGroups, and DescribeGroups of the groups it does not list as Empty (an Empty group has
+  no members or assignments to describe);
 - committed offsets: one OffsetFetch per group (the Admin API takes one group per call), at most
   ``concurrency`` (default 32) in flight at once;
 - log end offsets: ListOffsets for every partition of every consumed topic, which librdkafka
@@ -17,6 +18,7 @@ DescribeGroups and the OffsetFetch batches are in flight together.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 LIST_OFFSETS_CHUNK = 1000
 
@@ -48,18 +50,33 @@ class ClusterOffsets:
 def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: float = 15.0) -> ClusterOffsets:
     """Groups accepted by ``monitors(group_id)``, their members, committed offsets and the log ends."""
     listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout=timeout)
-    group_ids = sorted(g.group_id for g in listed.valid if monitors(g.group_id))
+    listings = {g.group_id: g for g in listed.valid if monitors(g.group_id)}
+    group_ids = sorted(listings)
     result = ClusterOffsets()
     if not group_ids:
         return result
-    described = admin.describe_consumer_groups(group_ids, request_timeout=timeout)
+    empty = {g for g in group_ids if _listed_empty(listings[g])}
+    to_describe = [g for g in group_ids if g not in empty]
+    described = admin.describe_consumer_groups(to_describe, request_timeout=timeout) if to_describe else {}
     committed_by_group = _committed_offsets(admin, group_ids, concurrency, timeout)
     descriptions = _answers(described, timeout)
     for group_id in group_ids:
-        result.groups.append(_group(group_id, descriptions.get(group_id), committed_by_group.get(group_id)))
+        description = _NO_MEMBERS if group_id in empty else descriptions.get(group_id)
+        result.groups.append(_group(group_id, description, committed_by_group.get(group_id)))
     partitions = sorted({tp for group in result.groups for tp in group.committed})
     read_log_ends(admin, partitions, timeout, result)
     return result
+
+
+def _listed_empty(listing) -> bool:
+    """ListGroups already says the group is Empty: no members, so nothing to describe. Describing a
+    group costs four requests here (two FindCoordinator, a ConsumerGroupDescribe that a classic group
+    refuses, then DescribeGroups), 800 for 200 groups and ~0.3 s of the brokers' CPU a cycle."""
+    return getattr(getattr(listing, "state", None), "name", None) == "EMPTY"
+
+
+_NO_MEMBERS = SimpleNamespace(state=SimpleNamespace(name="EMPTY"), members=())
+"""What describing a group listed as Empty would say."""
 
 
 def _committed_offsets(admin, group_ids: list[str], concurrency: int, timeout: float) -> dict[str, dict | Exception]:

@@ -128,3 +128,31 @@ def test_log_ends_are_read_in_chunks_and_an_unreadable_partition_says_why(cluste
     assert set(result.log_end_errors) == {("lagtest.ends", 7), ("lagtest.no-such-topic", 0)}
     assert "Unknown partition" in result.log_end_errors[("lagtest.ends", 7)]
     assert "leader" in result.log_end_errors[("lagtest.no-such-topic", 0)]
+
+
+def test_a_group_listed_as_empty_is_not_described_and_a_group_with_members_is(bootstrap):
+    """Describing a group costs four requests (an Empty one has nothing to describe)."""
+    from collectors.group_offsets import read_cluster_offsets
+
+    create_topic(bootstrap, "lagtest.live", 2)
+    commit(bootstrap, "lagtest-idle", {("lagtest.live", 0): 0})
+    member = Consumer({"bootstrap.servers": bootstrap, "group.id": "lagtest-live", "enable.auto.commit": False})
+    try:
+        member.subscribe(["lagtest.live"])
+        deadline = time.monotonic() + 30
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(0.2)
+        assert len(member.assignment()) == 2
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        described, describe = [], admin.describe_consumer_groups
+        admin.describe_consumer_groups = lambda ids, **kw: (described.extend(ids), describe(ids, **kw))[1]
+        offsets = read_cluster_offsets(admin, lambda group: group in ("lagtest-idle", "lagtest-live"))
+    finally:
+        member.close()
+    assert described == ["lagtest-live"]
+    groups = {g.group_id: g for g in offsets.groups}
+    assert (groups["lagtest-idle"].state, groups["lagtest-idle"].members) == ("Empty", 0)
+    assert groups["lagtest-idle"].committed == {("lagtest.live", 0): 0}
+    assert (groups["lagtest-live"].state, groups["lagtest-live"].members) == ("Stable", 1)
+    # assigned, never committed: known from the description only
+    assert groups["lagtest-live"].committed == {("lagtest.live", 0): None, ("lagtest.live", 1): None}
