@@ -55,7 +55,15 @@ class Work:
     """How many shards of keys (a power of two): a key's shard is CRC-32 of its names modulo this."""
 
 
+def _one_thread_each() -> None:
+    """Spark already runs a task per core: pyarrow's own thread pools would only contend with it."""
+    if pa.cpu_count() != 1:
+        pa.set_cpu_count(1)
+        pa.set_io_thread_count(1)
+
+
 def count_day(work: Work, day: date) -> dict[str, Any]:
+    _one_thread_each()
     try:
         return _count_day(work, day)
     except KpulseError as error:
@@ -88,6 +96,7 @@ def _count_day(work: Work, day: date) -> dict[str, Any]:
 
 
 def evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
+    _one_thread_each()
     try:
         return _evaluate_shard(work, shard)
     except KpulseError as error:
