@@ -4,8 +4,9 @@ Run: ``.venv/bin/python bench/lag_collection.py`` (starts a cluster of its own o
 in a temporary state directory, builds the state, measures, stops it). ``--bootstrap`` measures
 an existing cluster instead (the state must already be there; see ``build``).
 
-State: 200 topics x 50 partitions (replication factor 1, so three small nodes hold them), 10
-records in each partition, and 200 groups, group i committed on all 50 partitions of topic i:
+State: 200 topics x 50 partitions (replication factor 1, so three small nodes hold them, and
+``min.insync.replicas=1``, so that they are healthy: the local cluster's default of 2 would put all
+10,000 under min ISR), 10 records in each partition, and 200 groups, group i committed on all 50 partitions of topic i:
 every one of the 10,000 partitions has a committed offset.
 
 Measured in a separate process, so its peak RSS is the collectors' alone: the median of 10 cycles
@@ -36,7 +37,8 @@ def build(bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     names = [f"bench.t{i:03d}" for i in range(TOPICS)]
     for start in range(0, TOPICS, 20):
-        futures = admin.create_topics([NewTopic(n, num_partitions=PARTITIONS, replication_factor=1)
+        futures = admin.create_topics([NewTopic(n, num_partitions=PARTITIONS, replication_factor=1,
+                                                config={"min.insync.replicas": "1"})
                                        for n in names[start:start + 20]], request_timeout=120)
         for future in futures.values():
             future.result(180)

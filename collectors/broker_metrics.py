@@ -40,7 +40,7 @@ import requests
 
 from collectors import prom_text
 from collectors.broker_values import (
-    NOT_CONFIGURED, BrokerMetrics, cluster_level, failed_broker, to_row, values_from_samples,
+    NOT_CONFIGURED, READ, BrokerMetrics, cluster_level, failed_broker, to_row, values_from_samples,
 )
 from collectors.prometheus_query import (
     PROMETHEUS_BROKER_LABEL, MetricsHTTPError, prometheus_queries, values_from_prometheus, vector_by_broker,
@@ -128,7 +128,7 @@ class BrokerMetricsCollector:
             try:
                 text = self._http_get(url, timeout)
                 ended = self._clock()
-                return _Scrape(broker_id, prom_text.parse(text), (began + ended) / 2, ended - began)
+                return _Scrape(broker_id, prom_text.parse(text, READ), (began + ended) / 2, ended - began)
             except Exception as error:  # noqa: BLE001 - one broker's failure is reported, not raised
                 return _Scrape(broker_id, error=_one_line(error))
 

@@ -39,6 +39,9 @@ COUNT_GAUGES = {
 CONTROLLER_GAUGES = ("offline_partitions", "active_controller")
 REQUEST_TIME = "kafka_network_requestmetrics_totaltimems"
 LATENCY_P99 = {"produce_p99_ms": "Produce", "fetch_p99_ms": "FetchConsumer"}
+READ = frozenset({IDLE_NANOS, IDLE_ONE_MINUTE, NETWORK_IDLE, REQUEST_TIME, *TRAFFIC_COUNTERS.values(),
+                  *COUNT_GAUGES.values()})
+"""Every metric :func:`values_from_samples` reads (what a scrape is parsed for)."""
 
 
 @dataclass

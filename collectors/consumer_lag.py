@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from collectors.group_offsets import ClusterOffsets, read_cluster_offsets
+from collectors.group_offsets import ClusterOffsets, RequestCache, read_cluster_offsets
 from collectors.lag_math import OffsetHistory, estimate_lag_seconds, partition_lag
 from collectors.lag_status import PartitionStatus, StatusTracker, worst_status
-from collectors.protocol import CollectContext, CollectorResult
+from collectors.protocol import CollectContext, CollectorResult, Columns
 from kpulse.kafka_clients import LazyAdmin
 
 
@@ -29,10 +29,18 @@ class ConsumerLagCollector:
         self._concurrency = concurrency
         self.history = OffsetHistory()
         self.status = StatusTracker()
+        self._consumed: list[tuple[str, int]] = []
+        """The partitions consumed at the last reading, sorted: their log ends are asked for first."""
+        self._consumed_set: set[tuple[str, int]] = set()
+        self._requests = RequestCache()
 
     def collect(self, context: CollectContext) -> CollectorResult:
         groups_config = self._cluster.consumer_groups
-        offsets = self._read_offsets(self._admin.get(), groups_config.monitors, concurrency=self._concurrency)
+        offsets = self._read_offsets(self._admin.get(), groups_config.monitors, concurrency=self._concurrency,
+                                     expected=self._consumed, request_cache=self._requests)
+        consumed = {tp for group in offsets.groups for tp in group.committed}
+        if consumed != self._consumed_set:
+            self._consumed, self._consumed_set = sorted(consumed), consumed
         return self.evaluate(offsets, context)
 
     def evaluate(self, offsets: ClusterOffsets, context: CollectContext) -> CollectorResult:
@@ -41,7 +49,7 @@ class ConsumerLagCollector:
         for (topic, partition), log_end in offsets.log_end.items():
             self.history.record(topic, partition, log_end, now)
         groups_config = self._cluster.consumer_groups
-        groups, lag_rows, group_rows = [], [], []
+        groups, group_rows = [], []
         for group in offsets.groups:
             has_members = group.members > 0
             partitions, statuses = [], []
@@ -62,7 +70,6 @@ class ConsumerLagCollector:
                        "log_end_offset": log_end, "lag": partition_lag(committed, log_end),
                        "lag_seconds": _round(estimate.seconds), "status": _STATUS_TEXT.get(status)}
                 partitions.append({**row, "reasons": reasons} if reasons else row)
-                lag_rows.append({"time": now, "cluster": self._cluster.name, "group_id": group.group_id, **row})
             lags = [p["lag"] for p in partitions if p["lag"] is not None]
             seconds = [p["lag_seconds"] for p in partitions if p["lag_seconds"] is not None]
             status = worst_status(statuses)
@@ -84,7 +91,14 @@ class ConsumerLagCollector:
                                                           "max_lag_seconds", "status", "lag_seconds_threshold")}})
         self._forget_vanished(offsets)
         return CollectorResult(sections={"consumer_groups": groups},
-                               rows={"consumer_lag": lag_rows, "consumer_group": group_rows})
+                               rows={"consumer_lag": self._lag_rows(groups, now), "consumer_group": group_rows})
+
+    def _lag_rows(self, groups: list[dict[str, Any]], now: float) -> Columns:
+        """The ``consumer_lag`` rows of this cycle, column by column from the snapshot's partitions."""
+        rows = [p for group in groups for p in group["partitions"]]
+        return Columns(len(rows), time=now, cluster=self._cluster.name,
+                       group_id=[group["group_id"] for group in groups for _ in group["partitions"]],
+                       **{name: [p[name] for p in rows] for name in _LAG_COLUMNS})
 
     def _forget_vanished(self, offsets: ClusterOffsets) -> None:
         present = {group.group_id for group in offsets.groups}
@@ -97,6 +111,7 @@ class ConsumerLagCollector:
                 self.history.forget(topic, partition)
 
 
+_LAG_COLUMNS = ("topic", "partition", "committed_offset", "log_end_offset", "lag", "lag_seconds", "status")
 _STATUS_TEXT = {status: status.value for status in PartitionStatus}
 """PartitionStatus -> its text (an Enum's ``.value`` is a slow property, read once per partition)."""
 

@@ -21,7 +21,7 @@ import json
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from collectors.lake import Gap, to_micros
 
@@ -111,8 +111,8 @@ class KafkaSink:
                 self._producer = Producer({**self._settings, "logger": quiet_logger()})
         return self._producer
 
-    def append(self, table: str, rows: list[dict[str, Any]]) -> int:
-        """Queue every row; returns how many were queued (the rest are recorded as dropped)."""
+    def append(self, table: str, rows: Iterable[dict[str, Any]]) -> int:
+        """Queue every row (a list of dicts, or ``Columns``, which iterate as dicts); returns how many were queued (the rest are recorded as dropped)."""
         producer = self._get_producer()
         topic = self.topic_prefix + table
         self._ensure_topic(topic)

@@ -34,6 +34,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from collectors.lake_schema import SCHEMAS, TIME
+from collectors.protocol import Columns
 
 if TYPE_CHECKING:  # pandas (also loaded by pyarrow.dataset) is for readers: the collectors never need its ~50 MB
     import pandas as pd
@@ -109,9 +110,10 @@ class LakeWriter:
         self._gaps: dict[tuple[str, str], Gap] = {}
         self._lock = threading.Lock()
 
-    def append(self, table: str, rows: list[dict[str, Any]]) -> None:
-        """Buffer rows of ``table``. All or nothing: a row that breaks the contract (unknown key,
-        wrong type, no ``time`` or ``cluster``) raises ``ValueError`` and none is buffered.
+    def append(self, table: str, rows: list[dict[str, Any]] | Columns) -> None:
+        """Buffer rows of ``table`` (dicts, or :class:`Columns`). All or nothing: a row that breaks
+        the contract (unknown key, wrong type, no ``time`` or ``cluster``) raises ``ValueError`` and
+        none is buffered.
 
         Timestamp columns take epoch seconds or timezone-aware datetimes; missing keys are null;
         NaN in a float column is null."""
@@ -227,11 +229,17 @@ class LakeWriter:
                         row["cluster"])
 
 
-def rows_to_arrow(table: str, rows: list[dict[str, Any]]) -> pa.Table:
-    """Rows as an Arrow table of exactly ``SCHEMAS[table]``; ``ValueError`` naming table and column
-    for anything outside the contract."""
+def rows_to_arrow(table: str, rows: list[dict[str, Any]] | Columns) -> pa.Table:
+    """Rows (dicts, or :class:`Columns`) as an Arrow table of exactly ``SCHEMAS[table]``;
+    ``ValueError`` naming table and column for anything outside the contract."""
     schema = _schema(table)
     names = set(schema.names)
+    if isinstance(rows, Columns):
+        unknown = sorted(rows.values.keys() - names)
+        if unknown:
+            raise ValueError(f"lake table {table!r} has no column {', '.join(map(repr, unknown))}; "
+                             f"its columns: {', '.join(schema.names)}")
+        return _to_arrow(table, schema, rows.column)
     for index, row in enumerate(rows):
         if row.keys() <= names:
             continue
@@ -239,9 +247,13 @@ def rows_to_arrow(table: str, rows: list[dict[str, Any]]) -> pa.Table:
         if unknown:
             raise ValueError(f"lake table {table!r} has no column {', '.join(map(repr, unknown))} "
                              f"(row {index}); its columns: {', '.join(schema.names)}")
+    return _to_arrow(table, schema, lambda name: [row.get(name) for row in rows])
+
+
+def _to_arrow(table: str, schema: pa.Schema, column_values: Callable[[str], list[Any]]) -> pa.Table:
     columns = []
     for column in schema:
-        values = [row.get(column.name) for row in rows]
+        values = column_values(column.name)
         try:
             if column.type == TIME:
                 values = _micros_column(values)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Iterator, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -24,14 +24,44 @@ class CollectContext:
     """Wall-clock time of this cycle (epoch seconds); collectors stamp samples with it."""
 
 
+class Columns:
+    """Rows of one table given column by column, for the tables a cycle writes by the ten
+    thousand (``consumer_lag``): one list per column instead of a dict per row, turned into Arrow
+    without visiting a row. A value that is not a list (``time``, ``cluster``) is every row's.
+    Iterating gives the rows as dicts (what the Kafka sink sends); the lake checks the columns
+    against its schema exactly as it checks rows (``collectors.lake.rows_to_arrow``)."""
+
+    __slots__ = ("length", "values")
+
+    def __init__(self, length: int, **values: Any) -> None:
+        for name, column in values.items():
+            if isinstance(column, list) and len(column) != length:
+                raise ValueError(f"column {name!r} has {len(column)} values for {length} rows")
+        self.length = length
+        self.values = values
+        """Column name -> a list of ``length`` values, or one value for every row."""
+
+    def column(self, name: str) -> list[Any]:
+        """The column's values, one per row (None for a column not given)."""
+        column = self.values.get(name)
+        return column if isinstance(column, list) else [column] * self.length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        names = list(self.values)
+        return (dict(zip(names, row)) for row in zip(*(self.column(name) for name in names)))
+
+
 @dataclass
 class CollectorResult:
     """What one collector returns for one cycle: named sections of the snapshot plus lake rows."""
 
     sections: dict[str, Any] = field(default_factory=dict)
     """Snapshot sections this collector owns, e.g. ``{"cluster": {...}}``."""
-    rows: dict[str, list[dict]] = field(default_factory=dict)
-    """Lake table name -> rows to append this cycle."""
+    rows: dict[str, list[dict] | Columns] = field(default_factory=dict)
+    """Lake table name -> rows to append this cycle (dicts, or :class:`Columns`)."""
 
 
 @runtime_checkable
@@ -76,7 +106,7 @@ class Registry:
 
 
 def run_isolated(collectors: list[Collector], context: CollectContext,
-                 clock: Callable[[], float] = time.monotonic) -> tuple[dict[str, Any], dict[str, list[dict]],
+                 clock: Callable[[], float] = time.monotonic) -> tuple[dict[str, Any], dict[str, list[dict] | Columns],
                                                                        list[CollectorStatus]]:
     """Run every collector once, concurrently (each owns its clients, so a slow one, such as the
     probe waiting for its records, does not hold up the others); a failing one is reported down
@@ -97,11 +127,15 @@ def run_isolated(collectors: list[Collector], context: CollectContext,
     else:
         outcomes = [run(c) for c in collectors]
     sections: dict[str, Any] = {}
-    rows: dict[str, list[dict]] = {}
+    rows: dict[str, list[dict] | Columns] = {}
     for result, _ in outcomes:
         if result is None:
             continue
         sections.update(result.sections)
         for table, table_rows in result.rows.items():
-            rows.setdefault(table, []).extend(table_rows)
+            merged = rows.get(table)
+            if merged is None:
+                rows[table] = table_rows if isinstance(table_rows, Columns) else list(table_rows)
+            else:  # two collectors write the table: as dicts
+                rows[table] = [*merged, *table_rows]
     return sections, rows, [status for _, status in outcomes]

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from collectors.protocol import CollectorStatus
 
 _METRIC_FIELDS = ("request_handler_idle_ratio", "network_processor_idle_ratio", "bytes_in_per_sec",
@@ -48,6 +50,15 @@ def compose(cluster_name: str, now: float, sections: dict[str, Any],
         "collectors": [{"name": s.name, "up": s.up, "duration_seconds": round(s.duration_seconds, 4),
                         "error": s.error} for s in statuses],
     }
+
+
+_JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def to_json(snapshot: dict[str, Any]) -> bytes:
+    """The snapshot as JSON (what ``_snapshots/<cluster>.json`` holds): keys made text, anything not
+    JSON by nature (a datetime, a dataclass) written as ``str()`` of it, NaN and infinity as null."""
+    return orjson.dumps(snapshot, default=str, option=_JSON_OPTIONS)
 
 
 def _cluster(metadata: dict | None, metrics: dict, down: dict[str, str]) -> dict[str, Any]:

@@ -16,7 +16,8 @@ import pytest
 
 from collectors import prom_text
 from collectors.broker_metrics import BrokerMetricsCollector, http_get_text
-from collectors.broker_values import FIRST_SAMPLE, IDLE_NANOS, IDLE_ONE_MINUTE, NOT_CONFIGURED, counter_rate
+from collectors.broker_values import (FIRST_SAMPLE, IDLE_NANOS, IDLE_ONE_MINUTE, NOT_CONFIGURED, READ,
+                                      counter_rate)
 from collectors.protocol import CollectContext, Collector
 from kpulse.config.model import ClusterConfig, MetricsConfig
 
@@ -124,6 +125,23 @@ def test_prom_text_reads_counters_labels_and_leaves_nan_out():
 def test_prom_text_refuses_a_page_that_is_not_exposition():
     with pytest.raises(ValueError):
         prom_text.parse("<html><body>502 Bad Gateway</body></html>")
+    with pytest.raises(ValueError):  # also when asked for some names only
+        prom_text.parse("<html><body>502 Bad Gateway</body></html>", READ)
+
+
+def test_prom_text_asked_for_some_names_gives_exactly_their_samples():
+    canned = exposition(bytes_in=1234.0) + "\n".join([
+        "# HELP jvm_threads_state thread states", "# TYPE jvm_threads_state gauge",
+        'jvm_threads_state{state="RUNNABLE"} 30.0', ""])
+    every = prom_text.parse(canned)
+    assert prom_text.parse(canned, READ) == [s for s in every if s.name in READ]
+    assert {s.name for s in every} - READ >= {"jvm_threads_state"}
+    # client_python's way: the TYPE line names a counter without its _total
+    other = "\n".join(["# TYPE jvm_threads_state gauge", 'jvm_threads_state{state="RUNNABLE"} 30.0',
+                       "# TYPE kafka_server_brokertopicmetrics_messagesinpersec counter",
+                       "kafka_server_brokertopicmetrics_messagesinpersec_total 77.0", ""])
+    assert prom_text.parse(other, READ) == [
+        prom_text.Sample("kafka_server_brokertopicmetrics_messagesinpersec_total", {}, 77.0)]
 
 
 # --- calculation ----------------------------------------------------------------------------------

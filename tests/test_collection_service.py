@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from collectors.builtins import default_registry
 from collectors.exporter import SnapshotExporter
 from collectors.lake import LakeWriter, read_table
-from collectors.protocol import (CollectContext, CollectorResult, DuplicateCollectorError, Registry,
+from collectors.protocol import (CollectContext, CollectorResult, Columns, DuplicateCollectorError, Registry,
                                  run_isolated)
 from collectors.runner import CollectionService
 from kpulse.config import load_config
@@ -44,6 +44,24 @@ def test_a_failing_collector_is_marked_down_with_its_error_and_the_others_keep_r
     assert sections == {"fixed": 1}
     assert [(s.name, s.up, s.error) for s in statuses] == [
         ("broken", False, "ConnectionError: cannot reach the thing"), ("fixed", True, None)]
+
+
+def test_rows_as_columns_reach_the_lake_whole_and_two_collectors_of_one_table_merge():
+    class Lagging:
+        name = "lagging"
+
+        def __init__(self, topic):
+            self.topic = topic
+
+        def collect(self, context):
+            return CollectorResult(rows={"consumer_lag": Columns(2, time=context.now, cluster="c", group_id="g",
+                                                                 topic=self.topic, partition=[0, 1])})
+
+    one = Lagging("a")
+    _, rows, _ = run_isolated([one], CollectContext(cluster=None, now=5.0))
+    assert isinstance(rows["consumer_lag"], Columns) and rows["consumer_lag"].column("partition") == [0, 1]
+    _, rows, _ = run_isolated([one, Lagging("b")], CollectContext(cluster=None, now=5.0))
+    assert [(r["topic"], r["partition"]) for r in rows["consumer_lag"]] == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
 
 
 def test_the_registry_refuses_a_second_collector_of_the_same_name():
@@ -76,11 +94,13 @@ def test_settling_keeps_live_objects_out_of_collections_and_frees_garbage_at_the
     import gc
     import weakref
 
+    from collectors import runner
     from collectors.runner import settle_gc
 
     class Node:
         pass
 
+    thresholds = gc.get_threshold()
     try:
         first, second = Node(), Node()
         first.other, second.other = second, first  # a reference cycle: only the collector frees it
@@ -92,8 +112,10 @@ def test_settling_keeps_live_objects_out_of_collections_and_frees_garbage_at_the
         assert alive() is not None  # frozen: not even a full collection looks at it
         settle_gc()
         assert alive() is None
+        assert gc.get_threshold()[0] == runner.GC_YOUNG_THRESHOLD  # young collections made rare
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
 
 
 def exposition(snapshot) -> str:

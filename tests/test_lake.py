@@ -16,8 +16,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from collectors.lake import LakeWriter, read_table, read_table_with_problems
+from collectors.lake import LakeWriter, read_table, read_table_with_problems, rows_to_arrow
 from collectors.lake_schema import SCHEMAS
+from collectors.protocol import Columns
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "lake.md"
 PART_NAME = re.compile(r"part-\d{8}T\d{6}Z-[0-9a-f]{8}\.parquet")
@@ -151,10 +152,36 @@ def test_unknown_table_is_an_error_naming_the_known_tables(tmp_path):
     ({"time": NOON, "cluster": "prod", "broker_id": 1.5}, "'broker_id'.*not a whole number"),
     ({"time": NOON, "cluster": "prod", "up": "yes"}, "'up' \\(bool\\)"),
 ])
-def test_rows_outside_the_contract_are_refused(tmp_path, row, message):
+@pytest.mark.parametrize("as_columns", [False, True], ids=["rows", "columns"])
+def test_rows_outside_the_contract_are_refused(tmp_path, row, message, as_columns):
     writer = LakeWriter(str(tmp_path))
     with pytest.raises(ValueError, match=message):
-        writer.append("broker_state", [row])
+        writer.append("broker_state", Columns(1, **{k: [v] for k, v in row.items()}) if as_columns else [row])
+    assert writer.buffered_rows() == {}
+
+
+def test_columns_give_the_same_table_as_the_same_rows_as_dicts():
+    rows = [{"time": NOON, "cluster": "prod", "group_id": "g", "topic": "t", "partition": p, "committed_offset": c,
+             "log_end_offset": 10, "lag": None if c is None else 10 - c, "lag_seconds": s, "status": st}
+            for p, c, s, st in ((0, 4, 1.5, "OK"), (1, None, None, None), (2, 10, float("nan"), "WARN"))]
+    columns = Columns(3, time=NOON, cluster="prod", group_id="g",  # one value: every row's
+                      **{name: [row[name] for row in rows] for name in
+                         ("topic", "partition", "committed_offset", "log_end_offset", "lag", "lag_seconds", "status")})
+
+    table = rows_to_arrow("consumer_lag", columns)
+
+    assert table.equals(rows_to_arrow("consumer_lag", rows))
+    assert table["lag_seconds"].to_pylist() == [1.5, None, None]  # NaN is null here too
+    as_rows = list(columns)  # what the Kafka sink sends
+    assert as_rows[:2] == rows[:2] and as_rows[2]["status"] == "WARN" and len(as_rows) == len(columns) == 3
+
+
+def test_columns_of_unequal_length_or_unknown_name_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="column 'topic' has 2 values for 3 rows"):
+        Columns(3, time=NOON, cluster="prod", topic=["a", "b"])
+    writer = LakeWriter(str(tmp_path))
+    with pytest.raises(ValueError, match=r"'consumer_lag' has no column 'offset'"):
+        writer.append("consumer_lag", Columns(1, time=NOON, cluster="prod", offset=[3]))
     assert writer.buffered_rows() == {}
 
 
