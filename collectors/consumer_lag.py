@@ -3,7 +3,8 @@ offsets and in seconds, and a Burrow-style status (rules in ``collectors/lag_sta
 
 It keeps, between cycles, the (log end, time) history of every consumed partition (for time lag)
 and the last observations of every group's partitions (for status). Reading the cluster is in
-``collectors/group_offsets.py``; the arithmetic is in ``lag_math`` and ``lag_status``.
+``collectors/group_offsets.py``; the rules are stated in ``lag_math`` and ``lag_status`` and applied
+to all group partitions at once by ``lag_arrays``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ import time
 from typing import Any, Callable
 
 from collectors.group_offsets import ClusterOffsets, RequestCache, read_cluster_offsets
-from collectors.lag_math import OffsetHistory, estimate_lag_seconds, partition_lag
-from collectors.lag_status import PartitionStatus, StatusTracker, worst_status
+from collectors.lag_arrays import REASONS, STATUS_BY_CODE, LagArrays
 from collectors.protocol import CollectContext, CollectorResult, Columns
 from kpulse.kafka_clients import LazyAdmin
 
@@ -27,8 +27,8 @@ class ConsumerLagCollector:
         self._admin = LazyAdmin(cluster_config, admin_factory)
         self._read_offsets = read_offsets
         self._concurrency = concurrency
-        self.history = OffsetHistory()
-        self.status = StatusTracker()
+        self.lag = LagArrays()
+        """Log end histories and status windows between cycles (the rules: ``lag_math``, ``lag_status``)."""
         self._consumed: list[tuple[str, int]] = []
         """The partitions consumed at the last reading, sorted: their log ends are asked for first."""
         self._consumed_set: set[tuple[str, int]] = set()
@@ -46,50 +46,58 @@ class ConsumerLagCollector:
     def evaluate(self, offsets: ClusterOffsets, context: CollectContext) -> CollectorResult:
         """Turn one reading of the cluster into the snapshot section and lake rows."""
         now = context.now
-        for (topic, partition), log_end in offsets.log_end.items():
-            self.history.record(topic, partition, log_end, now)
+        self.lag.record(list(offsets.log_end), list(offsets.log_end.values()), now)
+        keys = [(group, sorted(group.committed.items())) for group in offsets.groups]
+        group_of = [group.group_id for group, items in keys for _ in items]
+        partitions = [tp for _, items in keys for tp, _ in items]
+        committed = [_NONE if c is None else c for _, items in keys for _, c in items]
+        log_end_of = offsets.log_end.get
+        log_ends = [log_end_of(tp, _NONE) for tp in partitions]
+        members = [group.members > 0 for group, items in keys for _ in items]
+        answer = self.lag.evaluate(group_of, partitions, committed, log_ends, members, now)
+
+        lags = [None if lag < 0 else lag for lag in answer.lag.tolist()]
+        seconds = [None if value != value else value for value in answer.lag_seconds.round(3).tolist()]
+        statuses = [_STATUS_TEXT[code] for code in answer.status.tolist()]
+        why_seconds = [REASONS[code] for code in answer.lag_seconds_reason.tolist()]
+        rows = []
+        for (topic, partition), c, end, lag, lag_seconds, status, why in zip(
+                partitions, committed, log_ends, lags, seconds, statuses, why_seconds):
+            row = {"topic": topic, "partition": partition, "committed_offset": None if c < 0 else c,
+                   "log_end_offset": None if end < 0 else end, "lag": lag, "lag_seconds": lag_seconds,
+                   "status": status}
+            if why is not None or end < 0:
+                row["reasons"] = _reasons(offsets, topic, partition, c, end, why)
+            rows.append(row)
+
         groups_config = self._cluster.consumer_groups
         groups, group_rows = [], []
-        for group in offsets.groups:
-            has_members = group.members > 0
-            partitions, statuses = [], []
-            for (topic, partition), committed in sorted(group.committed.items()):
-                log_end = offsets.log_end.get((topic, partition))
-                status = self.status.observe_and_status(group.group_id, topic, partition, now, committed, log_end,
-                                                        has_members)
-                estimate = estimate_lag_seconds(self.history, topic, partition, committed, log_end, now)
-                statuses.append(status)
-                reasons = {}
-                if log_end is None:
-                    reasons["log_end_offset"] = offsets.log_end_errors.get((topic, partition), "not read")
-                if committed is None:
-                    reasons["committed_offset"] = "no committed offset"
-                if estimate.seconds is None and estimate.reason:
-                    reasons["lag_seconds"] = estimate.reason
-                row = {"topic": topic, "partition": partition, "committed_offset": committed,
-                       "log_end_offset": log_end, "lag": partition_lag(committed, log_end),
-                       "lag_seconds": _round(estimate.seconds), "status": _STATUS_TEXT.get(status)}
-                partitions.append({**row, "reasons": reasons} if reasons else row)
-            lags = [p["lag"] for p in partitions if p["lag"] is not None]
-            seconds = [p["lag_seconds"] for p in partitions if p["lag_seconds"] is not None]
-            status = worst_status(statuses)
+        worst = answer.status.tolist()
+        start = 0
+        for group, items in keys:
+            end = start + len(items)
+            group_lags = [lag for lag in lags[start:end] if lag is not None]
+            group_seconds = [value for value in seconds[start:end] if value is not None]
+            status = STATUS_BY_CODE[max(worst[start:end], default=0)]
             summary = {
                 "group_id": group.group_id, "state": group.state, "members": group.members,
-                "partition_count": len(partitions),
-                "total_lag": sum(lags) if lags else None,
-                "max_lag_seconds": max(seconds) if seconds else None,
+                "partition_count": len(items),
+                "total_lag": sum(group_lags) if group_lags else None,
+                "max_lag_seconds": max(group_seconds) if group_seconds else None,
                 "status": status.value if status else None,
                 "lag_seconds_threshold": groups_config.lag_seconds_threshold_for(group.group_id),
                 "error": group.error,
             }
-            if status is None and partitions:
+            if status is None and items:
                 summary["reasons"] = {"status": "not enough readings yet: the status needs "
-                                                f"{self.status.min_observations} per partition"}
-            groups.append({**summary, "partitions": partitions})
-            group_rows.append({"time": now, "cluster": self._cluster.name, "partitions": len(partitions),
+                                                f"{self.lag.min_observations} per partition"}
+            groups.append({**summary, "partitions": rows[start:end]})
+            group_rows.append({"time": now, "cluster": self._cluster.name, "partitions": len(items),
                                **{k: summary[k] for k in ("group_id", "state", "members", "total_lag",
                                                           "max_lag_seconds", "status", "lag_seconds_threshold")}})
-        self._forget_vanished(offsets)
+            start = end
+        self.lag.forget_groups_except({group.group_id for group in offsets.groups})
+        self.lag.forget_partitions_except(set(offsets.log_end))
         return CollectorResult(sections={"consumer_groups": groups},
                                rows={"consumer_lag": self._lag_rows(groups, now), "consumer_group": group_rows})
 
@@ -100,21 +108,21 @@ class ConsumerLagCollector:
                        group_id=[group["group_id"] for group in groups for _ in group["partitions"]],
                        **{name: [p[name] for p in rows] for name in _LAG_COLUMNS})
 
-    def _forget_vanished(self, offsets: ClusterOffsets) -> None:
-        present = {group.group_id for group in offsets.groups}
-        for group in self.status.groups():
-            if group not in present:
-                self.status.forget_group(group)
-        consumed = set(offsets.log_end)
-        for topic, partition in self.history.known_partitions():
-            if (topic, partition) not in consumed:
-                self.history.forget(topic, partition)
+
+def _reasons(offsets: ClusterOffsets, topic: str, partition: int, committed: int, log_end: int,
+             why_seconds: str | None) -> dict[str, str]:
+    reasons = {}
+    if log_end < 0:
+        reasons["log_end_offset"] = offsets.log_end_errors.get((topic, partition), "not read")
+    if committed < 0:
+        reasons["committed_offset"] = "no committed offset"
+    if why_seconds is not None:
+        reasons["lag_seconds"] = why_seconds
+    return reasons
 
 
 _LAG_COLUMNS = ("topic", "partition", "committed_offset", "log_end_offset", "lag", "lag_seconds", "status")
-_STATUS_TEXT = {status: status.value for status in PartitionStatus}
-"""PartitionStatus -> its text (an Enum's ``.value`` is a slow property, read once per partition)."""
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
+_NONE = -1
+"""An offset not known (no commit, log end not read), as :class:`LagArrays` takes it."""
+_STATUS_TEXT = tuple(None if status is None else status.value for status in STATUS_BY_CODE)
+"""Status code -> its text."""
