@@ -60,15 +60,20 @@ class ConsumerLagCollector:
         seconds = [None if value != value else value for value in answer.lag_seconds.round(3).tolist()]
         statuses = [_STATUS_TEXT[code] for code in answer.status.tolist()]
         why_seconds = [REASONS[code] for code in answer.lag_seconds_reason.tolist()]
+        committed_or_none = [None if c < 0 else c for c in committed]
+        log_end_or_none = [None if end < 0 else end for end in log_ends]
         rows = []
         for (topic, partition), c, end, lag, lag_seconds, status, why in zip(
-                partitions, committed, log_ends, lags, seconds, statuses, why_seconds):
-            row = {"topic": topic, "partition": partition, "committed_offset": None if c < 0 else c,
-                   "log_end_offset": None if end < 0 else end, "lag": lag, "lag_seconds": lag_seconds,
-                   "status": status}
-            if why is not None or end < 0:
+                partitions, committed_or_none, log_end_or_none, lags, seconds, statuses, why_seconds):
+            row = {"topic": topic, "partition": partition, "committed_offset": c, "log_end_offset": end,
+                   "lag": lag, "lag_seconds": lag_seconds, "status": status}
+            if why is not None or end is None:
                 row["reasons"] = _reasons(offsets, topic, partition, c, end, why)
             rows.append(row)
+        lake_rows = Columns(len(rows), time=now, cluster=self._cluster.name, group_id=group_of,
+                            topic=[topic for topic, _ in partitions], partition=[p for _, p in partitions],
+                            committed_offset=committed_or_none, log_end_offset=log_end_or_none, lag=lags,
+                            lag_seconds=seconds, status=statuses)
 
         groups_config = self._cluster.consumer_groups
         groups, group_rows = [], []
@@ -99,29 +104,21 @@ class ConsumerLagCollector:
         self.lag.forget_groups_except({group.group_id for group in offsets.groups})
         self.lag.forget_partitions_except(set(offsets.log_end))
         return CollectorResult(sections={"consumer_groups": groups},
-                               rows={"consumer_lag": self._lag_rows(groups, now), "consumer_group": group_rows})
-
-    def _lag_rows(self, groups: list[dict[str, Any]], now: float) -> Columns:
-        """The ``consumer_lag`` rows of this cycle, column by column from the snapshot's partitions."""
-        rows = [p for group in groups for p in group["partitions"]]
-        return Columns(len(rows), time=now, cluster=self._cluster.name,
-                       group_id=[group["group_id"] for group in groups for _ in group["partitions"]],
-                       **{name: [p[name] for p in rows] for name in _LAG_COLUMNS})
+                               rows={"consumer_lag": lake_rows, "consumer_group": group_rows})
 
 
-def _reasons(offsets: ClusterOffsets, topic: str, partition: int, committed: int, log_end: int,
+def _reasons(offsets: ClusterOffsets, topic: str, partition: int, committed: int | None, log_end: int | None,
              why_seconds: str | None) -> dict[str, str]:
     reasons = {}
-    if log_end < 0:
+    if log_end is None:
         reasons["log_end_offset"] = offsets.log_end_errors.get((topic, partition), "not read")
-    if committed < 0:
+    if committed is None:
         reasons["committed_offset"] = "no committed offset"
     if why_seconds is not None:
         reasons["lag_seconds"] = why_seconds
     return reasons
 
 
-_LAG_COLUMNS = ("topic", "partition", "committed_offset", "log_end_offset", "lag", "lag_seconds", "status")
 _NONE = -1
 """An offset not known (no commit, log end not read), as :class:`LagArrays` takes it."""
 _STATUS_TEXT = tuple(None if status is None else status.value for status in STATUS_BY_CODE)

@@ -21,6 +21,7 @@ consumed since are read afterwards. DescribeGroups overlaps the OffsetFetch requ
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -65,7 +66,7 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
     result = ClusterOffsets()
     if not group_ids:
         return result
-    early = start_log_ends(admin, expected, timeout, request_cache) if expected else []
+    early = _in_thread(start_log_ends, admin, expected, timeout, request_cache) if expected else None
     empty = {g for g in group_ids if _listed_empty(listings[g])}
     to_describe = [g for g in group_ids if g not in empty]
     described = admin.describe_consumer_groups(to_describe, request_timeout=timeout) if to_describe else {}
@@ -76,8 +77,8 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
         result.groups.append(_group(group_id, description, committed_by_group.get(group_id)))
     consumed = {tp for group in result.groups for tp in group.committed}
     read = set(expected)
-    if early:
-        finish_log_ends(early, timeout, result)
+    if early is not None:
+        finish_log_ends(early.result(), timeout, result)
         if not read <= consumed:  # some partition is no longer consumed
             result.log_end = {tp: offset for tp, offset in result.log_end.items() if tp in consumed}
             result.log_end_errors = {tp: error for tp, error in result.log_end_errors.items() if tp in consumed}
@@ -87,6 +88,22 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
     if request_cache is not None:
         request_cache.forget_unused()
     return result
+
+
+def _in_thread(function, *args):
+    """``function(*args)`` on a thread of its own, as a future."""
+    from concurrent.futures import Future
+
+    future = Future()
+
+    def run():
+        try:
+            future.set_result(function(*args))
+        except BaseException as error:  # noqa: BLE001 - handed to the caller
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="kpulse-list-offsets", daemon=True).start()
+    return future
 
 
 def _listed_empty(listing) -> bool:
