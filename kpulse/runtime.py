@@ -114,12 +114,13 @@ def _run(command: list[str], what: str) -> None:
 
 
 def java_command(runtime: JavaRuntime, main_class: str, args: list[str], *,
-                 heap: str = "256m", log_config: str = "log4j2-tools.properties",
+                 heap: str = "256m", fast_start: bool = True, log_config: str = "log4j2-tools.properties",
                  agent: tuple[int, Path] | None = None, extra_classpath: list[Path] = (),
                  system_properties: dict[str, str] | None = None) -> list[str]:
-    """The ``java`` command line for a main class on the runtime's classpath."""
+    """The ``java`` command line for a main class on the runtime's classpath. ``fast_start``: only
+    the quick JIT tier (a tool or a demo node is ready sooner; hot code then runs slower)."""
     java = os.environ.get("KPULSE_JAVA", "java")
-    command = [java, f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+    command = [java, f"-Xmx{heap}", "-XX:+UseSerialGC", *(["-XX:TieredStopAtLevel=1"] if fast_start else []),
                "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={JAVA_DIR / log_config}"]
     if agent is not None:
         port, rules = agent

@@ -60,3 +60,18 @@ def test_start_and_stop_a_background_process_by_its_pid_file(tmp_path):
     assert processes.stop(pid_file, timeout=5) is True
     assert processes.running_pid(pid_file) is None
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_node_jvm_fast_start_is_the_default_and_the_steady_jvm_runs_both_jit_tiers(tmp_path):
+    from pathlib import Path
+
+    from kpulse.localcluster.cluster import STEADY_JVM, LocalCluster
+    from kpulse.runtime import JavaRuntime, java_command
+
+    runtime = JavaRuntime(Path("/opt/kafka"))
+    demo = java_command(runtime, "kafka.Kafka", ["server.properties"], heap="384m")
+    steady = java_command(runtime, "kafka.Kafka", ["server.properties"], heap=STEADY_JVM.heap,
+                          fast_start=STEADY_JVM.fast_start)
+    assert "-XX:TieredStopAtLevel=1" in demo and "-Xmx384m" in demo
+    assert "-XX:TieredStopAtLevel=1" not in steady and "-Xmx1g" in steady
+    assert LocalCluster(tmp_path).jvm.fast_start and LocalCluster(tmp_path, jvm=STEADY_JVM).jvm.heap == "1g"
