@@ -15,8 +15,10 @@ Cost per cycle does not grow with one request per partition:
   cycle to the next.
 
 The log ends of the partitions consumed at the previous reading (``expected``) are asked for
-first, so that ListOffsets is answered while the OffsetFetch requests are; only partitions
-consumed since are read afterwards. DescribeGroups overlaps the OffsetFetch requests too.
+first, from a thread of their own (sending them blocks the caller for librdkafka's leader lookup,
+~0.05-0.1 s at 10,000 partitions), so that ListOffsets is answered while the OffsetFetch requests
+are; only partitions consumed since are read afterwards. DescribeGroups overlaps the OffsetFetch
+requests too.
 """
 
 from __future__ import annotations
@@ -134,12 +136,14 @@ def _committed_offsets(admin, group_ids: list[str], concurrency: int, timeout: f
     send(concurrency)
     while in_flight:
         done, _ = wait(in_flight, timeout=timeout, return_when=FIRST_COMPLETED)
-        if not done:  # nothing answered in time: the rest fail as their futures say
-            done = set(in_flight)
+        if not done:  # nothing answered in time: every group not answered yet fails now, not one by one
+            late = TimeoutError(f"no answer to OffsetFetch in {timeout:g} s")
+            committed.update((group_id, late) for group_id in [*in_flight.values(), *waiting])
+            break
         for future in done:
             group_id = in_flight.pop(future)
             try:
-                answer = future.result(timeout=timeout)
+                answer = future.result(timeout=0)
                 committed[group_id] = {(tp.topic, tp.partition): tp.offset
                                        for tp in answer.topic_partitions if tp.offset >= 0}
             except Exception as error:  # noqa: BLE001 - one failing group must not hide the others
