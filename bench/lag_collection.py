@@ -81,10 +81,7 @@ CYCLES_PER_FLUSH = 6
 """``kpulse collect`` writes the lake's files once a minute: every 6 cycles at the default 10 s."""
 
 
-def measure(bootstrap: str, metrics_urls: list[str], cycles: int, spacing: float, warm_up: float) -> dict:
-    from collectors.consumer_lag import ConsumerLagCollector
-    from collectors.protocol import CollectContext
-    from collectors.runner import GC_SETTLE_CYCLES, CollectionService
+def bench_config(bootstrap: str, metrics_urls: list[str]):
     from kpulse.config import parse_config
 
     data = {"clusters": [{"name": "bench", "bootstrap_servers": bootstrap,
@@ -92,15 +89,28 @@ def measure(bootstrap: str, metrics_urls: list[str], cycles: int, spacing: float
                           "metrics": {"source": "jmx_exporter", "timeout_seconds": 10,
                                       "broker_endpoints": {i + 1: u for i, u in enumerate(metrics_urls)}}}],
             "lake": {"path": tempfile.mkdtemp(prefix="kpulse-bench-lake-")}}
-    config = parse_config(data, source="bench", base_dir=os.getcwd())
-    cluster = config.cluster(None)
-    warming = CollectionService(config, flush_seconds=60)
-    until = time.monotonic() + warm_up
+    return parse_config(data, source="bench", base_dir=os.getcwd())
+
+
+def warm_up(bootstrap: str, metrics_urls: list[str], seconds: float, spacing: float) -> None:
+    """Collect for ``seconds`` (in a process of its own: it must not count in the measured RSS)."""
+    from collectors.runner import CollectionService
+
+    service = CollectionService(bench_config(bootstrap, metrics_urls), flush_seconds=60)
+    until = time.monotonic() + seconds
     while time.monotonic() < until:
-        warming.cycle()
+        service.cycle()
         time.sleep(spacing)
-    warming.close()
-    del warming
+    service.close()
+
+
+def measure(bootstrap: str, metrics_urls: list[str], cycles: int, spacing: float) -> dict:
+    from collectors.consumer_lag import ConsumerLagCollector
+    from collectors.protocol import CollectContext
+    from collectors.runner import GC_SETTLE_CYCLES, CollectionService
+
+    config = bench_config(bootstrap, metrics_urls)
+    cluster = config.cluster(None)
     lag = ConsumerLagCollector(cluster)
     lag_times, partitions = [], 0
     for cycle in range(WARM_UP_CYCLES + cycles):
@@ -139,9 +149,13 @@ def main() -> None:
     parser.add_argument("--demo-jvm", action="store_true", help="run the brokers as the demo cluster does")
     parser.add_argument("--warm-up", type=float, default=90.0, help="seconds of collection before measuring")
     parser.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--warm-up-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.warm_up_only:
+        warm_up(args.bootstrap, args.metrics_url, args.warm_up, args.spacing)
+        return
     if args.measure_only:
-        print(json.dumps(measure(args.bootstrap, args.metrics_url, args.cycles, args.spacing, args.warm_up)))
+        print(json.dumps(measure(args.bootstrap, args.metrics_url, args.cycles, args.spacing)))
         return
 
     cluster = None
@@ -162,9 +176,13 @@ def main() -> None:
             began = time.monotonic()
             build(args.bootstrap)
             print(f"  built in {time.monotonic() - began:.0f} s", flush=True)
-        command = [sys.executable, __file__, "--measure-only", "--bootstrap", args.bootstrap,
-                   "--cycles", str(args.cycles), "--spacing", str(args.spacing), "--warm-up", str(args.warm_up)] + [a for u in args.metrics_url for a in ("--metrics-url", u)]
-        figures = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+        command = [sys.executable, __file__, "--bootstrap", args.bootstrap, "--cycles", str(args.cycles),
+                   "--spacing", str(args.spacing), "--warm-up", str(args.warm_up)] + [
+                      a for u in args.metrics_url for a in ("--metrics-url", u)]
+        print(f"collecting for {args.warm_up:g} s before measuring ...", flush=True)
+        subprocess.run(command + ["--warm-up-only"], check=True, capture_output=True)
+        figures = json.loads(subprocess.run(command + ["--measure-only"], check=True, capture_output=True,
+                                            text=True).stdout)
     finally:
         if cluster is not None:
             cluster.down(wipe=True)
