@@ -75,15 +75,24 @@ class ConsumerLagCollector:
                             committed_offset=committed_or_none, log_end_offset=log_end_or_none, lag=lags,
                             lag_seconds=seconds, status=statuses)
 
+        groups, group_rows = self._groups(keys, rows, lags, seconds, answer.status.tolist(), now)
+        self.lag.forget_groups_except({group.group_id for group in offsets.groups})
+        self.lag.forget_partitions_except(set(offsets.log_end))
+        return CollectorResult(sections={"consumer_groups": groups},
+                               rows={"consumer_lag": lake_rows, "consumer_group": group_rows})
+
+    def _groups(self, keys, rows: list[dict], lags: list, seconds: list, status_codes: list[int],
+                now: float) -> tuple[list[dict], list[dict]]:
+        """Each group's summary with its partitions (the snapshot) and its ``consumer_group`` row;
+        ``keys`` are (group, its partitions) in the order of the per-partition lists."""
         groups_config = self._cluster.consumer_groups
         groups, group_rows = [], []
-        worst = answer.status.tolist()
         start = 0
         for group, items in keys:
             end = start + len(items)
             group_lags = [lag for lag in lags[start:end] if lag is not None]
             group_seconds = [value for value in seconds[start:end] if value is not None]
-            status = STATUS_BY_CODE[max(worst[start:end], default=0)]
+            status = STATUS_BY_CODE[max(status_codes[start:end], default=0)]
             summary = {
                 "group_id": group.group_id, "state": group.state, "members": group.members,
                 "partition_count": len(items),
@@ -101,10 +110,7 @@ class ConsumerLagCollector:
                                **{k: summary[k] for k in ("group_id", "state", "members", "total_lag",
                                                           "max_lag_seconds", "status", "lag_seconds_threshold")}})
             start = end
-        self.lag.forget_groups_except({group.group_id for group in offsets.groups})
-        self.lag.forget_partitions_except(set(offsets.log_end))
-        return CollectorResult(sections={"consumer_groups": groups},
-                               rows={"consumer_lag": lake_rows, "consumer_group": group_rows})
+        return groups, group_rows
 
 
 def _reasons(offsets: ClusterOffsets, topic: str, partition: int, committed: int | None, log_end: int | None,
