@@ -112,7 +112,8 @@ class KafkaSink:
         return self._producer
 
     def append(self, table: str, rows: Iterable[dict[str, Any]]) -> int:
-        """Queue every row (a list of dicts, or ``Columns``, which iterate as dicts); returns how many were queued (the rest are recorded as dropped)."""
+        """Queue every row (a list of dicts, or ``Columns``, which iterate as dicts); returns how many
+        were queued (the rest are recorded as dropped)."""
         producer = self._get_producer()
         topic = self.topic_prefix + table
         self._ensure_topic(topic)

@@ -131,7 +131,7 @@ class CollectionService:
             with fs.open_output_stream(temporary) as out:
                 out.write(to_json(snapshot))
             fs.move(temporary, final)
-        except OSError as error:
+        except (OSError, TypeError) as error:  # TypeError: a value JSON cannot hold (a bug, not a reason to stop)
             LOG.warning("could not publish the snapshot of %s: %s", cluster_name, error)
 
     def run(self, stop: threading.Event, on_cycle: Callable[[CycleResult], None] | None = None) -> None:

@@ -276,3 +276,15 @@ def test_a_crashed_collector_process_is_restarted_and_the_crash_recorded(config_
     rows = read_table(config.lake.path, "collector_status")
     crash = rows[rows["collector"] == "kpulse-collect"]
     assert len(crash) == 1 and not crash["up"].iloc[0] and "SIGSEGV" in crash["error"].iloc[0]
+
+
+def test_the_published_snapshot_is_plain_json_whatever_the_values():
+    from datetime import datetime, timezone
+
+    from collectors.snapshot import to_json
+
+    since = datetime(2026, 11, 24, 3, 0, tzinfo=timezone.utc)
+    text = to_json({"time": 1.5, "lag_seconds": float("nan"), "since": since, "by_broker": {1: "up"},
+                    "offset": 2**62})
+    assert json.loads(text) == {"time": 1.5, "lag_seconds": None, "since": str(since), "by_broker": {"1": "up"},
+                                "offset": 2**62}
