@@ -69,7 +69,6 @@ class _Rows:
     def __init__(self) -> None:
         self.row_of: dict = {}
         self._free: list[int] = []
-        self.capacity = 0
 
     def take(self, key) -> tuple[int, bool]:
         """The row of ``key``, and whether it is new (the caller must grow the arrays when it is)."""
@@ -109,8 +108,8 @@ class LagArrays:
         self._offsets = np.empty((0, max_points), np.int64)
         self._times = np.empty((0, max_points), np.float64)
         self._points = np.empty(0, np.int64)
-        self._windows: dict[str, _Rows] = {}
-        """Group -> its partitions' window rows (one numbering shared by all groups: ``_window_rows``)."""
+        self._windows: dict[str, dict[tuple[str, int], int]] = {}
+        """Group -> (topic, partition) -> window row (rows numbered across groups by ``_window_rows``)."""
         self._window_rows = _Rows()
         self._committed = np.empty((0, window_size), np.int64)
         self._observed = np.empty((0, window_size), np.float64)
@@ -173,9 +172,8 @@ class LagArrays:
         return row
 
     def _grow_histories(self) -> None:
-        needed = self._histories.needed()
-        if needed > len(self._points):
-            size = max(needed, 2 * len(self._points), 64)
+        size = _grown_size(self._histories.needed(), len(self._points))
+        if size:
             self._offsets = _grown(self._offsets, size, _UNUSED)
             self._times = _grown(self._times, size, 0.0)
             self._points = _grown(self._points, size, 0)
@@ -208,7 +206,7 @@ class LagArrays:
     def forget_groups_except(self, groups: set[str]) -> None:
         """Drop every window of the groups not in ``groups``."""
         for group in [g for g in self._windows if g not in groups]:
-            for key in list(self._windows.pop(group).row_of):
+            for key in self._windows.pop(group):
                 row = self._window_rows.release((group, key))
                 self._entries[row] = 0
             self._evaluated = None
@@ -219,19 +217,18 @@ class LagArrays:
     def _window_row(self, group: str, key: tuple[str, int]) -> int:
         rows = self._windows.get(group)
         if rows is None:
-            rows = self._windows[group] = _Rows()
-        row = rows.row_of.get(key)
+            rows = self._windows[group] = {}
+        row = rows.get(key)
         if row is None:
             row, _ = self._window_rows.take((group, key))
-            rows.row_of[key] = row
+            rows[key] = row
             if row < len(self._entries):
                 self._entries[row] = 0
         return row
 
     def _grow_windows(self) -> None:
-        needed = self._window_rows.needed()
-        if needed > len(self._entries):
-            size = max(needed, 2 * len(self._entries), 64)
+        size = _grown_size(self._window_rows.needed(), len(self._entries))
+        if size:
             self._committed = _grown(self._committed, size, 0)
             self._observed = _grown(self._observed, size, 0.0)
             self._lags = _grown(self._lags, size, 0)
@@ -345,6 +342,11 @@ def _after(left_offset, left_time, right_offset, right_time, committed, now: flo
     rate = (right_offset - left_offset) / (right_time - left_time)
     moment = left_time + (committed - left_offset) / rate
     return np.maximum(0.0, now - moment)
+
+
+def _grown_size(needed: int, rows: int) -> int | None:
+    """How many rows the arrays must have to hold ``needed`` (doubling), or None if ``rows`` do."""
+    return max(needed, 2 * rows, 64) if needed > rows else None
 
 
 def _grown(array: np.ndarray, rows: int, fill) -> np.ndarray:

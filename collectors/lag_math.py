@@ -32,10 +32,8 @@ Rules of the table (decided here, tested in ``tests/test_lag_logic.py``):
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import NamedTuple
 
 DEFAULT_MAX_POINTS = 60
@@ -46,9 +44,6 @@ REASON_NO_HISTORY = "no log end history for this partition"
 REASON_LOG_END_BELOW_HISTORY = "log end offset is below the recorded history (topic recreated or truncated?)"
 REASON_BEYOND_HISTORY = "committed offset is beyond the recorded history"
 REASON_NO_RATE = "log end offset did not move in the recorded history, so there is no rate to extrapolate"
-
-
-_OFFSET = itemgetter(0)
 
 
 def partition_lag(committed: int | None, log_end: int | None) -> int | None:
@@ -148,32 +143,29 @@ def estimate_lag_seconds(history: OffsetHistory, topic: str, partition: int, com
     if committed >= log_end:
         return TimeLagEstimate(0.0)
 
-    table = history._tables.get((topic, partition))
-    if not table:
+    points = list(history._tables.get((topic, partition), ()))  # (log end offset, time), oldest first
+    if not points:
         return TimeLagEstimate(None, REASON_NO_HISTORY)
-    newest_offset, newest_time = table[-1]
+    newest_offset, newest_time = points[-1]
     if log_end < newest_offset:
         return TimeLagEstimate(None, REASON_LOG_END_BELOW_HISTORY)
-    points = [*table, (log_end, now)] if log_end > newest_offset and now > newest_time else table
+    if log_end > newest_offset and now > newest_time:
+        points.append((log_end, now))
     if len(points) < 2:
         return TimeLagEstimate(None, f"not enough history ({len(points)} point)")
 
-    # The segment [left, right) holding `committed`: left is the LAST point at or below it (offsets
-    # never decrease along the table), so an offset on a plateau falls in the segment leaving the
-    # plateau and the latest time the log end sat there wins. A binary search: tables of active
-    # partitions hold up to max_points points, and this runs for every group partition.
-    left = bisect_right(points, committed, key=_OFFSET) - 1
-    if left >= 0:
-        if left == len(points) - 1:
-            return TimeLagEstimate(None, REASON_BEYOND_HISTORY)
-        (left_offset, left_time), (right_offset, right_time) = points[left], points[left + 1]
-        rate = (right_offset - left_offset) / (right_time - left_time)
-        moment = left_time + (committed - left_offset) / rate
-        return TimeLagEstimate(max(0.0, now - moment))
+    # Half-open [left, right): an offset on a plateau falls in the segment leaving the plateau,
+    # so the latest time the log end sat there wins.
+    for (left_offset, left_time), (right_offset, right_time) in zip(points, points[1:]):
+        if left_offset <= committed < right_offset:
+            rate = (right_offset - left_offset) / (right_time - left_time)
+            moment = left_time + (committed - left_offset) / rate
+            return TimeLagEstimate(max(0.0, now - moment))
 
     oldest_offset, oldest_time = points[0]
-    for index in range(len(points) - 1):
-        (left_offset, left_time), (right_offset, right_time) = points[index], points[index + 1]
+    if committed >= points[-1][0]:
+        return TimeLagEstimate(None, REASON_BEYOND_HISTORY)
+    for (left_offset, left_time), (right_offset, right_time) in zip(points, points[1:]):
         if right_offset > left_offset:
             rate = (right_offset - left_offset) / (right_time - left_time)
             moment = oldest_time - (oldest_offset - committed) / rate
