@@ -158,6 +158,8 @@ def main() -> None:
         print(json.dumps(measure(args.bootstrap, args.metrics_url, args.cycles, args.spacing)))
         return
 
+    from collectors.command import LOOP_ENVIRONMENT
+
     cluster = None
     if args.bootstrap is None:
         from kpulse.localcluster.cluster import STEADY_JVM, LocalCluster, NodeJvm
@@ -180,9 +182,10 @@ def main() -> None:
                    "--spacing", str(args.spacing), "--warm-up", str(args.warm_up)] + [
                       a for u in args.metrics_url for a in ("--metrics-url", u)]
         print(f"collecting for {args.warm_up:g} s before measuring ...", flush=True)
-        subprocess.run(command + ["--warm-up-only"], check=True, capture_output=True)
+        environment = {**LOOP_ENVIRONMENT, **os.environ}  # as `kpulse collect` runs its loop
+        subprocess.run(command + ["--warm-up-only"], check=True, capture_output=True, env=environment)
         figures = json.loads(subprocess.run(command + ["--measure-only"], check=True, capture_output=True,
-                                            text=True).stdout)
+                                            text=True, env=environment).stdout)
     finally:
         if cluster is not None:
             cluster.down(wipe=True)

@@ -72,6 +72,11 @@ def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
 
 
 _SUPERVISED = "KPULSE_COLLECT_SUPERVISED"
+LOOP_ENVIRONMENT = {"MALLOC_ARENA_MAX": "2"}
+"""Set for the collection loop's process unless already set. glibc gives each thread that allocates
+a malloc arena of its own (up to 8 per core); memory freed in one stays with it. The collectors run
+on threads and librdkafka runs its own, so at 10,000 partitions the loop's peak RSS was ~265 MB
+with the default and ~235 MB with two arenas, and a cycle took no longer (``bench/lag_collection.py``)."""
 RESTART_DELAY_SECONDS = 5.0
 
 
@@ -98,7 +103,7 @@ def supervise(config, cluster: str | None, out) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, forward)
     while True:
-        child = subprocess.Popen(command, env={**os.environ, _SUPERVISED: "1"})
+        child = subprocess.Popen(command, env={**LOOP_ENVIRONMENT, **os.environ, _SUPERVISED: "1"})
         code = child.wait()
         if stopping.is_set() or code == 0:
             return 0 if stopping.is_set() else code

@@ -4,8 +4,10 @@ Cost per cycle does not grow with one request per partition:
 
 - one ListGroups, and DescribeGroups of the groups it does not list as Empty (an Empty group has
   no members or assignments to describe);
-- committed offsets: one OffsetFetch per group (the Admin API takes one group per call), at most
-  ``concurrency`` (default 32) in flight at once, a new one sent as soon as one is answered;
+- committed offsets: one FindCoordinator for the groups whose coordinator is not known yet and one
+  OffsetFetch per coordinator (``collectors/committed_offsets.py``); where that cannot be used, one
+  OffsetFetch per group (the Admin API takes one group per call), at most ``concurrency`` (default
+  32) in flight at once, a new one sent as soon as one is answered;
 - log end offsets: ListOffsets for every partition of every consumed topic, which librdkafka
   splits into one request per partition leader. The partitions go in chunks of
   ``LIST_OFFSETS_CHUNK``, all in flight at once: librdkafka's cost for one call grows with the
@@ -27,7 +29,7 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Sequence
+from typing import Callable, Sequence
 
 LIST_OFFSETS_CHUNK = 250
 
@@ -58,10 +60,13 @@ class ClusterOffsets:
 
 def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: float = 15.0,
                          expected: Sequence[tuple[str, int]] = (),
-                         request_cache: RequestCache | None = None) -> ClusterOffsets:
+                         request_cache: RequestCache | None = None,
+                         batched: Callable[[list[str], float], dict | None] | None = None) -> ClusterOffsets:
     """Groups accepted by ``monitors(group_id)``, their members, committed offsets and the log ends
     of the partitions they consume. ``expected``: the partitions consumed at the previous reading
-    (sorted), whose log ends are asked for before the committed offsets."""
+    (sorted), whose log ends are asked for before the committed offsets. ``batched(group_ids,
+    timeout)`` reads the committed offsets of many groups at once (``BatchedOffsetFetch.read``);
+    when it is not given or returns None, they are read group by group."""
     listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout=timeout)
     listings = {g.group_id: g for g in listed.valid if monitors(g.group_id)}
     group_ids = sorted(listings)
@@ -72,7 +77,9 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
     empty = {g for g in group_ids if _listed_empty(listings[g])}
     to_describe = [g for g in group_ids if g not in empty]
     described = admin.describe_consumer_groups(to_describe, request_timeout=timeout) if to_describe else {}
-    committed_by_group = _committed_offsets(admin, group_ids, concurrency, timeout)
+    committed_by_group = batched(group_ids, timeout) if batched is not None else None
+    if committed_by_group is None:
+        committed_by_group = _committed_offsets(admin, group_ids, concurrency, timeout)
     descriptions = _answers(described, timeout)
     for group_id in group_ids:
         description = _NO_MEMBERS if group_id in empty else descriptions.get(group_id)

@@ -50,3 +50,37 @@ _GROUP_STATE_NAMES = {"STABLE": "Stable", "PREPARING_REBALANCING": "PreparingReb
 def group_state_name(state) -> str:
     """ConsumerGroupState.STABLE -> 'Stable', as the official tool spells it; 'Unknown' otherwise."""
     return _GROUP_STATE_NAMES.get(getattr(state, "name", ""), "Unknown")
+
+
+class KafkaPythonUnsupported(ValueError):
+    """The cluster's security settings are ones kpulse does not hand to kafka-python."""
+
+
+def kafka_python_admin(cluster, *, client_id: str, timeout: float):
+    """kafka-python's ``KafkaAdminClient`` for ``cluster`` (a ClusterConfig), for the requests
+    confluent-kafka cannot make (partition reassignment, log dirs) or makes one group at a time
+    (committed offsets). Connects (bootstrap, API versions) before it returns. Its log lines (a broker
+    that closed a connection, ...) are kept off stderr: kpulse reports failures itself.
+
+    Raises :class:`KafkaPythonUnsupported` for OAUTHBEARER clusters."""
+    from kafka import KafkaAdminClient
+
+    library_log = logging.getLogger("kafka")
+    if not library_log.handlers:
+        library_log.addHandler(logging.NullHandler())
+        library_log.propagate = False
+
+    security = cluster.security
+    if security.sasl_mechanism == "OAUTHBEARER":
+        raise KafkaPythonUnsupported("kafka-python is not given OAUTHBEARER credentials")
+    timeout_ms = int(timeout * 1000)
+    settings = {"bootstrap_servers": cluster.bootstrap_servers.split(","), "security_protocol": security.protocol,
+                "request_timeout_ms": timeout_ms, "bootstrap_timeout_ms": timeout_ms, "client_id": client_id}
+    if security.uses_sasl:
+        settings.update(sasl_mechanism=security.sasl_mechanism, sasl_plain_username=security.sasl_username,
+                        sasl_plain_password=security.sasl_password)
+    if security.uses_ssl:
+        settings.update(ssl_cafile=security.ssl_ca_location, ssl_certfile=security.ssl_certificate_location,
+                        ssl_keyfile=security.ssl_key_location, ssl_password=security.ssl_key_password,
+                        ssl_check_hostname=security.ssl_endpoint_identification)
+    return KafkaAdminClient(**settings)

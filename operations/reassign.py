@@ -14,12 +14,11 @@ verify finds the reassignment complete, or on cancel.
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import asdict, dataclass
 from typing import Callable
 
-from kpulse.kafka_clients import error_text
+from kpulse.kafka_clients import KafkaPythonUnsupported, error_text, kafka_python_admin
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
 from operations.reassign_plan import (
@@ -48,28 +47,11 @@ class ReassignmentStatus:
 
 
 def legacy_admin_client(cluster):
-    """kafka-python's KafkaAdminClient for ``cluster`` (a ClusterConfig). Its log lines (a broker
-    that closed a connection, ...) are kept off stderr: kpulse reports failures itself."""
-    from kafka import KafkaAdminClient
-
-    library_log = logging.getLogger("kafka")
-    if not library_log.handlers:
-        library_log.addHandler(logging.NullHandler())
-        library_log.propagate = False
-
-    security = cluster.security
-    if security.sasl_mechanism == "OAUTHBEARER":
-        raise BadInput("partition reassignment does not support OAUTHBEARER clusters yet")
-    settings = {"bootstrap_servers": cluster.bootstrap_servers.split(","), "security_protocol": security.protocol,
-                "request_timeout_ms": int(kafka_reads.TIMEOUT * 1000), "client_id": "kpulse-reassign"}
-    if security.uses_sasl:
-        settings.update(sasl_mechanism=security.sasl_mechanism, sasl_plain_username=security.sasl_username,
-                        sasl_plain_password=security.sasl_password)
-    if security.uses_ssl:
-        settings.update(ssl_cafile=security.ssl_ca_location, ssl_certfile=security.ssl_certificate_location,
-                        ssl_keyfile=security.ssl_key_location, ssl_password=security.ssl_key_password,
-                        ssl_check_hostname=security.ssl_endpoint_identification)
-    return KafkaAdminClient(**settings)
+    """kafka-python's KafkaAdminClient for ``cluster`` (a ClusterConfig)."""
+    try:
+        return kafka_python_admin(cluster, client_id="kpulse-reassign", timeout=kafka_reads.TIMEOUT)
+    except KafkaPythonUnsupported:
+        raise BadInput("partition reassignment does not support OAUTHBEARER clusters yet") from None
 
 
 def current_assignment(admin, topics: list[str] | None = None) -> dict[tuple[str, int], list[int]]:

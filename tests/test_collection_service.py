@@ -265,6 +265,7 @@ def test_a_crashed_collector_process_is_restarted_and_the_crash_recorded(config_
     try:
         wait(serving)
         [first] = psutil.Process(supervisor.pid).children()
+        assert first.environ().get("MALLOC_ARENA_MAX") == "2"  # the loop's environment (collectors.command)
         first.send_signal(signal.SIGSEGV)  # what a crash in the native client library looks like
         wait(lambda: [c.pid for c in psutil.Process(supervisor.pid).children()] not in ([], [first.pid]))
         wait(serving)

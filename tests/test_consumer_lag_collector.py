@@ -52,7 +52,8 @@ def group_section(result, group_id):
     return next(g for g in result.sections["consumer_groups"] if g["group_id"] == group_id)
 
 
-def test_per_partition_lag_equals_kafka_consumer_groups_describe(cluster_config, bootstrap):
+@pytest.fixture(scope="module")
+def orders_group(bootstrap):
     create_topic(bootstrap, "lagtest.orders", 4)
     producer = Producer({"bootstrap.servers": bootstrap})
     for i in range(400):
@@ -60,8 +61,19 @@ def test_per_partition_lag_equals_kafka_consumer_groups_describe(cluster_config,
     producer.flush(30)
     commit(bootstrap, "lagtest-equal", {("lagtest.orders", 0): 10, ("lagtest.orders", 1): 0, ("lagtest.orders", 2): 77})
     # partition 3 is never committed: both must show no lag for it, not zero
+    return "lagtest-equal"
 
-    result = ConsumerLagCollector(cluster_config).collect(CollectContext(cluster_config, time.time()))
+
+@pytest.mark.parametrize("batched", [True, False], ids=["offsets-of-all-groups-at-once", "group-by-group"])
+def test_per_partition_lag_equals_kafka_consumer_groups_describe(cluster_config, bootstrap, orders_group, batched):
+    collector = ConsumerLagCollector(cluster_config, batched=batched)
+    try:
+        result = collector.collect(CollectContext(cluster_config, time.time()))
+    finally:
+        collector.close()
+    assert (collector.committed is not None) == batched
+    if batched:
+        assert collector.committed.unavailable_reason is None  # the batched reading was used
     ours = {(p["topic"], p["partition"]): (p["committed_offset"], p["log_end_offset"], p["lag"])
             for p in group_section(result, "lagtest-equal")["partitions"]}
     official = {(row["TOPIC"], int(row["PARTITION"])): (int(row["CURRENT-OFFSET"]), int(row["LOG-END-OFFSET"]),
@@ -74,7 +86,7 @@ def test_per_partition_lag_equals_kafka_consumer_groups_describe(cluster_config,
     assert group["total_lag"] == sum(lag for _, _, lag in official.values())
 
 
-def test_groups_outside_the_include_filter_are_not_collected(cluster_config, bootstrap):
+def test_groups_outside_the_include_filter_are_not_collected(cluster_config, bootstrap, orders_group):
     commit(bootstrap, "other-group", {("lagtest.orders", 0): 1})
     result = ConsumerLagCollector(cluster_config).collect(CollectContext(cluster_config, time.time()))
     ids = {g["group_id"] for g in result.sections["consumer_groups"]}
