@@ -258,12 +258,12 @@ def _to_arrow(table: str, schema: pa.Schema, column_values: Callable[[str], list
             if column.type == TIME:
                 values = _micros_column(values)
             elif pa.types.is_integer(column.type):
-                for value in values:
-                    if isinstance(value, float) and not value.is_integer():
-                        raise ValueError(f"{value!r} is not a whole number")
-            elif pa.types.is_floating(column.type):  # NaN is stored as null (from_pandas=True would load pandas)
-                values = [None if isinstance(value, float) and value != value else value for value in values]
-            columns.append(pa.array(values, type=column.type))
+                if any(issubclass(kind, float) for kind in set(map(type, values))):  # Arrow would truncate 2.5
+                    for value in values:
+                        if isinstance(value, float) and not value.is_integer():
+                            raise ValueError(f"{value!r} is not a whole number")
+            # from_pandas: NaN is stored as null (pa.array loads pandas whatever this says)
+            columns.append(pa.array(values, type=column.type, from_pandas=pa.types.is_floating(column.type)))
         except (ValueError, TypeError, pa.ArrowException) as error:
             raise ValueError(f"lake table {table!r}, column {column.name!r} ({column.type}): "
                              f"{_one_line(error)}") from error
@@ -274,17 +274,12 @@ def _to_arrow(table: str, schema: pa.Schema, column_values: Callable[[str], list
 
 def _micros_column(values: list[Any]) -> list[int | None]:
     """:func:`to_micros` of each value; the rows of one cycle share one time, converted once."""
-    converted: dict[Any, int] = {}
-    out = []
-    for value in values:
-        if value is None:
-            out.append(None)
-            continue
-        micros = converted.get(value)
-        if micros is None:
-            micros = converted[value] = to_micros(value)
-        out.append(micros)
-    return out
+    kinds = set(map(type, values))
+    if bool in kinds:  # True == 1 as a key: let to_micros refuse it
+        return [None if value is None else to_micros(value) for value in values]
+    converted = {value: to_micros(value) for value in set(values) if value is not None}
+    converted[None] = None
+    return [converted[value] for value in values]
 
 
 def to_micros(value: Any) -> int:

@@ -14,6 +14,7 @@ import gc
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -73,12 +74,18 @@ class CollectionService:
         """Settle the garbage collector after the first cycle and every this many (None: never);
         a process-wide act, so only the process that runs the loop asks for it."""
         self._cycles = 0
+        self._pool: ThreadPoolExecutor | None = None
+        """The collectors' threads, started at the first cycle and kept (see ``run_isolated``)."""
 
     def cycle(self) -> CycleResult:
         result = CycleResult()
+        if self._pool is None:
+            workers = max((len(entry.collectors) for entry in self.clusters), default=1)
+            self._pool = ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="collector")
         for entry in self.clusters:
             now = self._clock()
-            sections, rows, statuses = run_isolated(entry.collectors, CollectContext(entry.cluster, now))
+            sections, rows, statuses = run_isolated(entry.collectors, CollectContext(entry.cluster, now),
+                                                    pool=self._pool)
             snapshot = compose(entry.cluster.name, now, sections, statuses)
             evaluation = entry.alerts.evaluate(snapshot)
             snapshot["alerts"] = to_dicts(evaluation.firing)
@@ -145,6 +152,9 @@ class CollectionService:
         self.close()
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         for entry in self.clusters:
             for collector in entry.collectors:
                 close = getattr(collector, "close", None)
