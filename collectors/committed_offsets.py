@@ -17,20 +17,18 @@ A group whose coordinator moved (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
 COORDINATOR_LOAD_IN_PROGRESS) has its coordinator looked up again and is read once more in the same
 call; a group that still fails, or that the brokers refuse (GROUP_AUTHORIZATION_FAILED, ...), gets
 its reason, and the other groups are not held up by it. Where the batched requests cannot be used
-(brokers older than 3.0, an OAUTHBEARER cluster, a client that cannot be built, a FindCoordinator
-that fails as a whole), :meth:`BatchedOffsetFetch.read` returns None and the caller reads group by
-group through librdkafka (``group_offsets``).
+(see ``collectors/batched_client.py``, or a FindCoordinator that fails as a whole),
+:meth:`BatchedOffsetFetch.read` returns None and the caller reads group by group through librdkafka
+(``group_offsets``).
 
 The answer parsing (:func:`coordinators_from`, :func:`offsets_from`) is pure; the class does the I/O.
 """
 
 from __future__ import annotations
 
-import logging
-import time
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
-LOG = logging.getLogger(__name__)
+from collectors.batched_client import BatchedClient, Unavailable, answer, error_name, one_line, remaining_ms, send
 
 MOVED_COORDINATOR = {14: "COORDINATOR_LOAD_IN_PROGRESS", 15: "COORDINATOR_NOT_AVAILABLE", 16: "NOT_COORDINATOR"}
 """Group error codes after which the group's coordinator is looked up again."""
@@ -38,21 +36,10 @@ OFFSET_FETCH_VERSION = 8
 """The first version that reads many groups; 10 names topics by id, which kpulse does not need."""
 FIND_COORDINATOR_VERSION = 4
 """The first version that looks up many keys."""
-REBUILD_AFTER_SECONDS = 300.0
-"""After the client could not be built, the next attempt waits this long (group-by-group reads
-meanwhile)."""
 
 
 class GroupReadError(Exception):
     """Why one group's committed offsets could not be read (one line)."""
-
-
-def error_name(code: int) -> str:
-    """Kafka's name of an error code: 16 -> 'NOT_COORDINATOR'."""
-    import kafka.errors as errors
-
-    error = errors.for_code(code)
-    return getattr(error, "message", None) or f"error code {code}"
 
 
 def coordinators_from(coordinators: Iterable[Any]) -> tuple[dict[str, Any], dict[str, GroupReadError]]:
@@ -91,66 +78,31 @@ def offsets_from(groups: Iterable[Any]) -> tuple[dict[str, dict[tuple[str, int],
 
 
 class BatchedOffsetFetch:
-    """Committed offsets of many groups, a few requests per call (see the module). Builds its
-    kafka-python client on first use: the constructor connects to nothing."""
+    """Committed offsets of many groups, a few requests per call (see the module)."""
 
-    def __init__(self, cluster_config, client_factory: Callable[..., Any] | None = None,
-                 clock: Callable[[], float] = time.monotonic):
-        self._cluster = cluster_config
-        self._factory = client_factory or _default_client
-        self._clock = clock
-        self._client = None
-        self._unavailable_until = float("-inf")
-        self.unavailable_reason: str | None = None
-        """Why the last call fell back to reading group by group (None: it did not)."""
+    def __init__(self, client: BatchedClient):
+        self.client = client
         self._coordinators: dict[str, int] = {}
         """group -> node id of its coordinator, kept between calls."""
 
     def read(self, group_ids: list[str], timeout: float) -> dict[str, dict | Exception] | None:
         """group -> {(topic, partition): committed offset}, or the exception saying why that group
         was not read; None when the batched requests cannot be used (the caller reads group by group)."""
-        client = self._usable_client(timeout)
-        if client is None:
-            return None
-        try:
-            answers = client._manager.run(self._read, client._manager, group_ids, self._clock() + timeout)
-        except _FallBack as reason:
-            self._fall_back(str(reason))
-            return None
-        self.unavailable_reason = None
-        return answers
-
-    def close(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            client.close()
-
-    def _usable_client(self, timeout: float):
-        if self._client is None:
-            if self._clock() < self._unavailable_until:
-                return None
-            try:
-                self._client = self._factory(self._cluster, client_id="kpulse-collector", timeout=timeout)
-            except Exception as error:  # noqa: BLE001 - the group-by-group reading still works
-                self._fall_back(f"the kafka-python client could not be built: {error}".splitlines()[0])
-                self._unavailable_until = self._clock() + REBUILD_AFTER_SECONDS
-                return None
         from kafka.protocol.consumer import OffsetFetchRequest
         from kafka.protocol.metadata import FindCoordinatorRequest
 
-        versions = self._client._manager.broker_version_data
-        if (versions.api_version(OffsetFetchRequest) < OFFSET_FETCH_VERSION
-                or versions.api_version(FindCoordinatorRequest) < FIND_COORDINATOR_VERSION):
-            self._fall_back("the brokers do not read many groups in one OffsetFetch (Kafka < 3.0)")
+        try:
+            manager = self.client.manager(timeout, {OffsetFetchRequest: OFFSET_FETCH_VERSION,
+                                                    FindCoordinatorRequest: FIND_COORDINATOR_VERSION})
+            answers = manager.run(self._read, manager, group_ids, self.client.clock() + timeout)
+        except Unavailable as reason:
+            self.client.fell_back(str(reason))
             return None
-        return self._client
-
-    def _fall_back(self, reason: str) -> None:
-        if reason != self.unavailable_reason:
-            LOG.warning("committed offsets are read group by group: %s", reason)
-        self.unavailable_reason = reason
+        self.client.succeeded()
+        return answers
 
     async def _read(self, manager, group_ids: list[str], deadline: float) -> dict[str, dict | Exception]:
+        clock = self.client.clock
         answers: dict[str, dict | Exception] = {}
         pending = list(group_ids)
         for attempt in range(2):  # a second time only for groups whose coordinator moved
@@ -161,18 +113,16 @@ class BatchedOffsetFetch:
             for group in pending:
                 if group in self._coordinators:
                     by_node.setdefault(self._coordinators[group], []).append(group)
-            sent = [(node, groups, _send(manager, _offset_fetch(groups), node, _remaining_ms(deadline, self._clock)))
+            sent = [(node, groups, send(manager, _offset_fetch(groups), node, remaining_ms(deadline, clock)))
                     for node, groups in by_node.items()]
             pending = []
             for node, groups, future in sent:
                 try:
-                    if isinstance(future, Exception):
-                        raise future
-                    response = await future
+                    response = await answer(future)
                 except Exception as error:  # noqa: BLE001 - that coordinator's groups say why
                     for group in groups:
                         self._coordinators.pop(group, None)
-                        answers[group] = GroupReadError(f"OffsetFetch to broker {node}: {_one_line(error)}")
+                        answers[group] = GroupReadError(f"OffsetFetch to broker {node}: {one_line(error)}")
                     continue
                 read, failed, moved = offsets_from(response.groups)
                 answers.update(read)
@@ -192,9 +142,9 @@ class BatchedOffsetFetch:
         request = FindCoordinatorRequest(key_type=CoordinatorType.GROUP.value, coordinator_keys=groups,
                                          min_version=FIND_COORDINATOR_VERSION)
         try:
-            response = await manager.send(request, request_timeout_ms=_remaining_ms(deadline, self._clock))
+            response = await answer(send(manager, request, None, remaining_ms(deadline, self.client.clock)))
         except Exception as error:  # noqa: BLE001 - read them group by group instead
-            raise _FallBack(f"FindCoordinator failed: {_one_line(error)}") from error
+            raise Unavailable(f"FindCoordinator failed: {one_line(error)}") from error
         found, failed = coordinators_from(response.coordinators)
         for group, entry in found.items():
             # known to the client by its broker id, so that the OffsetFetch can be sent to it
@@ -203,35 +153,9 @@ class BatchedOffsetFetch:
         return failed
 
 
-class _FallBack(Exception):
-    """The batched reading cannot go on: read group by group."""
-
-
-def _send(manager, request, node: int, timeout_ms: int):
-    """The answer's future, or the exception raised at once (a broker the client does not know)."""
-    try:
-        return manager.send(request, node_id=node, request_timeout_ms=timeout_ms)
-    except Exception as error:  # noqa: BLE001 - handed to the caller
-        return error
-
-
 def _offset_fetch(groups: list[str]):
     from kafka.protocol.consumer import OffsetFetchRequest
 
     group = OffsetFetchRequest.OffsetFetchRequestGroup
     return OffsetFetchRequest(groups=[group(group_id=g, topics=None) for g in groups], require_stable=False,
                               min_version=OFFSET_FETCH_VERSION, max_version=OFFSET_FETCH_VERSION)
-
-
-def _remaining_ms(deadline: float, clock: Callable[[], float]) -> int:
-    return max(1, int((deadline - clock()) * 1000))
-
-
-def _one_line(error: BaseException) -> str:
-    return (f"{type(error).__name__}: {error}".splitlines() or [type(error).__name__])[0]
-
-
-def _default_client(cluster, *, client_id: str, timeout: float):
-    from kpulse.kafka_clients import kafka_python_admin
-
-    return kafka_python_admin(cluster, client_id=client_id, timeout=timeout)

@@ -12,9 +12,11 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from collectors.batched_client import BatchedClient
 from collectors.committed_offsets import BatchedOffsetFetch
 from collectors.group_offsets import ClusterOffsets, RequestCache, read_cluster_offsets
 from collectors.lag_arrays import REASONS, STATUS_BY_CODE, LagArrays
+from collectors.log_ends import LeaderLogEnds
 from collectors.protocol import CollectContext, CollectorResult, Columns
 from kpulse.kafka_clients import LazyAdmin
 
@@ -24,7 +26,7 @@ class ConsumerLagCollector:
 
     def __init__(self, cluster_config, admin_factory: Callable[[dict], Any] | None = None,
                  read_offsets: Callable[..., ClusterOffsets] = read_cluster_offsets, concurrency: int = 32,
-                 batched: bool = True, committed_client_factory: Callable[..., Any] | None = None):
+                 batched: bool = True, batched_client_factory: Callable[..., Any] | None = None):
         self._cluster = cluster_config
         self._admin = LazyAdmin(cluster_config, admin_factory)
         self._read_offsets = read_offsets
@@ -35,22 +37,25 @@ class ConsumerLagCollector:
         """The partitions consumed at the last reading, sorted: their log ends are asked for first."""
         self._consumed_set: set[tuple[str, int]] = set()
         self._requests = RequestCache()
-        self.committed = BatchedOffsetFetch(cluster_config, committed_client_factory) if batched else None
-        """Reads committed offsets many groups at a time (None: group by group, through librdkafka)."""
+        self.batched_client = BatchedClient(cluster_config, batched_client_factory) if batched else None
+        """The client of the batched reads below (None: everything is read through librdkafka)."""
+        self.committed = BatchedOffsetFetch(self.batched_client) if batched else None
+        self.log_ends = LeaderLogEnds(self.batched_client) if batched else None
 
     def collect(self, context: CollectContext) -> CollectorResult:
         groups_config = self._cluster.consumer_groups
         offsets = self._read_offsets(self._admin.get(), groups_config.monitors, concurrency=self._concurrency,
                                      expected=self._consumed, request_cache=self._requests,
-                                     batched=self.committed.read if self.committed else None)
+                                     read_committed=self.committed.read if self.committed else None,
+                                     read_log_ends=self.log_ends.read if self.log_ends else None)
         consumed = {tp for group in offsets.groups for tp in group.committed}
         if consumed != self._consumed_set:
             self._consumed, self._consumed_set = sorted(consumed), consumed
         return self.evaluate(offsets, context)
 
     def close(self) -> None:
-        if self.committed is not None:
-            self.committed.close()
+        if self.batched_client is not None:
+            self.batched_client.close()
 
     def evaluate(self, offsets: ClusterOffsets, context: CollectContext) -> CollectorResult:
         """Turn one reading of the cluster into the snapshot section and lake rows."""

@@ -8,7 +8,8 @@ Cost per cycle does not grow with one request per partition:
   OffsetFetch per coordinator (``collectors/committed_offsets.py``); where that cannot be used, one
   OffsetFetch per group (the Admin API takes one group per call), at most ``concurrency`` (default
   32) in flight at once, a new one sent as soon as one is answered;
-- log end offsets: ListOffsets for every partition of every consumed topic, which librdkafka
+- log end offsets: one ListOffsets per partition leader for every consumed partition
+  (``collectors/log_ends.py``); where that cannot be used, librdkafka's ListOffsets, which it
   splits into one request per partition leader. The partitions go in chunks of
   ``LIST_OFFSETS_CHUNK``, all in flight at once: librdkafka's cost for one call grows with the
   square of its partition count (10,000 partitions in one call: 0.41 s; in chunks of 1,000:
@@ -29,7 +30,7 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 LIST_OFFSETS_CHUNK = 250
 
@@ -61,23 +62,27 @@ class ClusterOffsets:
 def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: float = 15.0,
                          expected: Sequence[tuple[str, int]] = (),
                          request_cache: RequestCache | None = None,
-                         batched: Callable[[list[str], float], dict | None] | None = None) -> ClusterOffsets:
+                         read_committed: Callable[[list[str], float], dict | None] | None = None,
+                         read_log_ends: Callable[[Sequence[tuple[str, int]], float], Any] | None = None) -> ClusterOffsets:
     """Groups accepted by ``monitors(group_id)``, their members, committed offsets and the log ends
     of the partitions they consume. ``expected``: the partitions consumed at the previous reading
-    (sorted), whose log ends are asked for before the committed offsets. ``batched(group_ids,
-    timeout)`` reads the committed offsets of many groups at once (``BatchedOffsetFetch.read``);
-    when it is not given or returns None, they are read group by group."""
+    (sorted), whose log ends are asked for before the committed offsets.
+
+    ``read_committed(group_ids, timeout)`` reads the committed offsets of many groups at once
+    (``BatchedOffsetFetch.read``), ``read_log_ends(partitions, timeout)`` the log ends of many
+    partitions one request per leader (``LeaderLogEnds.read``); when one is not given or returns
+    None, librdkafka reads instead."""
     listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout=timeout)
     listings = {g.group_id: g for g in listed.valid if monitors(g.group_id)}
     group_ids = sorted(listings)
     result = ClusterOffsets()
     if not group_ids:
         return result
-    early = _in_thread(start_log_ends, admin, expected, timeout, request_cache) if expected else None
+    early = _in_thread(_ask_log_ends, admin, expected, timeout, request_cache, read_log_ends) if expected else None
     empty = {g for g in group_ids if _listed_empty(listings[g])}
     to_describe = [g for g in group_ids if g not in empty]
     described = admin.describe_consumer_groups(to_describe, request_timeout=timeout) if to_describe else {}
-    committed_by_group = batched(group_ids, timeout) if batched is not None else None
+    committed_by_group = read_committed(group_ids, timeout) if read_committed is not None else None
     if committed_by_group is None:
         committed_by_group = _committed_offsets(admin, group_ids, concurrency, timeout)
     descriptions = _answers(described, timeout)
@@ -87,16 +92,32 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
     consumed = {tp for group in result.groups for tp in group.committed}
     read = set(expected)
     if early is not None:
-        finish_log_ends(early.result(), timeout, result)
+        _take_log_ends(early.result(), timeout, result)
         if not read <= consumed:  # some partition is no longer consumed
             result.log_end = {tp: offset for tp, offset in result.log_end.items() if tp in consumed}
             result.log_end_errors = {tp: error for tp, error in result.log_end_errors.items() if tp in consumed}
     missing = sorted(consumed - read)
     if missing:
-        finish_log_ends(start_log_ends(admin, missing, timeout, request_cache), timeout, result)
+        _take_log_ends(_ask_log_ends(admin, missing, timeout, request_cache, read_log_ends), timeout, result)
     if request_cache is not None:
         request_cache.forget_unused()
     return result
+
+
+def _ask_log_ends(admin, partitions: Sequence[tuple[str, int]], timeout: float, request_cache: RequestCache | None,
+                  read_log_ends) -> Any:
+    """The log ends of ``partitions`` through ``read_log_ends`` (its answer, a ``LogEnds``) or, when
+    it is not given or returns None, librdkafka's requests for them, sent (for :func:`finish_log_ends`)."""
+    ends = read_log_ends(partitions, timeout) if read_log_ends is not None else None
+    return ends if ends is not None else start_log_ends(admin, partitions, timeout, request_cache)
+
+
+def _take_log_ends(asked: Any, timeout: float, result: ClusterOffsets) -> None:
+    if isinstance(asked, list):  # librdkafka's requests, in flight
+        finish_log_ends(asked, timeout, result)
+    else:
+        result.log_end.update(asked.log_end)
+        result.log_end_errors.update(asked.errors)
 
 
 def _in_thread(function, *args):

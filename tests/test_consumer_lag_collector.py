@@ -71,9 +71,9 @@ def test_per_partition_lag_equals_kafka_consumer_groups_describe(cluster_config,
         result = collector.collect(CollectContext(cluster_config, time.time()))
     finally:
         collector.close()
-    assert (collector.committed is not None) == batched
+    assert (collector.batched_client is not None) == batched
     if batched:
-        assert collector.committed.unavailable_reason is None  # the batched reading was used
+        assert collector.batched_client.fallbacks == 0  # the batched reads were used
     ours = {(p["topic"], p["partition"]): (p["committed_offset"], p["log_end_offset"], p["lag"])
             for p in group_section(result, "lagtest-equal")["partitions"]}
     official = {(row["TOPIC"], int(row["PARTITION"])): (int(row["CURRENT-OFFSET"]), int(row["LOG-END-OFFSET"]),

@@ -1,0 +1,239 @@
+"""The lag collector's batched reads: committed offsets of many groups at once
+(``collectors/committed_offsets.py``) and log ends one ListOffsets per leader
+(``collectors/log_ends.py``). The answer parsing from tables of cases; then on the real cluster:
+the same values as librdkafka's reading, a coordinator or leader that moved, a broker that cannot
+be reached, and the fall back to librdkafka when the batched client cannot be built."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from collectors.batched_client import BatchedClient
+from collectors.committed_offsets import BatchedOffsetFetch, GroupReadError, coordinators_from, offsets_from
+from collectors.log_ends import LeaderLogEnds, ends_from, leaders_from
+from collectors.group_offsets import _committed_offsets
+from kpulse.config import parse_config
+from tests.test_consumer_lag_collector import commit, create_topic
+
+
+def partition(index, offset, error=0):
+    return NS(partition_index=index, committed_offset=offset, error_code=error)
+
+
+def group(group_id, error=0, **topics):
+    return NS(group_id=group_id, error_code=error,
+              topics=[NS(name=name, partitions=parts) for name, parts in topics.items()])
+
+
+def test_offsets_from_reads_groups_and_names_what_failed():
+    read, failed, moved = offsets_from([
+        group("ok", orders=[partition(0, 10), partition(1, -1), partition(2, 7, error=3)], audit=[partition(0, 0)]),
+        group("empty"),
+        group("moved", error=16),
+        group("loading", error=14),
+        group("refused", error=30),
+    ])
+    # no commit (-1) and a partition error are left out; offset 0 is a commit
+    assert read == {"ok": {("orders", 0): 10, ("audit", 0): 0}, "empty": {}}
+    assert moved == {"moved", "loading"}
+    assert set(failed) == {"moved", "loading", "refused"}
+    assert str(failed["moved"]) == "OffsetFetch: NOT_COORDINATOR"
+    assert str(failed["loading"]) == "OffsetFetch: COORDINATOR_LOAD_IN_PROGRESS"
+    assert str(failed["refused"]) == "OffsetFetch: GROUP_AUTHORIZATION_FAILED"
+
+
+def test_coordinators_from_splits_found_and_failed():
+    found, failed = coordinators_from([
+        NS(key="a", node_id=2, error_code=0, error_message=None),
+        NS(key="b", node_id=-1, error_code=15, error_message="The coordinator is not available."),
+    ])
+    assert list(found) == ["a"] and found["a"].node_id == 2
+    assert isinstance(failed["b"], GroupReadError)
+    assert str(failed["b"]) == "no coordinator: COORDINATOR_NOT_AVAILABLE (The coordinator is not available.)"
+
+
+def test_a_client_that_cannot_be_built_falls_back_and_is_not_rebuilt_every_cycle():
+    attempts, now = [], [1000.0]
+
+    def refuse(cluster, **settings):
+        attempts.append(settings)
+        raise RuntimeError("kafka-python is not given OAUTHBEARER credentials\nsecond line")
+
+    client = BatchedClient(object(), refuse, clock=lambda: now[0])
+    reader, ends = BatchedOffsetFetch(client), LeaderLogEnds(client)
+    assert attempts == []  # constructors connect to nothing
+    assert reader.read(["g"], 5.0) is None
+    assert client.unavailable_reason == ("the kafka-python client could not be built: "
+                                         "RuntimeError: kafka-python is not given OAUTHBEARER credentials")
+    now[0] += 60
+    assert reader.read(["g"], 5.0) is None and ends.read([("t", 0)], 5.0) is None and len(attempts) == 1
+    now[0] += 300
+    assert reader.read(["g"], 5.0) is None and len(attempts) == 2
+
+
+# -- on the real cluster ------------------------------------------------------------------------
+
+GROUPS = [f"cotest-{i}" for i in range(6)]
+
+
+@pytest.fixture(scope="module")
+def cluster_config(local_cluster, tmp_path_factory):
+    data = {"clusters": [{"name": "test", "bootstrap_servers": local_cluster.layout.bootstrap_servers}]}
+    return parse_config(data, source="test", base_dir=tmp_path_factory.mktemp("cfg")).cluster(None)
+
+
+@pytest.fixture(scope="module")
+def committed_groups(bootstrap):
+    create_topic(bootstrap, "cotest.orders", 3)
+    for i, group_id in enumerate(GROUPS):
+        commit(bootstrap, group_id, {("cotest.orders", p): i * 10 + p for p in range(i % 3 + 1)})
+    return GROUPS
+
+
+@pytest.fixture
+def reader(cluster_config):
+    client = BatchedClient(cluster_config)
+    yield BatchedOffsetFetch(client)
+    client.close()
+
+
+def coordinator_ids(bootstrap, groups):
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # held: its futures die with it
+    described = admin.describe_consumer_groups(groups)
+    return {g: future.result(15).coordinator.id for g, future in described.items()}
+
+
+@pytest.mark.cluster
+def test_the_same_offsets_as_reading_group_by_group(reader, bootstrap, committed_groups):
+    wanted = [*committed_groups, "cotest-never-committed"]
+    ours = reader.read(wanted, 15.0)
+    theirs = _committed_offsets(AdminClient({"bootstrap.servers": bootstrap}), wanted, 4, 15.0)
+    assert reader.client.unavailable_reason is None
+    assert ours == theirs
+    assert ours["cotest-5"] == {("cotest.orders", 0): 50, ("cotest.orders", 1): 51, ("cotest.orders", 2): 52}
+    assert ours["cotest-never-committed"] == {}
+    assert {g: reader._coordinators[g] for g in committed_groups} == coordinator_ids(bootstrap, committed_groups)
+
+
+@pytest.mark.cluster
+def test_a_group_whose_coordinator_moved_is_looked_up_again_and_read(reader, bootstrap, committed_groups):
+    truth = coordinator_ids(bootstrap, committed_groups)
+    wrong = {g: next(b for b in (1, 2, 3) if b != node) for g, node in truth.items()}
+    reader._coordinators.update(wrong)  # as if every coordinator had moved since the last call
+
+    answers = reader.read(committed_groups, 15.0)
+
+    assert all(isinstance(answers[g], dict) for g in committed_groups), answers
+    assert answers["cotest-2"] == {("cotest.orders", 0): 20, ("cotest.orders", 1): 21, ("cotest.orders", 2): 22}
+    assert reader._coordinators == truth
+
+
+@pytest.mark.cluster
+def test_a_coordinator_that_cannot_be_reached_fails_its_groups_only(reader, committed_groups):
+    assert all(isinstance(a, dict) for a in reader.read(committed_groups, 15.0).values())
+    reader._coordinators["cotest-1"] = 99  # no such broker
+
+    answers = reader.read(committed_groups, 5.0)
+
+    assert isinstance(answers["cotest-1"], GroupReadError)
+    assert str(answers["cotest-1"]).startswith("OffsetFetch to broker 99: ")
+    assert all(isinstance(answers[g], dict) for g in committed_groups if g != "cotest-1")
+    assert "cotest-1" not in reader._coordinators  # looked up again next time
+    assert reader.read(["cotest-1"], 15.0) == {"cotest-1": {("cotest.orders", 0): 10, ("cotest.orders", 1): 11}}
+
+
+# -- log ends, one ListOffsets per leader ---------------------------------------------------------
+
+def metadata_topic(name, error=0, **leaders):
+    return NS(name=name, error_code=error,
+              partitions=[NS(partition_index=int(p[1:]), leader_id=leader, error_code=5 if leader < 0 else 0)
+                          for p, leader in leaders.items()])
+
+
+def test_leaders_from_names_topics_and_partitions_without_a_leader():
+    leaders, topic_errors, partition_errors = leaders_from([
+        metadata_topic("orders", p0=1, p1=-1, p2=3),
+        metadata_topic("gone", error=3),
+        metadata_topic("not-asked", p0=2),
+    ], {"orders", "gone"})
+    assert leaders == {("orders", 0): 1, ("orders", 2): 3}
+    assert topic_errors == {"gone": "Metadata: UNKNOWN_TOPIC_OR_PARTITION"}
+    assert partition_errors == {("orders", 1): "no leader: LEADER_NOT_AVAILABLE"}
+
+
+def test_ends_from_reads_offsets_and_names_moved_leaders():
+    ends, errors, moved = ends_from([NS(name="orders", partitions=[
+        NS(partition_index=0, offset=42, error_code=0), NS(partition_index=1, offset=-1, error_code=6),
+        NS(partition_index=2, offset=-1, error_code=3), NS(partition_index=3, offset=0, error_code=0)])])
+    assert ends == {("orders", 0): 42, ("orders", 3): 0}
+    assert moved == {("orders", 1)}
+    assert errors == {("orders", 1): "ListOffsets: NOT_LEADER_OR_FOLLOWER",
+                      ("orders", 2): "ListOffsets: UNKNOWN_TOPIC_OR_PARTITION"}
+
+
+@pytest.fixture
+def log_ends(cluster_config):
+    client = BatchedClient(cluster_config)
+    yield LeaderLogEnds(client)
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def filled_topic(bootstrap):
+    from confluent_kafka import Producer
+
+    create_topic(bootstrap, "cotest.ends", 3)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for partition, count in ((0, 5), (1, 0), (2, 9)):
+        for _ in range(count):
+            producer.produce("cotest.ends", value=b"x", partition=partition)
+    producer.flush(30)
+    return "cotest.ends"
+
+
+def partition_leaders(bootstrap, topic):
+    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=15)
+    return {(topic, p): meta.leader for p, meta in metadata.topics[topic].partitions.items()}
+
+
+@pytest.mark.cluster
+def test_log_ends_by_leader_equal_librdkafkas_and_unreadable_partitions_say_why(log_ends, bootstrap, filled_topic):
+    from collectors.group_offsets import ClusterOffsets, read_log_ends
+
+    wanted = [("cotest.ends", 0), ("cotest.ends", 1), ("cotest.ends", 2), ("cotest.ends", 7),
+              ("cotest.no-such-topic", 0)]
+    ours = log_ends.read(wanted, 15.0)
+    theirs = ClusterOffsets()
+    read_log_ends(AdminClient({"bootstrap.servers": bootstrap}), wanted, 15.0, theirs)
+    assert ours.log_end == theirs.log_end == {("cotest.ends", 0): 5, ("cotest.ends", 1): 0, ("cotest.ends", 2): 9}
+    assert set(ours.errors) == set(theirs.log_end_errors) == {("cotest.ends", 7), ("cotest.no-such-topic", 0)}
+    assert ours.errors[("cotest.ends", 7)] == "Metadata: UNKNOWN_TOPIC_OR_PARTITION (the topic has no partition 7)"
+    assert ours.errors[("cotest.no-such-topic", 0)] == "Metadata: UNKNOWN_TOPIC_OR_PARTITION"
+    assert log_ends.client.fallbacks == 0
+
+
+@pytest.mark.cluster
+def test_a_partition_whose_leader_moved_is_looked_up_again_and_read(log_ends, bootstrap, filled_topic):
+    wanted = [("cotest.ends", p) for p in range(3)]
+    truth = partition_leaders(bootstrap, "cotest.ends")
+    log_ends._leaders.update({key: next(b for b in (1, 2, 3) if b != leader) for key, leader in truth.items()})
+
+    ours = log_ends.read(wanted, 15.0)
+
+    assert ours.log_end == {("cotest.ends", 0): 5, ("cotest.ends", 1): 0, ("cotest.ends", 2): 9}
+    assert ours.errors == {}
+    assert {key: log_ends._leaders[key] for key in wanted} == truth
+
+
+@pytest.mark.cluster
+def test_a_leader_the_client_never_heard_of_is_looked_up_again(log_ends, bootstrap, filled_topic):
+    wanted = [("cotest.ends", p) for p in range(3)]
+    log_ends._leaders.update({key: 99 for key in wanted})  # a broker removed since the last look-up
+
+    ours = log_ends.read(wanted, 15.0)
+
+    assert ours.log_end == {("cotest.ends", 0): 5, ("cotest.ends", 1): 0, ("cotest.ends", 2): 9}
+    assert {key: log_ends._leaders[key] for key in wanted} == partition_leaders(bootstrap, "cotest.ends")
