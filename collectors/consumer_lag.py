@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from collectors.batched_client import BatchedClient
 from collectors.committed_offsets import BatchedOffsetFetch
+from collectors.group_listing import GroupListing
 from collectors.group_offsets import ClusterOffsets, RequestCache, read_cluster_offsets
 from collectors.lag_arrays import REASONS, STATUS_BY_CODE, LagArrays
 from collectors.log_ends import LeaderLogEnds
@@ -41,13 +42,15 @@ class ConsumerLagCollector:
         """The client of the batched reads below (None: everything is read through librdkafka)."""
         self.committed = BatchedOffsetFetch(self.batched_client) if batched else None
         self.log_ends = LeaderLogEnds(self.batched_client) if batched else None
+        self.listing = GroupListing(self.batched_client) if batched else None
 
     def collect(self, context: CollectContext) -> CollectorResult:
         groups_config = self._cluster.consumer_groups
         offsets = self._read_offsets(self._admin.get(), groups_config.monitors, concurrency=self._concurrency,
                                      expected=self._consumed, request_cache=self._requests,
                                      read_committed=self.committed.read if self.committed else None,
-                                     read_log_ends=self.log_ends.read if self.log_ends else None)
+                                     read_log_ends=self.log_ends.read if self.log_ends else None,
+                                     list_groups=self.listing.read if self.listing else None)
         consumed = {tp for group in offsets.groups for tp in group.committed}
         if consumed != self._consumed_set:
             self._consumed, self._consumed_set = sorted(consumed), consumed

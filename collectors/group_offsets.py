@@ -2,8 +2,8 @@
 
 Cost per cycle does not grow with one request per partition:
 
-- one ListGroups, and DescribeGroups of the groups it does not list as Empty (an Empty group has
-  no members or assignments to describe);
+- one ListGroups per broker (``collectors/group_listing.py``, or librdkafka's), and DescribeGroups
+  of the groups it does not list as Empty (an Empty group has no members or assignments to describe);
 - committed offsets: one FindCoordinator for the groups whose coordinator is not known yet and one
   OffsetFetch per coordinator (``collectors/committed_offsets.py``); where that cannot be used, one
   OffsetFetch per group (the Admin API takes one group per call), at most ``concurrency`` (default
@@ -63,17 +63,21 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
                          expected: Sequence[tuple[str, int]] = (),
                          request_cache: RequestCache | None = None,
                          read_committed: Callable[[list[str], float], dict | None] | None = None,
-                         read_log_ends: Callable[[Sequence[tuple[str, int]], float], Any] | None = None) -> ClusterOffsets:
+                         read_log_ends: Callable[[Sequence[tuple[str, int]], float], Any] | None = None,
+                         list_groups: Callable[[float], list | None] | None = None) -> ClusterOffsets:
     """Groups accepted by ``monitors(group_id)``, their members, committed offsets and the log ends
     of the partitions they consume. ``expected``: the partitions consumed at the previous reading
     (sorted), whose log ends are asked for before the committed offsets.
 
-    ``read_committed(group_ids, timeout)`` reads the committed offsets of many groups at once
-    (``BatchedOffsetFetch.read``), ``read_log_ends(partitions, timeout)`` the log ends of many
-    partitions one request per leader (``LeaderLogEnds.read``); when one is not given or returns
-    None, librdkafka reads instead."""
-    listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout=timeout)
-    listings = {g.group_id: g for g in listed.valid if monitors(g.group_id)}
+    ``list_groups(timeout)`` lists the groups from every broker that answers
+    (``GroupListing.read``), ``read_committed(group_ids, timeout)`` reads the committed offsets of
+    many groups at once (``BatchedOffsetFetch.read``), ``read_log_ends(partitions, timeout)`` the
+    log ends of many partitions one request per leader (``LeaderLogEnds.read``); when one is not
+    given or returns None, librdkafka reads instead."""
+    listed = list_groups(timeout) if list_groups is not None else None
+    if listed is None:
+        listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout=timeout).valid
+    listings = {g.group_id: g for g in listed if monitors(g.group_id)}
     group_ids = sorted(listings)
     result = ClusterOffsets()
     if not group_ids:

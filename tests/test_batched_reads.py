@@ -13,6 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from collectors.batched_client import BatchedClient
 from collectors.committed_offsets import BatchedOffsetFetch, GroupReadError, coordinators_from, offsets_from
+from collectors.group_listing import GroupListing, listings_from
 from collectors.log_ends import LeaderLogEnds, ends_from, leaders_from
 from collectors.group_offsets import _committed_offsets
 from kpulse.config import parse_config
@@ -237,3 +238,159 @@ def test_a_leader_the_client_never_heard_of_is_looked_up_again(log_ends, bootstr
 
     assert ours.log_end == {("cotest.ends", 0): 5, ("cotest.ends", 1): 0, ("cotest.ends", 2): 9}
     assert {key: log_ends._leaders[key] for key in wanted} == partition_leaders(bootstrap, "cotest.ends")
+
+
+# -- the lag collector across a broker's death and return --------------------------------------
+
+@pytest.mark.cluster
+def test_lag_through_a_killed_and_restarted_broker_agrees_with_kafka_consumer_groups(cluster_config, bootstrap):
+    """Coordinators and leaders move while broker 1 is down and again when it is back: the batched
+    reads follow them. Down: the partition that lives only on broker 1 has no log end, with the reason;
+    every other lag equals the official tool's. Back: all of them do again."""
+    import time
+
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import NewTopic
+
+    from collectors.consumer_lag import ConsumerLagCollector
+    from collectors.protocol import CollectContext
+    from tests.conftest import kpulse
+    from tests.test_demo_workload import group_rows
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = [NewTopic("lagkill.rf3", num_partitions=3, replication_factor=3, config={"min.insync.replicas": "1"}),
+              NewTopic("lagkill.rf1", num_partitions=1, replica_assignment=[[1]], config={"min.insync.replicas": "1"})]
+    for future in admin.create_topics(topics).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(60):
+        producer.produce("lagkill.rf3", value=b"x", partition=i % 3)
+        producer.produce("lagkill.rf1", value=b"x", partition=0)
+    producer.flush(30)
+    groups = [f"lagkill-{i}" for i in range(4)]
+    for i, group_id in enumerate(groups):
+        commit(bootstrap, group_id, {("lagkill.rf3", 0): i, ("lagkill.rf3", 1): 2 * i, ("lagkill.rf3", 2): 3 * i,
+                                     ("lagkill.rf1", 0): 4 * i})
+    config = parse_config({"clusters": [{"name": "test", "bootstrap_servers": bootstrap,
+                                         "consumer_groups": {"include": ["lagkill-.*"]}}]},
+                          source="test", base_dir=".").cluster(None)
+    collector = ConsumerLagCollector(config)
+
+    def reading() -> dict[str, dict]:
+        section = collector.collect(CollectContext(config, time.time())).sections["consumer_groups"]
+        return {g["group_id"]: g for g in section}
+
+    def official(group_id: str) -> dict[tuple[str, int], tuple[int, int, int]]:
+        for attempt in range(30):  # while coordinators move, the tool may print no table yet
+            try:
+                rows = group_rows(bootstrap, group_id)
+                break
+            except StopIteration:
+                time.sleep(1)
+        return {(row["TOPIC"], int(row["PARTITION"])): (int(row["CURRENT-OFFSET"]), int(row["LOG-END-OFFSET"]),
+                                                        int(row["LAG"]))
+                for row in rows if row["TOPIC"] == "lagkill.rf3"}
+
+    def ours(group: dict, topic: str) -> dict[tuple[str, int], tuple]:
+        return {(p["topic"], p["partition"]): (p["committed_offset"], p["log_end_offset"], p["lag"])
+                for p in group["partitions"] if p["topic"] == topic}
+
+    def settle(check, what: str, timeout: float = 60.0) -> dict[str, dict]:
+        deadline = time.monotonic() + timeout
+        while True:
+            began = time.monotonic()
+            groups_read = reading()  # never a timeout: librdkafka's ListGroups took 15 s with a broker down
+            assert time.monotonic() - began < 10, f"a cycle took {time.monotonic() - began:.0f} s"
+            if check(groups_read):
+                return groups_read
+            assert time.monotonic() < deadline, f"not {what} after {timeout:.0f} s: {groups_read}"
+            time.sleep(1)
+
+    try:
+        before = reading()
+        assert all(before[g]["error"] is None for g in groups)
+        kpulse("cluster", "kill-broker", "1")
+
+        def down_and_read(groups_read):
+            def ends(group_id, topic):
+                return [p["log_end_offset"] for p in groups_read[group_id]["partitions"] if p["topic"] == topic]
+
+            return all(g in groups_read and groups_read[g]["error"] is None and ends(g, "lagkill.rf1") == [None]
+                       and None not in ends(g, "lagkill.rf3") for g in groups)
+
+        down = settle(down_and_read, "every group read and the broker-1-only partition without a log end")
+        for group_id in groups:
+            [offline] = [p for p in down[group_id]["partitions"] if p["topic"] == "lagkill.rf1"]
+            assert offline["reasons"]["log_end_offset"]  # says why, not a silent zero
+            assert ours(down[group_id], "lagkill.rf3") == official(group_id)
+    finally:
+        kpulse("cluster", "start-broker", "1")
+
+    def back(groups_read):
+        return all(g in groups_read and groups_read[g]["error"] is None
+                   and all(p["log_end_offset"] is not None for p in groups_read[g]["partitions"]) for g in groups)
+
+    settle(back, "every log end read again")
+    fallbacks = collector.batched_client.fallbacks
+    again = reading()
+    collector.close()
+    assert collector.batched_client.fallbacks == fallbacks  # the batched reads are in use again
+    for i, group_id in enumerate(groups):
+        assert ours(again[group_id], "lagkill.rf3") == official(group_id)
+        assert ours(again[group_id], "lagkill.rf1") == {("lagkill.rf1", 0): (4 * i, 60, 60 - 4 * i)}
+
+
+# -- group listing ---------------------------------------------------------------------------
+
+def test_listings_from_names_states_as_librdkafka_does():
+    listed = listings_from([NS(group_id="a", group_state="Empty", protocol_type="consumer"),
+                            NS(group_id="b", group_state="PreparingRebalance", protocol_type="consumer"),
+                            NS(group_id="c", group_state="Reconciling", protocol_type="consumer")])
+    assert {g: listing.state.name for g, listing in listed.items()} == {
+        "a": "EMPTY", "b": "PREPARING_REBALANCING", "c": "UNKNOWN"}
+
+
+class ListGroupsBrokers:
+    """A connection manager whose brokers answer ListGroups from a table (None: unreachable)."""
+
+    def __init__(self):
+        self.answers: dict[int, list[str] | None] = {}
+        self.cluster = self
+
+    def brokers(self):
+        return [NS(node_id=b) for b in self.answers]
+
+    def send(self, request, node_id, request_timeout_ms):
+        groups = self.answers[node_id]
+        if groups is None:
+            raise ConnectionRefusedError(f"broker {node_id} refused the connection")
+
+        async def answer():
+            return NS(error_code=0, groups=[NS(group_id=g, group_state="Empty", protocol_type="consumer")
+                                            for g in groups])
+        return answer()
+
+    def run(self, function, *args):
+        import asyncio
+
+        return asyncio.run(function(*args))
+
+
+def test_groups_of_a_broker_that_does_not_answer_are_kept_until_listed_elsewhere():
+    brokers = ListGroupsBrokers()
+    client = BatchedClient(object(), lambda *_a, **_k: NS(_manager=NS()))
+    client.manager = lambda timeout, needs: brokers
+    listing = GroupListing(client)
+
+    brokers.answers = {1: ["a", "b"], 2: ["c"]}
+    assert sorted(g.group_id for g in listing.read(5.0)) == ["a", "b", "c"]
+    brokers.answers = {1: None, 2: ["c"]}  # broker 1 died: its groups' coordinators have not moved yet
+    assert sorted(g.group_id for g in listing.read(5.0)) == ["a", "b", "c"]
+    assert list(listing.unanswered) == [1] and "refused" in listing.unanswered[1]
+    brokers.answers = {1: None, 2: ["a", "c"]}  # a moved to broker 2; b was deleted meanwhile
+    assert sorted(g.group_id for g in listing.read(5.0)) == ["a", "b", "c"]
+    brokers.answers = {2: ["a", "c"]}  # broker 1 gone from the metadata, every broker answered
+    assert sorted(g.group_id for g in listing.read(5.0)) == ["a", "c"]
+    brokers.answers = {1: None, 2: None}
+    assert listing.read(5.0) is None  # nobody answered: librdkafka lists
+    assert client.unavailable_reason.startswith("no broker answered ListGroups")

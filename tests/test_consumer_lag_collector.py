@@ -40,7 +40,9 @@ def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> N
                                 asynchronous=False)
                 return
             except KafkaException as error:
-                retriable = error.args[0].retriable() or error.args[0].code() == KafkaError.NOT_COORDINATOR
+                retriable = error.args[0].retriable() or error.args[0].code() in (
+                    KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                    KafkaError.COORDINATOR_NOT_AVAILABLE)
                 if not retriable or attempt == 29:
                     raise
                 time.sleep(1)
