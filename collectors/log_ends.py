@@ -111,9 +111,9 @@ class LeaderLogEnds:
         result = LogEnds()
         pending = partitions
         for attempt in range(2):  # a second time only for partitions whose leader moved
-            for key in pending:  # a leader the client has not heard of: maybe it moved since
-                if key in self._leaders and manager.cluster.broker_metadata(self._leaders[key]) is None:
-                    del self._leaders[key]
+            gone = {leader for leader in set(self._leaders.values()) if manager.cluster.broker_metadata(leader) is None}
+            if gone:  # leaders the client has not heard of: maybe they moved since
+                self._leaders = {key: leader for key, leader in self._leaders.items() if leader not in gone}
             unknown = {topic for topic, partition in pending if (topic, partition) not in self._leaders}
             if unknown:
                 await self._look_up(manager, unknown, deadline)
