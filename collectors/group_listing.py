@@ -7,8 +7,10 @@ the lag collector was down for as long as the broker was, when lag matters most.
 is asked at once; a broker that cannot be reached (a refused connection fails at once) is left
 out. Its groups are listed by the brokers their coordinators move to within seconds; meanwhile the
 groups of the last listing that no broker listed now are kept, so that a group does not vanish
-(and lose its status window) because its coordinator was on the broker that died. When no broker
-answers, :meth:`GroupListing.read` returns None and the caller lists through librdkafka.
+(and lose its status window) because its coordinator was on the broker that died. The broker list
+is read again at every call (a Metadata request for no topics): a broker that is back, or new, is
+asked too. When no broker answers, :meth:`GroupListing.read` returns None and the caller lists
+through librdkafka.
 """
 
 from __future__ import annotations
@@ -70,6 +72,10 @@ class GroupListing:
     async def _read(self, manager, deadline: float) -> dict[str, Listing]:
         from kafka.protocol.admin import ListGroupsRequest
 
+        try:  # the broker list only (no topics): brokers that joined or came back since the last cycle
+            await manager.cluster.refresh_metadata()
+        except Exception:  # noqa: BLE001 - the brokers known so far are asked
+            pass
         brokers = sorted(broker.node_id for broker in manager.cluster.brokers())
         sent = [(broker, send(manager, ListGroupsRequest(min_version=LIST_GROUPS_VERSION), broker,
                               remaining_ms(deadline, self.client.clock))) for broker in brokers]

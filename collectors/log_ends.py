@@ -125,7 +125,12 @@ class LeaderLogEnds:
                 else:
                     by_leader.setdefault(leader, []).append(key)
             if any(manager.cluster.broker_metadata(leader) is None for leader in by_leader):
-                raise Unavailable("a partition leader is a broker the kafka-python client does not know yet")
+                try:  # a broker that joined or came back since the client last read the broker list
+                    await manager.cluster.refresh_metadata()
+                except Exception as error:  # noqa: BLE001 - librdkafka knows its brokers
+                    raise Unavailable(f"the broker list could not be read: {one_line(error)}") from error
+                if any(manager.cluster.broker_metadata(leader) is None for leader in by_leader):
+                    raise Unavailable("a partition leader is a broker the kafka-python client does not know")
             sent = [(leader, keys, send(manager, self._request(leader, keys), leader,
                                         remaining_ms(deadline, self.client.clock)))
                     for leader, keys in by_leader.items()]

@@ -80,6 +80,43 @@ def kpulse(*args: str, timeout: float = 180, check: bool = True) -> subprocess.C
     return result
 
 
+def start_broker_and_restore_leaders(broker_id: int, bootstrap: str) -> None:
+    """``kpulse cluster start-broker``, then :func:`restore_preferred_leaders`."""
+    kpulse("cluster", "start-broker", str(broker_id))
+    restore_preferred_leaders(bootstrap)
+
+
+def restore_preferred_leaders(bootstrap: str, timeout: float = 60) -> None:
+    """Move leadership back to the preferred replicas now, as the controller would by itself within
+    ``leader.imbalance.check.interval.seconds`` (300 s) after a broker restart: in the middle of a
+    later test. Group coordinators move with the ``__consumer_offsets`` leaders, and librdkafka's
+    ListConsumerGroupOffsets (the dashboard's and the operations' committed-offset reads, run in
+    the test process) can crash the process when an OffsetFetch is answered NOT_COORDINATOR
+    (librdkafka #5040). Does nothing (no tool run) when every leader is where it should be."""
+    from confluent_kafka.admin import AdminClient
+
+    from kpulse.kafka_tools import run_tool
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout
+    while True:
+        partitions = [part for meta in admin.list_topics(timeout=15).topics.values()
+                      for part in meta.partitions.values() if part.replicas]
+        # a restarted broker first catches up: until it is in sync again it cannot lead
+        catching_up = any(len(part.isrs) < len(part.replicas) for part in partitions)
+        off_preferred = any(part.leader != part.replicas[0] and part.replicas[0] in part.isrs for part in partitions)
+        if not catching_up and not off_preferred:
+            return
+        if time.monotonic() > deadline:  # a replica out of sync for good: elect what can be elected, no more
+            catching_up = False
+        if off_preferred and not catching_up:
+            run_tool("kafka-leader-election", ["--bootstrap-server", bootstrap, "--election-type", "preferred",
+                                               "--all-topic-partitions"], timeout=120)
+            if time.monotonic() > deadline:
+                return
+        time.sleep(1)
+
+
 def one_error_line(result: subprocess.CompletedProcess) -> str:
     """The one stderr line of a CLI run that failed as a user error (exit 1, no traceback)."""
     assert result.returncode == 1, result.stdout + result.stderr
@@ -112,6 +149,7 @@ def cluster_left_healthy(request):
         time.sleep(1)
         problems = _cluster_problems(cluster)
     assert not problems, f"{request.module.__name__} left the test cluster unhealthy: {problems}"
+    restore_preferred_leaders(cluster.layout.bootstrap_servers)
 
 
 def _cluster_problems(cluster) -> list[str]:

@@ -11,7 +11,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from collectors.cluster_metadata import ClusterMetadataCollector
 from collectors.protocol import CollectContext
 from kpulse.config import parse_config
-from tests.conftest import kpulse
+from tests.conftest import kpulse, start_broker_and_restore_leaders
 from tests.test_local_cluster import _described
 
 pytestmark = pytest.mark.cluster
@@ -83,4 +83,4 @@ def test_after_killing_a_broker_the_counts_equal_what_kafka_topics_lists(cluster
         problems = {(p["topic"], p["partition"]): p["problems"] for p in section["problem_partitions"]}
         assert "offline" in problems[("meta.rf1", 0)]
     finally:
-        kpulse("cluster", "start-broker", "1")
+        start_broker_and_restore_leaders(1, bootstrap)
