@@ -15,6 +15,7 @@ and the lag collector reads through librdkafka as before.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any, Callable
 
@@ -37,6 +38,7 @@ class BatchedClient:
         self.clock = clock
         self._client_id = client_id
         self._client = None
+        self._building = threading.Lock()
         self._retry_at = float("-inf")
         self.unavailable_reason: str | None = None
         """Why the last batched read fell back to librdkafka (None: it did not)."""
@@ -47,15 +49,17 @@ class BatchedClient:
         """The client's connection manager (``send``, ``run``, ``cluster``), if the brokers speak
         every request class in ``needs`` at least at the version given; else raises
         :class:`Unavailable`."""
-        if self._client is None:
-            if self.clock() < self._retry_at:
-                raise Unavailable(self.unavailable_reason or "the kafka-python client could not be built")
-            try:
-                self._client = self._factory(self._cluster, client_id=self._client_id, timeout=timeout)
-            except Exception as error:  # noqa: BLE001 - librdkafka still reads the cluster
-                self._retry_at = self.clock() + REBUILD_AFTER_SECONDS
-                raise Unavailable(f"the kafka-python client could not be built: {one_line(error)}") from error
-        manager = self._client._manager
+        with self._building:  # the log ends are read from a thread of their own
+            if self._client is None:
+                if self.clock() < self._retry_at:
+                    raise Unavailable(self.unavailable_reason or "the kafka-python client could not be built")
+                try:
+                    self._client = self._factory(self._cluster, client_id=self._client_id, timeout=timeout)
+                except Exception as error:  # noqa: BLE001 - librdkafka still reads the cluster
+                    self._retry_at = self.clock() + REBUILD_AFTER_SECONDS
+                    raise Unavailable(f"the kafka-python client could not be built: {one_line(error)}") from error
+            client = self._client
+        manager = client._manager
         for request, version in needs.items():
             if manager.broker_version_data.api_version(request) < version:
                 raise Unavailable(f"the brokers do not speak {request.__name__} v{version} (Kafka < 3.0)")
@@ -72,8 +76,9 @@ class BatchedClient:
         self.unavailable_reason = None
 
     def close(self) -> None:
-        if self._client is not None:
+        with self._building:
             client, self._client = self._client, None
+        if client is not None:
             client.close()
 
 
