@@ -17,7 +17,7 @@ from collectors.group_listing import GroupListing, listings_from
 from collectors.log_ends import LeaderLogEnds, ends_from, leaders_from
 from collectors.group_offsets import _committed_offsets
 from kpulse.config import parse_config
-from tests.test_consumer_lag_collector import commit, create_topic
+from tests.test_consumer_lag_collector import commit, create_topic, fill_topic
 
 
 def partition(index, offset, error=0):
@@ -184,14 +184,7 @@ def log_ends(cluster_config):
 
 @pytest.fixture(scope="module")
 def filled_topic(bootstrap):
-    from confluent_kafka import Producer
-
-    create_topic(bootstrap, "cotest.ends", 3)
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for partition, count in ((0, 5), (1, 0), (2, 9)):
-        for _ in range(count):
-            producer.produce("cotest.ends", value=b"x", partition=partition)
-    producer.flush(30)
+    fill_topic(bootstrap, "cotest.ends", {0: 5, 1: 0, 2: 9})
     return "cotest.ends"
 
 

@@ -50,6 +50,16 @@ def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> N
         consumer.close()
 
 
+def fill_topic(bootstrap: str, name: str, counts: dict[int, int]) -> None:
+    """Create ``name`` with one partition per key of ``counts`` and write that many records to each."""
+    create_topic(bootstrap, name, len(counts))
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for partition, count in counts.items():
+        for _ in range(count):
+            producer.produce(name, value=b"x", partition=partition)
+    producer.flush(30)
+
+
 def group_section(result, group_id):
     return next(g for g in result.sections["consumer_groups"] if g["group_id"] == group_id)
 
@@ -126,12 +136,7 @@ def test_time_lag_is_within_20_percent_for_a_producer_at_a_known_rate(cluster_co
 def test_log_ends_are_read_in_chunks_and_an_unreadable_partition_says_why(cluster_config, bootstrap, monkeypatch):
     from collectors import group_offsets
 
-    create_topic(bootstrap, "lagtest.ends", 3)
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for partition, count in ((0, 5), (1, 0), (2, 9)):
-        for _ in range(count):
-            producer.produce("lagtest.ends", value=b"x", partition=partition)
-    producer.flush(30)
+    fill_topic(bootstrap, "lagtest.ends", {0: 5, 1: 0, 2: 9})
     monkeypatch.setattr(group_offsets, "LIST_OFFSETS_CHUNK", 2)  # three requests for five partitions
     result = group_offsets.ClusterOffsets()
     wanted = [("lagtest.ends", 0), ("lagtest.ends", 1), ("lagtest.ends", 2), ("lagtest.ends", 7),
