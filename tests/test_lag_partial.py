@@ -1,0 +1,172 @@
+"""A broker failure must not make a consumer group look better than it is (issue 13, item 8).
+
+A partition whose log end cannot be read (its only replica is on a dead broker, or its leader is
+dead and not replaced yet) has no lag. The group's ``total_lag`` and ``max_lag_seconds`` are then
+over the other partitions only: they say so (``*_partial``, the number of partitions left out, the
+reason), in the snapshot, the lake row and the exporter, instead of silently falling. And a cycle
+without a log end (a leader moving) must not cost the partition its (log end, time) history: the
+time lag goes on from where it was instead of restarting from a short, burst-distorted table.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from collectors.consumer_lag import ConsumerLagCollector
+from collectors.exporter import SnapshotExporter
+from collectors.group_offsets import ClusterOffsets, GroupOffsets
+from collectors.lake import rows_to_arrow
+from collectors.protocol import CollectContext, CollectorStatus
+from collectors.snapshot import compose
+from kpulse.config import parse_config
+
+DEAD_LEADER = "ListOffsets to broker 3: KafkaConnectionError: connection refused"
+
+
+def offline_config(include: str = ".*"):
+    return parse_config({"clusters": [{"name": "test", "bootstrap_servers": "127.0.0.1:1",
+                                       "consumer_groups": {"include": [include]}}]},
+                        source="test", base_dir=".").cluster(None)
+
+
+def reading(committed: dict, log_ends: dict, errors: dict | None = None, group: str = "g") -> ClusterOffsets:
+    """One cycle's reading of the cluster: ``group`` (no members) at ``committed``; a partition in
+    ``errors`` has no log end this cycle."""
+    errors = errors or {}
+    return ClusterOffsets(groups=[GroupOffsets(group, "Empty", 0, (), dict(committed))],
+                          log_end={tp: end for tp, end in log_ends.items() if tp not in errors},
+                          log_end_errors=dict(errors))
+
+
+def evaluate(collector, offsets: ClusterOffsets, now: float):
+    result = collector.evaluate(offsets, CollectContext(collector._cluster, now))
+    [group] = result.sections["consumer_groups"]
+    return group, result
+
+
+def by_partition(group: dict) -> dict:
+    return {(p["topic"], p["partition"]): p for p in group["partitions"]}
+
+
+# --- the sums, from one reading ------------------------------------------------------------------
+
+def test_a_partition_without_a_log_end_makes_the_sums_partial_with_the_count_and_the_reason():
+    collector = ConsumerLagCollector(offline_config(), batched=False)
+    committed = {("t", 0): 10, ("t", 1): 20, ("t", 2): 30, ("t", 3): None}  # t/3: assigned, never committed
+    for now in (100.0, 105.0):  # every log end rising: every lag and time lag known
+        ends = {("t", 0): 110 + now, ("t", 1): 220 + now, ("t", 2): 330 + now, ("t", 3): 40}
+        complete, _ = evaluate(collector, reading(committed, ends), now)
+    assert (complete["total_lag"], complete["total_lag_partial"], complete["lag_unknown_partitions"]) == (
+        205 + 305 + 405, False, 0)
+    assert (complete["max_lag_seconds_partial"], complete["lag_seconds_unknown_partitions"]) == (False, 0)
+    assert not {"total_lag", "max_lag_seconds"} & set(complete.get("reasons", {}))
+
+    ends = {("t", 0): 220, ("t", 1): 330, ("t", 2): 440, ("t", 3): 40}
+    group, result = evaluate(collector, reading(committed, ends, {("t", 2): DEAD_LEADER}), 110.0)
+    assert group["total_lag"] == 210 + 310  # over t/0 and t/1 only, and it says so:
+    assert group["total_lag_partial"] is True and group["lag_unknown_partitions"] == 1
+    assert "1 of 3 partitions" in group["reasons"]["total_lag"] and DEAD_LEADER in group["reasons"]["total_lag"]
+    assert group["max_lag_seconds"] is not None
+    assert group["max_lag_seconds_partial"] is True and group["lag_seconds_unknown_partitions"] == 1
+    assert "1 of 3 partitions" in group["reasons"]["max_lag_seconds"]
+    [row] = result.rows["consumer_group"]
+    assert (row["total_lag"], row["lag_unknown_partitions"], row["lag_seconds_unknown_partitions"]) == (520, 1, 1)
+    assert rows_to_arrow("consumer_group", [row]).column("lag_unknown_partitions").to_pylist() == [1]
+
+
+def test_no_partition_with_a_log_end_makes_the_sum_null_with_the_reason():
+    collector = ConsumerLagCollector(offline_config(), batched=False)
+    committed = {("t", 0): 10, ("t", 1): 20}
+    errors = {("t", 0): DEAD_LEADER, ("t", 1): DEAD_LEADER}
+    group, _ = evaluate(collector, reading(committed, {("t", 0): 1, ("t", 1): 1}, errors), 100.0)
+    assert group["total_lag"] is None and group["total_lag_partial"] is False
+    assert group["lag_unknown_partitions"] == 2
+    assert "2 of 2 partitions" in group["reasons"]["total_lag"]
+
+
+def test_the_exporter_shows_how_many_partitions_the_lag_sums_left_out():
+    collector = ConsumerLagCollector(offline_config(), batched=False)
+    committed = {("t", 0): 10, ("t", 1): 20}
+    _, result = evaluate(collector, reading(committed, {("t", 0): 10, ("t", 1): 220}, {("t", 1): DEAD_LEADER}), 100.0)
+    text = metrics_text(compose("test", 100.0, result.sections, [CollectorStatus("consumer_lag", True, 0.1)]))
+    group = 'cluster="test",consumergroup="g"'
+    assert f"kafka_consumergroup_lag_sum{{{group}}} 0.0" in text  # t/0 caught up, t/1 unknown: not a complete 0
+    assert f"kpulse_consumergroup_lag_sum_unknown_partitions{{{group}}} 1.0" in text
+    assert f"kpulse_consumergroup_lag_seconds{{{group}}} 0.0" in text
+    assert f"kpulse_consumergroup_lag_seconds_unknown_partitions{{{group}}} 1.0" in text
+
+
+def metrics_text(snapshot: dict) -> str:
+    """What the exporter's /metrics answers for ``snapshot``."""
+    exporter = SnapshotExporter()
+    exporter.update(snapshot)
+    registry = CollectorRegistry()
+    registry.register(exporter)
+    return generate_latest(registry).decode()
+
+
+# --- the time lag history ----------------------------------------------------------------------
+
+def test_time_lag_goes_on_across_cycles_without_a_log_end_and_a_burst_after_the_leader_moved():
+    """Log end 10 records/s from t=0 (0 at t=0 ... 500 at t=50), the group at 250 (the log end at
+    t=25). At t=60 and t=70 the partition's leader is dead: no log end. At t=80 the new leader
+    answers; the producer's buffered records land at once (1,600, then 2,600 at t=90). The group is
+    exactly ``now - 25`` s behind throughout."""
+    collector = ConsumerLagCollector(offline_config(), batched=False)
+    committed = {("t", 0): 250, ("t", 1): 5}  # t/1 caught up: 0 s behind, always known
+    seen = {}
+    for now, end in [(0, 0), (10, 100), (20, 200), (30, 300), (40, 400), (50, 500), (60, None), (70, None),
+                     (80, 1600), (90, 2600)]:
+        ends = {("t", 0): 0 if end is None else end, ("t", 1): 5}
+        errors = {("t", 0): DEAD_LEADER} if end is None else {}
+        group, _ = evaluate(collector, reading(committed, ends, errors), float(now))
+        seen[now] = by_partition(group)[("t", 0)]["lag_seconds"], group
+    for now in (30, 40, 50, 80, 90):
+        assert seen[now][0] == pytest.approx(now - 25.0), now
+    for now in (60, 70):  # unknown while the log end is, and the group's worst value says it is partial
+        assert seen[now][0] is None
+        assert seen[now][1]["max_lag_seconds"] == 0.0 and seen[now][1]["max_lag_seconds_partial"] is True
+        assert seen[now][1]["lag_seconds_unknown_partitions"] == 1
+    assert seen[90][1]["max_lag_seconds"] == pytest.approx(65.0)
+    assert seen[90][1]["max_lag_seconds_partial"] is False
+
+
+def test_the_history_of_a_partition_no_group_consumes_any_more_is_dropped():
+    collector = ConsumerLagCollector(offline_config(), batched=False)
+    evaluate(collector, reading({("t", 0): 1, ("u", 0): 1}, {("t", 0): 5, ("u", 0): 5}), 0.0)
+    evaluate(collector, reading({("t", 0): 1, ("u", 0): 1}, {("t", 0): 5, ("u", 0): 5}, {("u", 0): DEAD_LEADER}), 1.0)
+    assert collector.lag.known_partitions() == [("t", 0), ("u", 0)]
+    evaluate(collector, reading({("t", 0): 1}, {("t", 0): 5}), 2.0)
+    assert collector.lag.known_partitions() == [("t", 0)]
+
+
+def test_consumer_group_files_written_before_the_counts_were_added_still_read(tmp_path):
+    """A ``consumer_group`` file of the old schema (no ``*_unknown_partitions``): the dashboard's and
+    the SLO job's readers give the new columns as null (not known whether the sums were complete)."""
+    from datetime import date
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from collectors.lake import read_table
+    from collectors.lake_schema import SCHEMAS
+    from spark_jobs.lake_io import read_days
+
+    new = rows_to_arrow("consumer_group", [{"time": 86_400.0 * 20_000, "cluster": "test", "group_id": "g",
+                                            "total_lag": 7, "lag_unknown_partitions": 1}])
+    old = new.drop_columns(["lag_unknown_partitions", "lag_seconds_unknown_partitions"])
+    directory = tmp_path / "consumer_group" / "date=2024-10-04"
+    directory.mkdir(parents=True)
+    pq.write_table(old, directory / "part-old.parquet")
+    pq.write_table(new, directory / "part-new.parquet")
+    frame = read_table(str(tmp_path), "consumer_group").sort_values("lag_unknown_partitions", na_position="first")
+    assert frame["total_lag"].tolist() == [7, 7]
+    assert frame["lag_unknown_partitions"].isna().tolist() == [True, False]
+    job = read_days(str(tmp_path), "consumer_group", date(2024, 10, 4), date(2024, 10, 4))
+    assert job.schema == SCHEMAS["consumer_group"]
+    assert sorted(job.column("lag_unknown_partitions").to_pylist(), key=lambda v: v is not None) == [None, 1]
+    assert pa.compute.sum(job.column("total_lag")).as_py() == 14
