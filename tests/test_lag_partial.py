@@ -170,3 +170,140 @@ def test_consumer_group_files_written_before_the_counts_were_added_still_read(tm
     assert job.schema == SCHEMAS["consumer_group"]
     assert sorted(job.column("lag_unknown_partitions").to_pylist(), key=lambda v: v is not None) == [None, 1]
     assert pa.compute.sum(job.column("total_lag")).as_py() == 14
+
+
+# --- on the real cluster -------------------------------------------------------------------------
+
+@pytest.mark.cluster
+def test_a_killed_broker_makes_the_group_sums_partial_and_the_time_lag_goes_on(bootstrap):
+    """``lagpartial.single`` has one replica per partition, on brokers 1, 2 and 3; ``lagpartial.steady``
+    three replicas, written at a steady rate; the group commits on steady at the log ends the
+    collector saw at a time ``seen``. Kill broker 3: while it is down, single/2 has no log end and
+    the group's sums say partial with 1 partition left out (never a smaller sum that looks
+    complete), and /metrics says it; steady/2's leader moves, and its time lag goes on from the same
+    history (``now - seen``) instead of restarting. Broker 3 back: complete again."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.conftest import kpulse, start_broker_and_restore_leaders
+    from tests.test_consumer_lag_collector import commit
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = [NewTopic("lagpartial.single", num_partitions=3, replica_assignment=[[1], [2], [3]]),
+              NewTopic("lagpartial.steady", num_partitions=3, replica_assignment=[[1, 2, 3], [2, 3, 1], [3, 1, 2]],
+                       config={"min.insync.replicas": "1"})]
+    for future in admin.create_topics(topics).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for partition in range(3):
+        for _ in range(100):
+            producer.produce("lagpartial.single", value=b"x", partition=partition)
+    producer.flush(30)
+    steady = [("lagpartial.steady", p) for p in range(3)]
+    commit(bootstrap, "lagpartial-g", {**{("lagpartial.single", p): 10 * (p + 1) for p in range(3)},
+                                       **{tp: 0 for tp in steady}})
+    stop = threading.Event()
+
+    def steady_writer():
+        while not stop.is_set():
+            for partition in range(3):
+                producer.produce("lagpartial.steady", value=b"x", partition=partition)
+            producer.poll(0)
+            time.sleep(0.05)
+
+    writer = threading.Thread(target=steady_writer, name="lagpartial-writer", daemon=True)
+    config = parse_config({"clusters": [{"name": "test", "bootstrap_servers": bootstrap,
+                                         "consumer_groups": {"include": ["lagpartial-.*"]}}]},
+                          source="test", base_dir=".").cluster(None)
+    collector = ConsumerLagCollector(config)
+
+    def cycle() -> tuple[dict, dict, float]:
+        now = time.time()
+        result = collector.collect(CollectContext(config, now))
+        [group] = result.sections["consumer_groups"]
+        return group, result.sections, now
+
+    def sums_are_honest(group: dict) -> None:
+        """The sum is over the partitions with a lag, and says how many it left out, and why."""
+        partitions = [p for p in group["partitions"] if p["committed_offset"] is not None]
+        known = [p["lag"] for p in partitions if p["lag"] is not None]
+        assert group["total_lag"] == (sum(known) if known else None)
+        assert group["lag_unknown_partitions"] == len(partitions) - len(known)
+        assert group["total_lag_partial"] is (bool(known) and len(known) < len(partitions))
+        if len(known) < len(partitions):
+            assert f"{len(partitions) - len(known)} of {len(partitions)} partitions" in group["reasons"]["total_lag"]
+
+    writer.start()
+    killed = False
+    try:
+        for _ in range(3):  # the collector sees steady's log ends move
+            cycle()
+            time.sleep(1)
+        group, _, seen = cycle()
+        ends = {(p["topic"], p["partition"]): p["log_end_offset"] for p in group["partitions"]}
+        commit(bootstrap, "lagpartial-g", {tp: ends[tp] for tp in steady})
+
+        def steady_lag_seconds_follows_the_history(group: dict, now: float) -> bool:
+            """steady/2's time lag is ``now - seen`` whenever its log end is known; True when it was."""
+            [p] = [p for p in group["partitions"] if (p["topic"], p["partition"]) == steady[2]]
+            if p["committed_offset"] != ends[steady[2]] or p["log_end_offset"] is None:
+                return False
+            assert p["lag_seconds"] == pytest.approx(now - seen, abs=0.5), p
+            return True
+
+        for _ in range(30):
+            group, _, now = cycle()
+            if steady_lag_seconds_follows_the_history(group, now):
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"the new commit on steady/2 was never read: {group}")
+        before = group["total_lag"]
+        sums_are_honest(group)
+        assert not group["total_lag_partial"] and group["lag_unknown_partitions"] == 0
+
+        kpulse("cluster", "kill-broker", "3")
+        killed = True
+        partial_seen, moved_seen = None, 0
+        for _ in range(60):
+            group, sections, now = cycle()
+            if group["error"] is not None:  # its coordinator was on broker 3: no offsets to sum this cycle
+                time.sleep(0.5)
+                continue
+            sums_are_honest(group)
+            assert group["total_lag_partial"] or group["total_lag"] is None or group["total_lag"] >= before
+            if group["total_lag_partial"] and partial_seen is None:
+                partial_seen = group, sections, now
+            moved_seen += steady_lag_seconds_follows_the_history(group, now)
+            if partial_seen and moved_seen >= 3:  # steady/2 read from its new leader, three cycles
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"with broker 3 down, never a partial sum and steady/2 read again: {group}")
+        group, sections, now = partial_seen
+        single2 = next(p for p in group["partitions"] if (p["topic"], p["partition"]) == ("lagpartial.single", 2))
+        assert single2["log_end_offset"] is None and single2["lag"] is None and single2["reasons"]["log_end_offset"]
+        assert group["lag_unknown_partitions"] >= 1 and group["max_lag_seconds_partial"] is True
+        text = metrics_text(compose("test", now, sections, [CollectorStatus("consumer_lag", True, 0.1)]))
+        labels = 'cluster="test",consumergroup="lagpartial-g"'
+        assert f"kafka_consumergroup_lag_sum{{{labels}}} {float(group['total_lag'])}" in text
+        assert (f"kpulse_consumergroup_lag_sum_unknown_partitions{{{labels}}} "
+                f"{float(group['lag_unknown_partitions'])}") in text
+    finally:
+        stop.set()
+        writer.join(10)
+        producer.flush(30)
+        if killed:
+            start_broker_and_restore_leaders(3, bootstrap)
+
+    try:
+        for _ in range(60):
+            group, _, now = cycle()
+            if group["error"] is None and all(p["log_end_offset"] is not None for p in group["partitions"]):
+                break
+            time.sleep(1)
+        sums_are_honest(group)
+        assert (group["total_lag_partial"], group["lag_unknown_partitions"]) == (False, 0)
+        assert group["total_lag"] >= before
+    finally:
+        collector.close()
