@@ -172,6 +172,73 @@ def test_consumer_group_files_written_before_the_counts_were_added_still_read(tm
     assert pa.compute.sum(job.column("total_lag")).as_py() == 14
 
 
+# --- the dashboard ---------------------------------------------------------------------------------
+
+def partial_snapshot(now: float) -> dict:
+    """A snapshot of one group whose lag of 1 of its 3 committed partitions is unknown."""
+    collector = ConsumerLagCollector(offline_config(), batched=False)
+    committed = {("t", 0): 10, ("t", 1): 20, ("t", 2): 30, ("t", 3): None}
+    for cycle, at in enumerate((now - 10, now - 5)):
+        ends = {("t", 0): 100 + cycle, ("t", 1): 200 + cycle, ("t", 2): 300 + cycle, ("t", 3): 5}
+        _, result = evaluate(collector, reading(committed, ends), at)
+    _, result = evaluate(collector, reading(committed, {("t", 0): 102, ("t", 1): 202, ("t", 2): 1, ("t", 3): 5},
+                                            {("t", 2): DEAD_LEADER}), now)
+    return compose("local", now, result.sections, [CollectorStatus("consumer_lag", True, 0.1)])
+
+
+def test_the_groups_service_says_which_sums_are_partial():
+    from dashboard.services import groups
+
+    snapshot = partial_snapshot(1000.0)
+    frame = groups.groups_frame(snapshot)
+    assert frame["total_lag"].tolist() == [92 + 182]
+    assert frame["partial"].tolist() == ["total lag over 2 of 3 partitions · lag seconds over 2 of 3 partitions"]
+    [group] = snapshot["consumer_groups"]
+    assert groups.partial_note(group) == frame["partial"].iloc[0]
+    assert groups.partial_groups(snapshot) == 1
+    complete = {**group, "total_lag_partial": False, "lag_unknown_partitions": 0, "max_lag_seconds_partial": False,
+                "lag_seconds_unknown_partitions": 0}
+    assert groups.partial_note(complete) is None
+    assert groups.partial_note({**complete, "total_lag": None, "lag_unknown_partitions": 3}) == (
+        "total lag unknown for all 3 partitions")
+    old = {k: v for k, v in complete.items() if "partial" not in k and "unknown" not in k}
+    assert groups.partial_note(old) is None  # a snapshot from before the fields: nothing to say
+    assert groups.groups_frame({"consumer_groups": [old]})["partial"].isna().all()
+
+
+def test_the_groups_page_and_the_overview_show_the_partial_sums(tmp_path, monkeypatch):
+    import json
+
+    import yaml
+    from streamlit.testing.v1 import AppTest
+
+    from tests.dashboard_lake import CLUSTER, SNAPSHOT_DIR, write_lake
+    from tests.test_dashboard_pages import APP_FILE, open_page
+
+    lake = tmp_path / "lake"
+    now = time.time()
+    write_lake(str(lake), now, groups=3)
+    path = lake / SNAPSHOT_DIR / f"{CLUSTER}.json"
+    snapshot = json.loads(path.read_text())
+    [partial] = partial_snapshot(snapshot["time"])["consumer_groups"]
+    snapshot["consumer_groups"].append({**partial, "group_id": "partial-group"})
+    path.write_text(json.dumps(snapshot))
+    (tmp_path / "kpulse.yaml").write_text(yaml.safe_dump({
+        "clusters": [{"name": CLUSTER, "bootstrap_servers": "127.0.0.1:9"}], "lake": {"path": str(lake)},
+        "intervals": {"collect_seconds": 600}}))
+    monkeypatch.setenv("KPULSE_CONFIG", str(tmp_path / "kpulse.yaml"))
+    app = AppTest.from_file(str(APP_FILE), default_timeout=60)
+    app.run()
+    assert any("1 with partial lag sums" in c.value for c in app.caption), [c.value for c in app.caption]
+    app.query_params["group"] = "partial-group"
+    open_page(app, "groups")
+    table = app.dataframe[0].value
+    assert table.set_index("group_id")["partial"]["partial-group"].startswith("total lag over 2 of 3")
+    assert any("1 of 4 groups" in c.value and "lower bound" in c.value for c in app.caption), [
+        c.value for c in app.caption]
+    assert any(c.value.startswith("Partial: total lag over 2 of 3 partitions") for c in app.caption)
+
+
 # --- on the real cluster -------------------------------------------------------------------------
 
 @pytest.mark.cluster
