@@ -172,6 +172,24 @@ def test_consumer_group_files_written_before_the_counts_were_added_still_read(tm
     assert pa.compute.sum(job.column("total_lag")).as_py() == 14
 
 
+# --- the SLO job ---------------------------------------------------------------------------------
+
+def test_a_freshness_minute_with_a_partial_worst_lag_under_the_threshold_is_no_data():
+    """Under the threshold over some partitions says nothing of the others: not a good minute. Over
+    it is bad whatever the others are. Rows from before the counts existed are judged as before."""
+    from tests.test_slo_transforms import at, minute_rows, slo
+
+    def group(gid, lag, unknown):
+        return {"time": at(0, 1), "cluster": "prod", "group_id": gid, "max_lag_seconds": lag,
+                "lag_seconds_threshold": 50.0, "lag_seconds_unknown_partitions": unknown}
+
+    rows = [group("complete", 40.0, 0), group("partial-under", 40.0, 1), group("partial-over", 90.0, 1),
+            group("before-the-counts", 40.0, None)]
+    got = minute_rows("consumer_group", rows, slo("consumer_freshness_minutes", "consumer_group"), end=1)
+    assert got == [("before-the-counts", 0, 1, 1), ("complete", 0, 1, 1), ("partial-over", 0, 0, 1),
+                   ("partial-under", 0, None, None)]
+
+
 # --- the dashboard ---------------------------------------------------------------------------------
 
 def partial_snapshot(now: float) -> dict:
