@@ -5,9 +5,10 @@ It keeps, between cycles, the (log end, time) history of every consumed partitio
 and the last observations of every group's partitions (for status); a partition's history is kept
 through cycles where its log end could not be read (a leader moving), and dropped only when no
 group consumes it any more. A group's ``total_lag`` and ``max_lag_seconds`` are over the partitions
-whose value is known and say how many were left out (``lag_math.sum_over_partitions``). Reading the cluster is in
-``collectors/group_offsets.py``; the rules are stated in ``lag_math`` and ``lag_status`` and applied
-to all group partitions at once by ``lag_arrays``.
+whose value is known and say how many were left out (``lag_math.sum_over_partitions``).
+
+Reading the cluster is in ``collectors/group_offsets.py``; the rules are stated in ``lag_math`` and
+``lag_status`` and applied to all group partitions at once by ``lag_arrays``.
 """
 
 from __future__ import annotations
@@ -131,7 +132,8 @@ class ConsumerLagCollector:
             if worst.unknown:
                 reasons["max_lag_seconds"] = _left_out(worst, "lag_seconds", "lag_seconds", partitions, offsets)
             if status is None and items:
-                reasons["status"] = f"not enough readings yet: the status needs {self.lag.min_observations} per partition"
+                reasons["status"] = ("not enough readings yet: the status needs "
+                                     f"{self.lag.min_observations} per partition")
             if reasons:
                 summary["reasons"] = reasons
             groups.append({**summary, "partitions": partitions})

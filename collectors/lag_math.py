@@ -31,8 +31,8 @@ Rules of the table (decided here, tested in ``tests/test_lag_logic.py``):
 * **A cycle without a log end keeps the table.** A partition whose log end could not be read
   (its leader dead and not replaced yet) gets no point that cycle; its table is dropped only when
   no group consumes it any more. Restarting it after a leader move would leave a short table
-  made of the producer's burst of buffered records, and time lag extrapolated at that rate fell
-  by two thirds while the offset lag rose.
+  made of the producer's burst of buffered records, and the time lag extrapolated at that rate
+  was a fraction of the truth while the offset lag rose (``tests/test_lag_partial.py``).
 
 A group's total lag and worst time lag are over its partitions (:func:`sum_over_partitions`,
 :func:`max_over_partitions`). A partition without a committed offset has no lag and is left out;

@@ -3,7 +3,8 @@
 A partition whose log end cannot be read (its only replica is on a dead broker, or its leader is
 dead and not replaced yet) has no lag. The group's ``total_lag`` and ``max_lag_seconds`` are then
 over the other partitions only: they say so (``*_partial``, the number of partitions left out, the
-reason), in the snapshot, the lake row and the exporter, instead of silently falling. And a cycle
+reason) in the snapshot, the lake row, the exporter and the dashboard, and neither the alert rules
+nor the SLO job take them for the whole group's, instead of silently falling. And a cycle
 without a log end (a leader moving) must not cost the partition its (log end, time) history: the
 time lag goes on from where it was instead of restarting from a short, burst-distorted table.
 """
