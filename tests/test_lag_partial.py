@@ -225,18 +225,40 @@ def test_the_groups_service_says_which_sums_are_partial():
     assert groups.groups_frame({"consumer_groups": [old]})["partial"].isna().all()
 
 
+def test_the_lag_history_counts_its_partial_points():
+    import pandas as pd
+
+    from dashboard.services import groups
+
+    rows = pd.DataFrame({"time": [3.0, 1.0, 2.0, 4.0], "group_id": ["g", "g", "g", "other"],
+                         "total_lag": [30, 10, 5, 1], "max_lag_seconds": [3.0, 1.0, 0.5, 0.1],
+                         "lag_unknown_partitions": pd.array([0, None, 1, 1], dtype="Int32"),
+                         "lag_seconds_unknown_partitions": pd.array([0, None, 0, 1], dtype="Int32")})
+    history = groups.lag_history(rows, "g")
+    assert history["total_lag"].tolist() == [10, 5, 30]
+    assert groups.partial_points(history) == 1  # the null counts (rows from before them) are not counted
+    assert groups.partial_points(groups.lag_history(rows.drop(columns=["lag_unknown_partitions",
+                                                                       "lag_seconds_unknown_partitions"]), "g")) == 0
+
+
 def test_the_groups_page_and_the_overview_show_the_partial_sums(tmp_path, monkeypatch):
     import json
 
     import yaml
     from streamlit.testing.v1 import AppTest
 
+    from collectors.lake import LakeWriter
     from tests.dashboard_lake import CLUSTER, SNAPSHOT_DIR, write_lake
     from tests.test_dashboard_pages import APP_FILE, open_page
 
     lake = tmp_path / "lake"
     now = time.time()
     write_lake(str(lake), now, groups=3)
+    writer = LakeWriter(str(lake))
+    writer.append("consumer_group", [{"time": now - 60 * i, "cluster": CLUSTER, "group_id": "partial-group",
+                                      "total_lag": 500 - i, "max_lag_seconds": 9.0, "lag_unknown_partitions": i % 2,
+                                      "lag_seconds_unknown_partitions": 0} for i in range(4)])
+    assert writer.flush().ok
     path = lake / SNAPSHOT_DIR / f"{CLUSTER}.json"
     snapshot = json.loads(path.read_text())
     [partial] = partial_snapshot(snapshot["time"])["consumer_groups"]
@@ -256,6 +278,7 @@ def test_the_groups_page_and_the_overview_show_the_partial_sums(tmp_path, monkey
     assert any("1 of 4 groups" in c.value and "lower bound" in c.value for c in app.caption), [
         c.value for c in app.caption]
     assert any(c.value.startswith("Partial: total lag over 2 of 3 partitions") for c in app.caption)
+    assert any("2 of the 4 points" in c.value for c in app.caption), [c.value for c in app.caption]
 
 
 # --- on the real cluster -------------------------------------------------------------------------

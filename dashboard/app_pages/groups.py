@@ -49,7 +49,12 @@ with frame.shown_errors():
         window = WINDOWS[st.segmented_control("History", list(WINDOWS), default="1 hour", key="groups-window")
                          or "1 hour"]
         history = groups.lag_history(frame.read("consumer_group", window,
-                                                ["time", "group_id", "total_lag", "max_lag_seconds"]), chosen)
+                                                ["time", "group_id", "total_lag", "max_lag_seconds",
+                                                 "lag_unknown_partitions", "lag_seconds_unknown_partitions"]),
+                                     chosen)
+        if partial_points := groups.partial_points(history):
+            st.caption(f"{partial_points} of the {len(history)} points below are partial (some partitions' lag "
+                       "unknown): lower bounds, not dips.")
         left, right = st.columns(2)
         with left:
             components.line_chart(history, x="time", y="total_lag", title="Lag (offsets)", key="groups-lag")

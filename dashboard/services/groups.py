@@ -80,6 +80,18 @@ def group_partitions(snapshot: Mapping[str, Any] | None, group_id: str) -> pd.Da
 
 
 def lag_history(group_rows: pd.DataFrame, group_id: str) -> pd.DataFrame:
-    """(time, total_lag, max_lag_seconds) of one group over the rows read from ``consumer_group``."""
+    """(time, total_lag, max_lag_seconds, and the counts of partitions they left out where the rows
+    have them) of one group over the rows read from ``consumer_group``."""
     rows = group_rows[group_rows["group_id"] == group_id]
-    return rows[["time", "total_lag", "max_lag_seconds"]].sort_values("time").reset_index(drop=True)
+    columns = ["time", "total_lag", "max_lag_seconds"] + [c for c in _HISTORY_COUNTS if c in rows.columns]
+    return rows[columns].sort_values("time").reset_index(drop=True)
+
+
+_HISTORY_COUNTS = ("lag_unknown_partitions", "lag_seconds_unknown_partitions")
+
+
+def partial_points(history: pd.DataFrame) -> int:
+    """How many points of :func:`lag_history` are partial (some partition left out of a sum); points
+    from before the counts were recorded are not known to be, and are not counted."""
+    counts = [history[c].fillna(0) > 0 for c in _HISTORY_COUNTS if c in history.columns]
+    return int(pd.concat(counts, axis=1).any(axis=1).sum()) if counts and len(history) else 0
