@@ -23,6 +23,14 @@ CollectorDown                 warning   collector up = False (``collector/<name>
 ============================  ========  ==============================================  ======
 
 A value that is ``None`` never fires and never resolves (see :mod:`collectors.alerts`).
+
+A group's ``total_lag`` and ``max_lag_seconds`` can be partial: over the partitions whose value is
+known, the others left out (a broker down; ``collectors/lag_math.py``). A partial value is a lower
+bound, never taken for the group's: ConsumerGroupLagSeconds fires on a partial worst lag above the
+threshold (the whole group is at least that far behind) but cannot tell below it (unknown: neither
+fires nor resolves); ConsumerGroupStatus, which fires on the status and only quotes the lag, gives
+no value for a partial sum and says "lag at least N (K partitions unknown)". Snapshots without the
+``*_partial`` fields (written before them) are taken as complete.
 """
 
 from __future__ import annotations
@@ -151,7 +159,13 @@ def _group_status(snapshot):
         meaning = {"STOP": "no members and the committed offsets do not move",
                    "STALL": "members present but the committed offsets do not move",
                    "ERR": "offsets stuck for a long time (STOP or STALL that lasted)"}[status]
-        lag_text = "" if lag is None else f", lag {lag:g}"
+        if lag is None:
+            lag_text = ""
+        elif group.get("total_lag_partial"):
+            lag_text = f", lag at least {lag:g} ({_unknown(group.get('lag_unknown_partitions'))})"
+            lag = None  # a lower bound is not the group's lag
+        else:
+            lag_text = f", lag {lag:g}"
         return Finding(entity, lag, f"consumer group {group.get('group_id')} is {status}: {meaning}{lag_text}",
                        severity=severity)
     return _groups(snapshot, check)
@@ -162,11 +176,22 @@ def _group_lag_seconds(snapshot):
         lag, threshold = _number(group.get("max_lag_seconds")), _number(group.get("lag_seconds_threshold"))
         if lag is None or threshold is None:
             return Unknown(entity, "time lag or threshold not known")
+        partial = bool(group.get("max_lag_seconds_partial"))
         if lag <= threshold:
-            return None
+            return Unknown(entity, "time lag of some partitions not known") if partial else None
+        if partial:
+            return Finding(entity, lag, f"consumer group {group.get('group_id')} is at least {lag:.0f} s behind "
+                                        f"(threshold {threshold:g} s; "
+                                        f"{_unknown(group.get('lag_seconds_unknown_partitions'))})")
         return Finding(entity, lag, f"consumer group {group.get('group_id')} is {lag:.0f} s behind "
                                     f"(threshold {threshold:g} s)")
     return _groups(snapshot, check)
+
+
+def _unknown(partitions) -> str:
+    if partitions is None:
+        return "some partitions unknown"
+    return f"{partitions} partition{'' if partitions == 1 else 's'} unknown"
 
 
 def _streams_not_running(snapshot):

@@ -2,9 +2,13 @@
 offsets and in seconds, and a Burrow-style status (rules in ``collectors/lag_status.py``).
 
 It keeps, between cycles, the (log end, time) history of every consumed partition (for time lag)
-and the last observations of every group's partitions (for status). Reading the cluster is in
-``collectors/group_offsets.py``; the rules are stated in ``lag_math`` and ``lag_status`` and applied
-to all group partitions at once by ``lag_arrays``.
+and the last observations of every group's partitions (for status); a partition's history is kept
+through cycles where its log end could not be read (a leader moving), and dropped only when no
+group consumes it any more. A group's ``total_lag`` and ``max_lag_seconds`` are over the partitions
+whose value is known and say how many were left out (``lag_math.sum_over_partitions``).
+
+Reading the cluster is in ``collectors/group_offsets.py``; the rules are stated in ``lag_math`` and
+``lag_status`` and applied to all group partitions at once by ``lag_arrays``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collectors.committed_offsets import BatchedOffsetFetch
 from collectors.group_listing import GroupListing
 from collectors.group_offsets import ClusterOffsets, RequestCache, read_cluster_offsets
 from collectors.lag_arrays import REASONS, STATUS_BY_CODE, LagArrays
+from collectors.lag_math import PartitionTotal, max_over_partitions, sum_over_partitions
 from collectors.log_ends import LeaderLogEnds
 from collectors.protocol import CollectContext, CollectorResult, Columns
 from kpulse.kafka_clients import LazyAdmin
@@ -92,13 +97,13 @@ class ConsumerLagCollector:
                             committed_offset=committed_or_none, log_end_offset=log_end_or_none, lag=lags,
                             lag_seconds=seconds, status=statuses)
 
-        groups, group_rows = self._groups(keys, rows, lags, seconds, answer.status.tolist(), now)
+        groups, group_rows = self._groups(keys, rows, committed_or_none, answer.status.tolist(), now)
         self.lag.forget_groups_except({group.group_id for group in offsets.groups})
-        self.lag.forget_partitions_except(set(offsets.log_end))
+        self.lag.forget_partitions_except(set(partitions))  # not the partitions read: see the module
         return CollectorResult(sections={"consumer_groups": groups},
                                rows={"consumer_lag": lake_rows, "consumer_group": group_rows})
 
-    def _groups(self, keys, rows: list[dict], lags: list, seconds: list, status_codes: list[int],
+    def _groups(self, keys, rows: list[dict], committed: list, status_codes: list[int],
                 now: float) -> tuple[list[dict], list[dict]]:
         """Each group's summary with its partitions (the snapshot) and its ``consumer_group`` row;
         ``keys`` are (group, its partitions) in the order of the per-partition lists."""
@@ -107,27 +112,47 @@ class ConsumerLagCollector:
         start = 0
         for group, items in keys:
             end = start + len(items)
-            group_lags = [lag for lag in lags[start:end] if lag is not None]
-            group_seconds = [value for value in seconds[start:end] if value is not None]
+            partitions, offsets = rows[start:end], committed[start:end]
+            total = sum_over_partitions([p["lag"] for p in partitions], offsets)
+            worst = max_over_partitions([p["lag_seconds"] for p in partitions], offsets)
             status = STATUS_BY_CODE[max(status_codes[start:end], default=0)]
             summary = {
                 "group_id": group.group_id, "state": group.state, "members": group.members,
                 "partition_count": len(items),
-                "total_lag": sum(group_lags) if group_lags else None,
-                "max_lag_seconds": max(group_seconds) if group_seconds else None,
+                "total_lag": total.value, "total_lag_partial": total.partial, "lag_unknown_partitions": total.unknown,
+                "max_lag_seconds": worst.value, "max_lag_seconds_partial": worst.partial,
+                "lag_seconds_unknown_partitions": worst.unknown,
                 "status": status.value if status else None,
                 "lag_seconds_threshold": groups_config.lag_seconds_threshold_for(group.group_id),
                 "error": group.error,
             }
+            reasons = {}
+            if total.unknown:
+                reasons["total_lag"] = _left_out(total, "lag", "log_end_offset", partitions, offsets)
+            if worst.unknown:
+                reasons["max_lag_seconds"] = _left_out(worst, "lag_seconds", "lag_seconds", partitions, offsets)
             if status is None and items:
-                summary["reasons"] = {"status": "not enough readings yet: the status needs "
-                                                f"{self.lag.min_observations} per partition"}
-            groups.append({**summary, "partitions": rows[start:end]})
+                reasons["status"] = ("not enough readings yet: the status needs "
+                                     f"{self.lag.min_observations} per partition")
+            if reasons:
+                summary["reasons"] = reasons
+            groups.append({**summary, "partitions": partitions})
             group_rows.append({"time": now, "cluster": self._cluster.name, "partitions": len(items),
-                               **{k: summary[k] for k in ("group_id", "state", "members", "total_lag",
-                                                          "max_lag_seconds", "status", "lag_seconds_threshold")}})
+                               **{k: summary[k] for k in _GROUP_ROW_FIELDS}})
             start = end
         return groups, group_rows
+
+
+def _left_out(total: PartitionTotal, field: str, reason_key: str, partitions: list[dict], committed: list) -> str:
+    """Why a group's sum is partial (or null): how many partitions were left out, and why (the first few)."""
+    counted = sum(1 for offset in committed if offset is not None)
+    missing = [p for p, offset in zip(partitions, committed) if offset is not None and p[field] is None]
+    shown = "; ".join(f"{p['topic']}[{p['partition']}]: {p.get('reasons', {}).get(reason_key, 'unknown')}"
+                      for p in missing[:_REASONS_SHOWN])
+    more = f"; and {len(missing) - _REASONS_SHOWN} more" if len(missing) > _REASONS_SHOWN else ""
+    what = "log end could not be read" if field == "lag" else "time lag is unknown"
+    prefix = "partial: over the other partitions only; " if total.partial else ""
+    return f"{prefix}the {what} for {total.unknown} of {counted} partitions ({shown}{more})"
 
 
 def _reasons(offsets: ClusterOffsets, topic: str, partition: int, committed: int | None, log_end: int | None,
@@ -142,6 +167,11 @@ def _reasons(offsets: ClusterOffsets, topic: str, partition: int, committed: int
     return reasons
 
 
+_GROUP_ROW_FIELDS = ("group_id", "state", "members", "total_lag", "lag_unknown_partitions", "max_lag_seconds",
+                     "lag_seconds_unknown_partitions", "status", "lag_seconds_threshold")
+"""The summary's fields that a ``consumer_group`` lake row carries."""
+_REASONS_SHOWN = 3
+"""Partitions named in the reason of a partial sum (the partition table has them all)."""
 _NONE = -1
 """An offset not known (no commit, log end not read), as :class:`LagArrays` takes it."""
 _STATUS_TEXT = tuple(None if status is None else status.value for status in STATUS_BY_CODE)

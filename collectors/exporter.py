@@ -6,6 +6,12 @@ work unchanged (``kafka_consumergroup_lag{consumergroup,topic,partition}``,
 ``kafka_consumergroup_members``, ``kafka_topic_partition_current_offset``, ``kafka_brokers``);
 the rest are ``kpulse_*``. Every series has a ``cluster`` label (kpulse can watch several).
 A null value is not exported (absent, not zero).
+
+A group's sums are over the partitions whose value is known. While a broker is down some are not:
+``kafka_consumergroup_lag_sum`` and ``kpulse_consumergroup_lag_seconds`` are then lower bounds, and
+``kpulse_consumergroup_lag_sum_unknown_partitions`` / ``..._lag_seconds_unknown_partitions`` (0 when
+complete) say how many partitions were left out. A lower bound is still exported rather than
+dropped: an alert on ``lag_sum > N`` that holds on part of the partitions holds on all of them.
 """
 
 from __future__ import annotations
@@ -72,9 +78,17 @@ def _emit_snapshot(emit, snapshot: dict[str, Any]) -> None:
     for group in snapshot.get("consumer_groups", []):
         g = {**c, "consumergroup": group["group_id"]}
         emit("kafka_consumergroup_members", "Members of the consumer group", g, group.get("members"))
-        emit("kafka_consumergroup_lag_sum", "Sum of the group's partition lags", g, group.get("total_lag"))
-        emit("kpulse_consumergroup_lag_seconds", "Worst estimated time lag of the group, seconds", g,
+        emit("kafka_consumergroup_lag_sum", "Sum of the group's partition lags (over the partitions whose lag "
+             "is known: see kpulse_consumergroup_lag_sum_unknown_partitions)", g, group.get("total_lag"))
+        emit("kpulse_consumergroup_lag_sum_unknown_partitions", "Partitions with a committed offset whose lag is "
+             "unknown (log end not read), left out of kafka_consumergroup_lag_sum: > 0 means the sum is partial", g,
+             group.get("lag_unknown_partitions"))
+        emit("kpulse_consumergroup_lag_seconds", "Worst estimated time lag of the group, seconds (over the partitions "
+             "whose time lag is known: see kpulse_consumergroup_lag_seconds_unknown_partitions)", g,
              group.get("max_lag_seconds"))
+        emit("kpulse_consumergroup_lag_seconds_unknown_partitions", "Partitions with a committed offset whose time "
+             "lag is unknown, left out of kpulse_consumergroup_lag_seconds: > 0 means it is a lower bound", g,
+             group.get("lag_seconds_unknown_partitions"))
         for status in STATUSES:
             if group.get("status") is not None:
                 emit("kpulse_consumergroup_status", "1 for the group's current Burrow-style status",

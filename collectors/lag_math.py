@@ -28,13 +28,23 @@ Rules of the table (decided here, tested in ``tests/test_lag_logic.py``):
   (an idle topic) means no rate: the estimate is ``None``.
 * **Cannot tell is None.** Every ``None`` carries a reason (:func:`lag_seconds_with_reason`);
   a time lag is never a default 0.
+* **A cycle without a log end keeps the table.** A partition whose log end could not be read
+  (its leader dead and not replaced yet) gets no point that cycle; its table is dropped only when
+  no group consumes it any more. Restarting it after a leader move would leave a short table
+  made of the producer's burst of buffered records, and the time lag extrapolated at that rate
+  was a fraction of the truth while the offset lag rose (``tests/test_lag_partial.py``).
+
+A group's total lag and worst time lag are over its partitions (:func:`sum_over_partitions`,
+:func:`max_over_partitions`). A partition without a committed offset has no lag and is left out;
+one with a committed offset whose value is unknown (log end not read) is left out *and counted*:
+the answer is partial, never a silently smaller number that looks complete.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Callable, NamedTuple, Sequence
 
 DEFAULT_MAX_POINTS = 60
 
@@ -178,6 +188,41 @@ def lag_seconds_with_reason(history: OffsetHistory, topic: str, partition: int, 
     """``(seconds, None)`` or ``(None, reason)``; see :func:`estimate_lag_seconds`."""
     estimate = estimate_lag_seconds(history, topic, partition, committed, log_end, now)
     return estimate.seconds, estimate.reason
+
+
+class PartitionTotal(NamedTuple):
+    """A group's sum (or worst value) over its partitions, some of which may be unknown."""
+
+    value: float | None
+    """Over the partitions whose value is known; ``None`` when none of them is."""
+    unknown: int = 0
+    """Partitions with a committed offset whose value is unknown, left out of ``value``."""
+
+    @property
+    def partial(self) -> bool:
+        """``value`` is over some partitions but not all: a lower bound, not the group's value."""
+        return self.value is not None and self.unknown > 0
+
+
+def sum_over_partitions(values: Sequence[float | None], committed: Sequence[int | None]) -> PartitionTotal:
+    """The sum of ``values[i]`` (partition i's lag, ``None`` unknown), ``committed[i]`` its committed
+    offset (``None`` or negative: no commit, so no lag to miss)."""
+    return _over_partitions(values, committed, sum)
+
+
+def max_over_partitions(values: Sequence[float | None], committed: Sequence[int | None]) -> PartitionTotal:
+    """The largest of ``values`` (e.g. time lags), by the rules of :func:`sum_over_partitions`."""
+    return _over_partitions(values, committed, max)
+
+
+def _over_partitions(values, committed, combine: Callable) -> PartitionTotal:
+    known, unknown = [], 0
+    for value, offset in zip(values, committed):
+        if value is not None:
+            known.append(value)
+        elif offset is not None and offset >= 0:
+            unknown += 1
+    return PartitionTotal(combine(known) if known else None, unknown)
 
 
 def lag_seconds(history: OffsetHistory, topic: str, partition: int, committed: int | None,

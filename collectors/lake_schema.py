@@ -49,11 +49,15 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("committed_offset", pa.int64()), ("log_end_offset", pa.int64()), ("lag", pa.int64()),
         ("lag_seconds", pa.float64()), ("status", pa.string()),
     ),
-    # One row per group per cycle.
+    # One row per group per cycle. total_lag and max_lag_seconds are over the partitions whose
+    # value is known; *_unknown_partitions counts the partitions (with a committed offset) left out:
+    # > 0 with a non-null value means the value is partial, a lower bound. Null in files written
+    # before these columns were added (not known whether the value was complete).
     "consumer_group": _table(
         ("group_id", pa.string()), ("state", pa.string()), ("members", pa.int32()),
         ("partitions", pa.int32()), ("total_lag", pa.int64()), ("max_lag_seconds", pa.float64()),
         ("status", pa.string()), ("lag_seconds_threshold", pa.float64()),
+        ("lag_unknown_partitions", pa.int32()), ("lag_seconds_unknown_partitions", pa.int32()),
     ),
     # One row per Streams instance per cycle.
     "streams_instance": _table(

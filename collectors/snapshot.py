@@ -11,13 +11,21 @@ Shape (every value may be null, with ``reasons`` saying why)::
      "brokers": [{id, up, request_handler_idle_ratio, network_processor_idle_ratio,
                   bytes_in_per_sec, bytes_out_per_sec, messages_in_per_sec, partition_count,
                   leader_count, preferred_leader_count, produce_p99_ms, fetch_p99_ms, error, reasons}],
-     "consumer_groups": [{group_id, state, members, total_lag, max_lag_seconds, status,
-                          lag_seconds_threshold, partitions[{topic, partition, committed_offset,
-                          log_end_offset, lag, lag_seconds, status}]}],
+     "consumer_groups": [{group_id, state, members, partition_count, total_lag, total_lag_partial,
+                          lag_unknown_partitions, max_lag_seconds, max_lag_seconds_partial,
+                          lag_seconds_unknown_partitions, status, lag_seconds_threshold, error,
+                          reasons{}, partitions[{topic, partition, committed_offset,
+                          log_end_offset, lag, lag_seconds, status, reasons{}}]}],
      "streams_apps": [{application_id, state, instances[{id, state}], transitions[{time, instance, from, to}]}],
      "probe": {...} | null,
      "alerts": [{rule, severity, entity, value, summary, since}],
      "collectors": [{name, up, duration_seconds, error}]}
+
+A group's ``total_lag`` / ``max_lag_seconds`` are over the partitions whose value is known;
+``lag_unknown_partitions`` / ``lag_seconds_unknown_partitions`` count the partitions with a
+committed offset that were left out (a log end not read while a broker is down), and
+``total_lag_partial`` / ``max_lag_seconds_partial`` are true when the value is over some partitions
+but not all (a lower bound), with ``reasons`` naming the partitions and why.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ INDICATORS: Mapping[str, Indicator] = MappingProxyType({
     "consumer_freshness_minutes": Indicator(
         "consumer_group", "consumer_group", {"lag_seconds_threshold": None},
         "samples whose worst time lag is at most the threshold (default: the group's configured one) / "
-        "samples with a time lag"),
+        "samples with a time lag (a worst lag over some partitions only, under the threshold, is no sample)"),
     "consumer_progress_minutes": Indicator(
         "consumer_group", "consumer_group", {},
         "samples whose Burrow status is not STOP, STALL or ERR / samples with a status"),

@@ -103,9 +103,11 @@ def _consumer_freshness(rows: pa.Table, slo: SloDefinition) -> pa.Table:
     own = _values(rows.column("lag_seconds_threshold"))
     threshold = np.where(np.isnan(threshold), own, threshold)
     lag = _values(rows.column("max_lag_seconds"))
+    partial = _values(rows.column("lag_seconds_unknown_partitions")) > 0  # null (older rows): complete
     with np.errstate(invalid="ignore"):
         good = lag <= threshold
-    return _judged(rows, entity, good, ~np.isnan(lag) & ~np.isnan(threshold))
+    # a partial worst lag is a lower bound: over the threshold it is bad, under it it tells nothing
+    return _judged(rows, entity, good, ~np.isnan(lag) & ~np.isnan(threshold) & ~(partial & good))
 
 
 def _consumer_progress(rows: pa.Table, slo: SloDefinition) -> pa.Table:
@@ -169,7 +171,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "probe_produce_availability": ("produced", "produce_errors"),
     "probe_latency": ("latency_p99_ms",),
     "partition_health_minutes": ("offline_partitions", "under_min_isr_partitions"),
-    "consumer_freshness_minutes": ("group_id", "max_lag_seconds", "lag_seconds_threshold"),
+    "consumer_freshness_minutes": ("group_id", "max_lag_seconds", "lag_seconds_threshold",
+                                   "lag_seconds_unknown_partitions"),
     "consumer_progress_minutes": ("group_id", "status"),
     "streams_availability_minutes": ("application_id", "up", "client_state", "expected_instances"),
     "broker_saturation_minutes": ("broker_id", "request_handler_idle_ratio"),

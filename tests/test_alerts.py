@@ -154,6 +154,17 @@ CONDITIONS = [
     condition("ConsumerGroupStatus", {"consumer_groups.0.status": None}, unknown={"group/orders"},
               id="no status yet -> unknown"),
     condition("ConsumerGroupStatus", {"consumer_groups": None}, unknown={ALL}, id="groups not collected"),
+    condition("ConsumerGroupStatus", {"consumer_groups.0.status": "STOP", "consumer_groups.0.total_lag_partial": True,
+                                      "consumer_groups.0.lag_unknown_partitions": 1},
+              [("group/orders", WARNING, None)], id="STOP with a partial lag sum -> warning, no value (not the lag)"),
+    condition("ConsumerGroupLagSeconds", {"consumer_groups.0.max_lag_seconds": 30.0,
+                                          "consumer_groups.0.max_lag_seconds_partial": True,
+                                          "consumer_groups.0.lag_seconds_unknown_partitions": 1},
+              unknown={"group/orders"}, id="partial worst lag under the threshold -> unknown, not resolved"),
+    condition("ConsumerGroupLagSeconds", {"consumer_groups.0.max_lag_seconds": 95.0,
+                                          "consumer_groups.0.max_lag_seconds_partial": True,
+                                          "consumer_groups.0.lag_seconds_unknown_partitions": 1},
+              [("group/orders", WARNING, 95.0)], id="partial worst lag over the threshold -> warning (a lower bound)"),
     condition("ConsumerGroupLagSeconds", {"consumer_groups.0.max_lag_seconds": 61.0},
               [("group/orders", WARNING, 61.0)], id="61 s behind a 60 s threshold -> warning"),
     condition("ConsumerGroupLagSeconds", {"consumer_groups.0.max_lag_seconds": 60.0},
@@ -232,6 +243,16 @@ def test_summaries_say_what_is_wrong_with_the_numbers():
     finding, = rule_by_name("StreamsAppNotRunning").check(
         changed({"streams_apps.0.state": "REBALANCING", "streams_apps.0.instances.1.state": "REBALANCING"}))
     assert finding.summary == "Streams app app is REBALANCING (1/2 instances RUNNING)"
+
+
+def test_summaries_of_a_partial_sum_say_it_is_a_lower_bound():
+    partial = {"consumer_groups.0.status": "STALL", "consumer_groups.0.total_lag_partial": True,
+               "consumer_groups.0.lag_unknown_partitions": 2, "consumer_groups.0.max_lag_seconds": 95.0,
+               "consumer_groups.0.max_lag_seconds_partial": True, "consumer_groups.0.lag_seconds_unknown_partitions": 2}
+    finding, = rule_by_name("ConsumerGroupStatus").check(changed(partial))
+    assert finding.summary.endswith("lag at least 40 (2 partitions unknown)")
+    finding, = rule_by_name("ConsumerGroupLagSeconds").check(changed(partial))
+    assert finding.summary == "consumer group orders is at least 95 s behind (threshold 60 s; 2 partitions unknown)"
 
 
 # --- the tracker: holds, since, resolution ----------------------------------------------------------

@@ -6,7 +6,8 @@ import pytest
 
 from collectors.lag_math import (
     REASON_LOG_END_BELOW_HISTORY, REASON_NO_COMMIT, REASON_NO_HISTORY, REASON_NO_LOG_END, REASON_NO_RATE,
-    HistoryPoint, OffsetHistory, estimate_lag_seconds, lag_seconds, lag_seconds_with_reason, partition_lag,
+    HistoryPoint, OffsetHistory, PartitionTotal, estimate_lag_seconds, lag_seconds, lag_seconds_with_reason,
+    max_over_partitions, partition_lag, sum_over_partitions,
 )
 from collectors.lag_status import (
     OffsetObservation, PartitionStatus, PartitionWindow, StatusTracker, evaluate_partition, worst_status,
@@ -161,6 +162,26 @@ def test_time_lag_beyond_a_short_table_extrapolates_at_the_producer_rate():
     estimate = estimate_lag_seconds(history, "orders", 0, 100 * 60 - 1_500, 6_000, start + 60)
     assert estimate.extrapolated
     assert estimate.seconds == pytest.approx(15.0, abs=1e-6)
+
+
+# --- a group's sum and worst value over its partitions -----------------------------------------
+
+@pytest.mark.parametrize("values, committed, total, worst, unknown", [
+    pytest.param([10, 20, 30], [0, 0, 0], 60, 30, 0, id="every partition known: complete"),
+    pytest.param([10, None, 30], [0, 5, 0], 40, 30, 1, id="one log end unknown: partial, 1 missing"),
+    pytest.param([None, None, 7], [0, 0, 0], 7, 7, 2, id="two of three unknown: partial, 2 missing"),
+    pytest.param([None, None], [0, 0], None, None, 2, id="none known: null, 2 missing"),
+    pytest.param([10, None], [0, None], 10, 10, 0, id="no commit has no lag: left out, not missing"),
+    pytest.param([10, None], [0, -1], 10, 10, 0, id="kafka -1 commit is no commit"),
+    pytest.param([None], [None], None, None, 0, id="nothing committed: null, nothing missing"),
+    pytest.param([], [], None, None, 0, id="no partitions"),
+    pytest.param([0, None], [3, 3], 0, 0, 1, id="a known 0 plus an unknown is partial, not a complete 0"),
+])
+def test_sums_over_partitions_say_how_many_partitions_were_left_out(values, committed, total, worst, unknown):
+    summed, maximum = sum_over_partitions(values, committed), max_over_partitions(values, committed)
+    assert summed == PartitionTotal(total, unknown) and maximum == PartitionTotal(worst, unknown)
+    assert summed.partial is (total is not None and unknown > 0)
+    assert maximum.partial is summed.partial
 
 
 # --- Burrow-style status ------------------------------------------------------------------------

@@ -23,6 +23,10 @@ with frame.shown_errors():
     page = search_sort_page(table, page=number, **kwargs)
     st.caption(f"{page.matching} of {len(table)} groups match · page {page.number} of {page.pages} · "
                f"{DEFAULT_PAGE_SIZE} per page")
+    if partial := int(table["partial"].notna().sum()):
+        st.caption(f"⚠ {partial} of {len(table)} groups have partial lag sums (see the partial column): some "
+                   "partitions' lag is unknown (log end not read, e.g. a broker down), so their total lag and "
+                   "lag seconds are a lower bound.")
     st.dataframe(page.rows.drop(columns=["status_rank"]), hide_index=True, width="stretch",
                  column_config={"max_lag_seconds": st.column_config.NumberColumn("lag seconds", format="%.0f")})
 
@@ -36,13 +40,21 @@ with frame.shown_errors():
         chosen = st.selectbox("Group detail", names, index=names.index(wanted) if wanted in names else 0,
                               key="groups-chosen")
         st.subheader(chosen)
+        group = next((g for g in (snap or {}).get("consumer_groups") or [] if g.get("group_id") == chosen), {})
+        if note := groups.partial_note(group):
+            st.caption(f"Partial: {note}. Each partition's why_null says why its value is unknown.")
         detail = groups.group_partitions(snap, chosen)
         if detail is not None:
             st.dataframe(detail, hide_index=True, width="stretch")
         window = WINDOWS[st.segmented_control("History", list(WINDOWS), default="1 hour", key="groups-window")
                          or "1 hour"]
         history = groups.lag_history(frame.read("consumer_group", window,
-                                                ["time", "group_id", "total_lag", "max_lag_seconds"]), chosen)
+                                                ["time", "group_id", "total_lag", "max_lag_seconds",
+                                                 "lag_unknown_partitions", "lag_seconds_unknown_partitions"]),
+                                     chosen)
+        if partial_points := groups.partial_points(history):
+            st.caption(f"{partial_points} of the {len(history)} points below are partial (some partitions' lag "
+                       "unknown): lower bounds, not dips.")
         left, right = st.columns(2)
         with left:
             components.line_chart(history, x="time", y="total_lag", title="Lag (offsets)", key="groups-lag")

@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import components, frame
+from dashboard.services.groups import partial_groups
 from dashboard.services.health import overview_tiles
 from dashboard.services.sources import DashboardError
 
@@ -24,9 +25,11 @@ def live_tiles() -> None:
         components.tiles(overview_tiles(snap, alerts, slo))
         if snap is not None:
             cluster = snap.get("cluster") or {}
+            partial = partial_groups(snap)
             st.caption(f"{cluster.get('topic_count', '—')} topics · {cluster.get('partition_count', '—')} partitions · "
-                       f"{len(snap.get('consumer_groups') or [])} consumer groups · "
-                       f"{len(snap.get('streams_apps') or [])} Streams apps")
+                       f"{len(snap.get('consumer_groups') or [])} consumer groups"
+                       + (f" ({partial} with partial lag sums: some partitions' lag unknown)" if partial else "")
+                       + f" · {len(snap.get('streams_apps') or [])} Streams apps")
             down = [c for c in snap.get("collectors") or [] if not c.get("up")]
             for collector in down:
                 st.warning(f"collector {collector['name']} is down: {collector.get('error')}")

@@ -1,5 +1,9 @@
 """The Consumer groups page: the group list from the latest snapshot, per-partition lag of one
-group, and its lag history from the lake's ``consumer_group`` table. Pure."""
+group, and its lag history from the lake's ``consumer_group`` table. Pure.
+
+A group's ``total_lag`` and ``max_lag_seconds`` may be partial (some partitions' values unknown,
+e.g. a broker down: ``collectors/lag_math.py``); :func:`partial_note` says so in one line made of
+numbers only (no Kafka-supplied name: it is safe to show as a caption)."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 GROUP_COLUMNS = ["group_id", "status", "state", "members", "partitions", "total_lag", "max_lag_seconds",
-                 "lag_seconds_threshold"]
+                 "lag_seconds_threshold", "partial"]
 STATUS_ORDER = {"OK": 0, "WARN": 1, "REWIND": 2, "STALL": 3, "STOP": 4, "ERR": 5}
 """Burrow's order (worst last); unknown status sorts before OK."""
 SORTS = {"lag seconds": "max_lag_seconds", "status": "status_rank", "lag (offsets)": "total_lag",
@@ -21,7 +25,8 @@ def groups_frame(snapshot: Mapping[str, Any] | None) -> pd.DataFrame:
     frame = pd.DataFrame([{"group_id": g.get("group_id"), "status": g.get("status"), "state": g.get("state"),
                            "members": g.get("members"), "partitions": g.get("partition_count"),
                            "total_lag": g.get("total_lag"), "max_lag_seconds": g.get("max_lag_seconds"),
-                           "lag_seconds_threshold": g.get("lag_seconds_threshold")} for g in groups],
+                           "lag_seconds_threshold": g.get("lag_seconds_threshold"), "partial": partial_note(g)}
+                          for g in groups],
                          columns=GROUP_COLUMNS)
     frame["total_lag"] = pd.array(frame["total_lag"], dtype="Int64")
     frame["members"] = pd.array(frame["members"], dtype="Int64")
@@ -29,6 +34,32 @@ def groups_frame(snapshot: Mapping[str, Any] | None) -> pd.DataFrame:
     frame["max_lag_seconds"] = pd.to_numeric(frame["max_lag_seconds"], errors="coerce")
     frame["status_rank"] = frame["status"].map(STATUS_ORDER).astype("float64").fillna(-1)
     return frame
+
+
+_SUMS = (("total lag", "total_lag", "total_lag_partial", "lag_unknown_partitions"),
+         ("lag seconds", "max_lag_seconds", "max_lag_seconds_partial", "lag_seconds_unknown_partitions"))
+
+
+def partial_note(group: Mapping[str, Any]) -> str | None:
+    """"total lag over 2 of 3 partitions · lag seconds ..." for the group's sums that leave partitions
+    out; ``None`` when both are complete (or the snapshot predates the counts)."""
+    counted = sum(1 for p in group.get("partitions") or [] if p.get("committed_offset") is not None)
+    notes = []
+    for label, value, partial, unknown_key in _SUMS:
+        unknown = group.get(unknown_key) or 0
+        if not unknown:
+            continue
+        if group.get(partial):
+            notes.append(f"{label} over {counted - unknown} of {counted} partitions" if counted > unknown
+                         else f"{label} over some partitions ({unknown} unknown)")
+        elif group.get(value) is None:
+            notes.append(f"{label} unknown for all {unknown} partitions")
+    return " · ".join(notes) or None
+
+
+def partial_groups(snapshot: Mapping[str, Any] | None) -> int:
+    """How many groups of the snapshot have a partial (or wholly unknown) sum."""
+    return sum(1 for g in (snapshot or {}).get("consumer_groups") or [] if partial_note(g))
 
 
 def group_partitions(snapshot: Mapping[str, Any] | None, group_id: str) -> pd.DataFrame | None:
@@ -49,6 +80,18 @@ def group_partitions(snapshot: Mapping[str, Any] | None, group_id: str) -> pd.Da
 
 
 def lag_history(group_rows: pd.DataFrame, group_id: str) -> pd.DataFrame:
-    """(time, total_lag, max_lag_seconds) of one group over the rows read from ``consumer_group``."""
+    """(time, total_lag, max_lag_seconds, and the counts of partitions they left out where the rows
+    have them) of one group over the rows read from ``consumer_group``."""
     rows = group_rows[group_rows["group_id"] == group_id]
-    return rows[["time", "total_lag", "max_lag_seconds"]].sort_values("time").reset_index(drop=True)
+    columns = ["time", "total_lag", "max_lag_seconds"] + [c for c in _HISTORY_COUNTS if c in rows.columns]
+    return rows[columns].sort_values("time").reset_index(drop=True)
+
+
+_HISTORY_COUNTS = ("lag_unknown_partitions", "lag_seconds_unknown_partitions")
+
+
+def partial_points(history: pd.DataFrame) -> int:
+    """How many points of :func:`lag_history` are partial (some partition left out of a sum); points
+    from before the counts were recorded are not known to be, and are not counted."""
+    counts = [history[c].fillna(0) > 0 for c in _HISTORY_COUNTS if c in history.columns]
+    return int(pd.concat(counts, axis=1).any(axis=1).sum()) if counts and len(history) else 0
