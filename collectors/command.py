@@ -105,14 +105,13 @@ def supervise(config, cluster: str | None, out) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, forward)
     while True:
-        started = time.time()
         child = subprocess.Popen(command, env={**LOOP_ENVIRONMENT, **os.environ, _SUPERVISED: "1"})
         code = child.wait()
         died = time.time()
         if stopping.is_set() or code == 0:
             return 0 if stopping.is_set() else code
         why = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
-        lost = _record_crash(config, cluster, why, pid=child.pid, started=started, died=died)
+        lost = _record_crash(config, cluster, why, pid=child.pid, died=died)
         print(f"collector process died ({why}); restarting in {RESTART_DELAY_SECONDS:g}s; {lost}", file=out,
               flush=True)
         if stopping.wait(RESTART_DELAY_SECONDS):
@@ -132,19 +131,19 @@ def _cluster_names(config, cluster: str | None) -> list[str]:
     return [cluster] if cluster else [c.name for c in config.clusters]
 
 
-def _record_crash(config, cluster: str | None, why: str, *, pid: int, started: float, died: float) -> str:
+def _record_crash(config, cluster: str | None, why: str, *, pid: int, died: float) -> str:
     """Write the crash to the lake (``collector_status`` and ``lake_gap``); what was lost, in words."""
     from collectors.lake import LakeWriter
     from collectors.loop_state import crash_gap_rows
 
-    gaps = crash_gap_rows(loop_state(config, cluster).read_mark(), pid=pid, started=started, died=died, why=why,
-                          clusters=_cluster_names(config, cluster))
-    if not gaps:
-        lost = "no buffered rows lost"
-    elif all(gap["rows_dropped"] is not None for gap in gaps):
+    mark = loop_state(config, cluster).read_mark()
+    gaps = crash_gap_rows(mark, pid=pid, died=died, why=why)
+    if mark is None or mark.pid != pid:
+        lost = "it died before its first cycle"
+    elif gaps:
         lost = f"{sum(gap['rows_dropped'] for gap in gaps)} buffered row(s) lost, recorded in lake_gap"
     else:
-        lost = "its buffered rows lost (not counted), recorded in lake_gap"
+        lost = "no buffered rows lost"
     lake = LakeWriter(config.lake.path)
     for name in _cluster_names(config, cluster):
         lake.append("collector_status", [{"time": died, "cluster": name, "collector": "kpulse-collect", "up": False,

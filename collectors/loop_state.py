@@ -25,8 +25,6 @@ ALERT_STATE_MAX_AGE_SECONDS = 300.0
 """Saved alert state older than this (since the loop's last cycle) is ignored: the supervisor
 restarts a crashed loop within seconds, and a condition is not known to have held through a
 longer outage, so after a longer stop every alert is held again from the start."""
-ALL_TABLES = "*"
-"""``table_name`` of a crash gap when the dead process left no mark: every table it writes."""
 
 
 @dataclass
@@ -46,6 +44,8 @@ class LoopMark:
     "since": the time of the first of them}``."""
 
     def appended(self, cluster: str, table: str, rows: int, now: float) -> None:
+        if not rows:  # nothing buffered (an empty alert_event list every cycle): no "since" to start
+            return
         entry = self.unflushed.setdefault(cluster, {}).setdefault(table, {"rows": 0, "since": now})
         entry["rows"] += rows
 
@@ -106,17 +106,14 @@ def restorable_alerts(saved: dict[str, Any] | None, mark: LoopMark | None, now: 
     return restorable, (mark.flushed_at if same else None)
 
 
-def crash_gap_rows(mark: LoopMark | None, *, pid: int, started: float, died: float, why: str,
-                   clusters: list[str]) -> list[dict[str, Any]]:
-    """Pure. The ``lake_gap`` rows for a collection process ``pid`` (started at ``started``) that
-    died at ``died``: one per cluster and table with rows appended since their last write (the
-    count is of the last completed cycle's mark: the cycle in progress adds to it), or one per
-    cluster for every table (:data:`ALL_TABLES`, count unknown) when the process left no mark."""
+def crash_gap_rows(mark: LoopMark | None, *, pid: int, died: float, why: str) -> list[dict[str, Any]]:
+    """Pure. The ``lake_gap`` rows for a collection process ``pid`` that died at ``died``: one per
+    cluster and table with rows appended since their last write (the count is of the last
+    completed cycle's mark: the cycle in progress adds to it). None when the process left no mark
+    of its own: it died before its first cycle, so it had buffered nothing."""
     reason = f"collector process died ({why}); rows buffered since the last flush were lost"
     if mark is None or mark.pid != pid:
-        return [{"time": died, "cluster": cluster, "table_name": ALL_TABLES, "first_time": started,
-                 "last_time": died, "rows_dropped": None, "reason": reason + " (it left no count)"}
-                for cluster in clusters]
+        return []
     return [{"time": died, "cluster": cluster, "table_name": table, "first_time": entry["since"], "last_time": died,
              "rows_dropped": int(entry["rows"]), "reason": reason + " (counted at its last completed cycle)"}
             for cluster, by_table in sorted(mark.unflushed.items())

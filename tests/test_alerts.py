@@ -342,17 +342,17 @@ def test_saved_alert_states_are_restored_only_when_recent_and_a_crash_is_a_gap_p
     assert restorable_alerts(saved, None, T0 + 301) == ({}, None)  # no mark: the state's own time
     assert restorable_alerts(None, mark, T0) == ({}, None)
 
+    mark.appended("prod", "alert_event", 0, T0 + 155)  # none this cycle: not a start
     mark.appended("prod", "consumer_lag", 40, T0 + 160)
+    mark.appended("prod", "alert_event", 1, T0 + 165)
     mark.appended("prod", "cluster_health", 1, T0 + 160)
     mark.appended("prod", "consumer_lag", 40, T0 + 170)
     mark.written({"cluster_health"})
-    rows = crash_gap_rows(mark, pid=7, started=T0 - 600, died=T0 + 205, why="signal SIGKILL", clusters=["prod"])
+    rows = crash_gap_rows(mark, pid=7, died=T0 + 205, why="signal SIGKILL")
     assert [(r["table_name"], r["first_time"], r["last_time"], r["rows_dropped"]) for r in rows] == [
-        ("consumer_lag", T0 + 160, T0 + 205, 80)]
+        ("alert_event", T0 + 165, T0 + 205, 1), ("consumer_lag", T0 + 160, T0 + 205, 80)]
     assert rows[0]["reason"].startswith("collector process died (signal SIGKILL); rows buffered since the last flush")
-    unknown = crash_gap_rows(mark, pid=8, started=T0, died=T0 + 5, why="exit status 1", clusters=["prod", "edge"])
-    assert [(r["cluster"], r["table_name"], r["first_time"], r["rows_dropped"]) for r in unknown] == [
-        ("prod", "*", T0, None), ("edge", "*", T0, None)]
+    assert crash_gap_rows(mark, pid=8, died=T0 + 5, why="exit status 1") == []  # died before its first cycle
 
 
 # --- the tracker: warning vs critical -----------------------------------------------------------------
