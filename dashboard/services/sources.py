@@ -56,7 +56,8 @@ class MissingData:
         """How many files and which period, without the paths (safe to show as Markdown)."""
         period = ("" if self.first_day is None else f" of {self.first_day}" if self.first_day == self.last_day
                   else f" of {self.first_day} to {self.last_day}")
-        return f"{len(self.files)} unreadable lake file(s) skipped: {self.table} rows{period} (UTC) may be missing here."
+        return (f"{len(self.files)} unreadable lake file(s) skipped: {self.table} rows{period} (UTC) "
+                "may be missing here.")
 
     def first_file(self) -> str:
         """The first file and its error (plain text), and how many more there are."""
