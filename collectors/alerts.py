@@ -29,6 +29,10 @@ Semantics that callers must know:
 * One :class:`AlertState` per cluster; feed it that cluster's snapshots in time order (a snapshot
   older than the previous one is ignored). A rule that raises is reported in
   ``EvaluationResult.errors`` and treated as unknown for that snapshot; the others carry on.
+* **Restarts.** :meth:`AlertState.saved` is the tracker as plain JSON-ready data and
+  :meth:`AlertState.restore` takes it back, so a restarted collection loop does not hold a firing
+  alert again (same ``since``, no second ``firing`` event). A ``firing`` event recorded after
+  ``events_written_until`` (lost with the unflushed rows of a crashed process) is recorded again.
 * ``Alert.runbook`` and ``Rule.runbook`` are keys of :data:`collectors.runbooks.RUNBOOKS`
   (the rule name); :func:`collectors.runbooks.runbook_text` renders one.
 """
@@ -61,6 +65,8 @@ class _Tracked:
     firing: bool = False
     announced: str | None = None
     """Severity of the last ``firing`` event recorded; ``None`` = never announced."""
+    announced_at: float | None = None
+    """Snapshot time of that ``firing`` event."""
 
     @property
     def severity(self) -> str:
@@ -103,6 +109,35 @@ class AlertState:
             self._apply(rule, results, now, cluster, resolved)
         return EvaluationResult(self._firing(), resolved + self._announce(now, cluster), errors)
 
+    def saved(self) -> dict[str, Any]:
+        """The tracked alerts (pending and firing) as JSON-ready data, for :meth:`restore`."""
+        return {"cluster": self._cluster, "time": self._last_time, "alerts": [
+            {"rule": t.rule.name, "entity": t.entity, "since": t.since, "firing": t.firing,
+             "announced": t.announced, "announced_at": t.announced_at, "value": t.finding.value,
+             "summary": t.finding.summary, "severity": t.finding.severity, "for_seconds": t.finding.for_seconds}
+            for t in self._tracked.values()]}
+
+    def restore(self, saved: Mapping[str, Any], *, events_written_until: float | None = None) -> int:
+        """Take back what :meth:`saved` returned (of this cluster; alerts of rules this tracker does
+        not have are left out); the number of alerts restored. A ``firing`` event announced after
+        ``events_written_until`` is announced again by the next evaluation. Replaces the current state."""
+        if saved.get("cluster") != self._cluster:
+            return 0
+        rules = {rule.name: rule for rule in self._rules}
+        self._tracked = {}
+        for item in saved.get("alerts", ()):
+            rule = rules.get(item["rule"])
+            if rule is None:
+                continue
+            finding = Finding(item["entity"], item["value"], item["summary"], item["severity"], item["for_seconds"])
+            announced, announced_at = item["announced"], item["announced_at"]
+            if announced_at is not None and events_written_until is not None and announced_at > events_written_until:
+                announced = announced_at = None
+            self._tracked[(rule.name, item["entity"])] = _Tracked(rule, item["entity"], float(item["since"]), finding,
+                                                                   bool(item["firing"]), announced, announced_at)
+        self._last_time = saved.get("time")
+        return len(self._tracked)
+
     def _apply(self, rule: Rule, results: list, now: float, cluster: str, resolved: list[AlertEvent]) -> None:
         findings = {r.entity: r for r in results if isinstance(r, Finding)}
         unknown = {r.entity for r in results if isinstance(r, Unknown)}
@@ -134,7 +169,7 @@ class AlertState:
         events = []
         for tracked in self._visible():
             if tracked.announced != tracked.severity:
-                tracked.announced = tracked.severity
+                tracked.announced, tracked.announced_at = tracked.severity, now
                 events.append(_event(tracked, now, cluster, FIRING, tracked.severity, tracked.finding.summary))
         return events
 

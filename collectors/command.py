@@ -50,6 +50,7 @@ def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
 
     exporter = SnapshotExporter()
     service.exporter = exporter
+    service.loop_state = loop_state(config, cluster)
     if config.exporter.enabled:
         registry = CollectorRegistry()
         registry.register(exporter)
@@ -87,7 +88,8 @@ def supervise(config, cluster: str | None, out) -> int:
     thread, seen twice in hours of collection, not reproduced since); a crash must not end
     monitoring silently. Each restart is written to the lake's ``collector_status`` table as
     collector ``kpulse-collect`` down with the signal, and the rows the child had not flushed yet
-    (at most ``FLUSH_SECONDS``) are the gap it records."""
+    (at most ``FLUSH_SECONDS`` of them) as ``lake_gap`` rows, from the mark the child keeps
+    (``collectors/loop_state.py``)."""
     command = [sys.executable, "-m", "kpulse.cli"]
     if config.source != DEFAULT_SOURCE:
         command += ["--config", str(config.source)]
@@ -105,27 +107,51 @@ def supervise(config, cluster: str | None, out) -> int:
     while True:
         child = subprocess.Popen(command, env={**LOOP_ENVIRONMENT, **os.environ, _SUPERVISED: "1"})
         code = child.wait()
+        died = time.time()
         if stopping.is_set() or code == 0:
             return 0 if stopping.is_set() else code
         why = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
-        print(f"collector process died ({why}); restarting in {RESTART_DELAY_SECONDS:g}s", file=out, flush=True)
-        _record_crash(config, cluster, why)
+        lost = _record_crash(config, cluster, why, pid=child.pid, died=died)
+        print(f"collector process died ({why}); restarting in {RESTART_DELAY_SECONDS:g}s; {lost}", file=out,
+              flush=True)
         if stopping.wait(RESTART_DELAY_SECONDS):
             return 0
 
 
-def _record_crash(config, cluster: str | None, why: str) -> None:
-    from collectors.lake import LakeWriter
-    from collectors.runner import FLUSH_SECONDS
+def loop_state(config, cluster: str | None):
+    """Where the loop of ``kpulse collect [--cluster cluster]`` keeps its state (the child and its
+    supervisor agree on it)."""
+    from collectors.loop_state import LoopState
+    from kpulse.home import state_dir
 
-    now = time.time()
+    return LoopState(state_dir(), config.lake.path, _cluster_names(config, cluster))
+
+
+def _cluster_names(config, cluster: str | None) -> list[str]:
+    return [cluster] if cluster else [c.name for c in config.clusters]
+
+
+def _record_crash(config, cluster: str | None, why: str, *, pid: int, died: float) -> str:
+    """Write the crash to the lake (``collector_status`` and ``lake_gap``); what was lost, in words."""
+    from collectors.lake import LakeWriter
+    from collectors.loop_state import crash_gap_rows
+
+    mark = loop_state(config, cluster).read_mark()
+    gaps = crash_gap_rows(mark, pid=pid, died=died, why=why)
+    if mark is None or mark.pid != pid:
+        lost = "it died before its first cycle"
+    elif gaps:
+        lost = f"{sum(gap['rows_dropped'] for gap in gaps)} buffered row(s) lost, recorded in lake_gap"
+    else:
+        lost = "no buffered rows lost"
     lake = LakeWriter(config.lake.path)
-    for name in [cluster] if cluster else [c.name for c in config.clusters]:
-        lake.append("collector_status", [{"time": now, "cluster": name, "collector": "kpulse-collect", "up": False,
+    for name in _cluster_names(config, cluster):
+        lake.append("collector_status", [{"time": died, "cluster": name, "collector": "kpulse-collect", "up": False,
                                           "duration_seconds": None,
-                                          "error": f"collector process died ({why}); samples of up to "
-                                                   f"{FLUSH_SECONDS:g}s before it were not written; restarted"}])
-    lake.flush()
+                                          "error": f"collector process died ({why}); {lost}; restarted"}])
+    lake.append("lake_gap", gaps)
+    flushed = lake.flush()
+    return lost if flushed.ok else f"{lost} (not written: {'; '.join(flushed.errors.values())})"
 
 
 def summary_line(snapshot: dict, result: CycleResult) -> str:

@@ -13,7 +13,9 @@ Writing never loses rows silently. :class:`LakeWriter` buffers rows until :meth:
 succeeds; a failed write keeps the rows for the next flush. Only when a table's buffer exceeds
 ``max_buffered_rows`` are the oldest rows dropped, and the gap is then written to ``lake_gap``.
 
-Reading (:func:`read_table`, :func:`read_table_with_problems`) skips unreadable files and says why.
+Reading (:func:`read_table`, :func:`read_table_with_problems`, the SLO job's ``spark_jobs/lake_io.py``)
+skips unreadable files and says which (:class:`UnreadableFile`); the SLO job records each one once
+as a ``lake_gap`` row (:func:`record_unreadable`): its rows are missing from everything computed.
 """
 
 from __future__ import annotations
@@ -81,10 +83,54 @@ class FlushResult:
         return not self.failed
 
 
+ANY_CLUSTER = "*"
+"""``cluster`` of a ``lake_gap`` row about a file nobody could read: it may hold rows of any cluster."""
+UNREADABLE_REASON = "unreadable file "
+"""How the ``reason`` of a ``lake_gap`` row about an unreadable file begins (then ``<path>: <error>``)."""
+
+
+@dataclass(frozen=True)
+class UnreadableFile:
+    """A lake file (or partition directory) a reader had to skip; ``str()`` is ``"<path>: <error>"``."""
+
+    path: str
+    error: str
+    """Why, in one line."""
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.error}"
+
+    @property
+    def table(self) -> str | None:
+        """The table whose directory holds it (the name before ``date=``)."""
+        parts = self.path.replace("\\", "/").split("/")
+        dated = [i for i, part in enumerate(parts) if part.startswith(PARTITION_PREFIX)]
+        return parts[dated[-1] - 1] if dated and dated[-1] > 0 else None
+
+    @property
+    def day(self) -> date | None:
+        """The UTC date of its ``date=`` partition: the day whose rows it held."""
+        for part in reversed(self.path.replace("\\", "/").split("/")):
+            if part.startswith(PARTITION_PREFIX):
+                try:
+                    return date.fromisoformat(part[len(PARTITION_PREFIX):])
+                except ValueError:
+                    return None
+        return None
+
+    def gap_row(self, now: float) -> dict[str, Any]:
+        """Its ``lake_gap`` row: the file's day, any cluster, rows unknown."""
+        day = self.day
+        start = None if day is None else datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+        return {"time": now, "cluster": ANY_CLUSTER, "table_name": self.table or "", "first_time": start,
+                "last_time": None if start is None else start + timedelta(days=1) - _MICROSECOND,
+                "rows_dropped": None, "reason": f"{UNREADABLE_REASON}{self}"}
+
+
 class LakeRead(NamedTuple):
     frame: pd.DataFrame
-    skipped: list[str]
-    """One ``"<file>: <reason>"`` per file or directory that could not be read."""
+    skipped: list[UnreadableFile]
+    """Every file or directory that could not be read, and why."""
 
 
 class LakeWriter:
@@ -328,7 +374,7 @@ def read_table_with_problems(path: str, table: str, *, since: Any = None, until:
     fs, base = resolve(path, filesystem)
     low = None if since is None else to_micros(since)
     high = None if until is None else to_micros(until)
-    skipped: list[str] = []
+    skipped: list[UnreadableFile] = []
     files = _data_files(fs, f"{base}/{table}", _day(low), _day(high), skipped)
     condition = _condition(low, high, cluster)
     pieces = _read_files(fs, files, schema, wanted, condition, skipped)
@@ -363,6 +409,30 @@ def _schema(table: str) -> pa.Schema:
     return SCHEMAS[table]
 
 
+def record_unreadable(path: str, problems: Iterable[UnreadableFile], *, now: float | None = None,
+                      filesystem: pafs.FileSystem | None = None) -> list[UnreadableFile]:
+    """Write a ``lake_gap`` row for each unreadable file not recorded before (its reason is the
+    key: a file still unreadable on the next run is not recorded again); those newly recorded.
+    Never raises for a lake that cannot be written (the rows are then not recorded, and logged)."""
+    problems = list({str(p): p for p in problems if p.table in SCHEMAS}.values())
+    if not problems:
+        return []
+    try:
+        known = set(read_table_with_problems(path, GAP_TABLE, columns=["reason"], filesystem=filesystem)
+                    .frame["reason"].dropna())
+    except OSError as error:
+        LOG.warning("lake: cannot read %s to record unreadable files: %s", GAP_TABLE, _one_line(error))
+        return []
+    fresh = [p for p in problems if f"{UNREADABLE_REASON}{p}" not in known]
+    if fresh:
+        writer = LakeWriter(path, filesystem=filesystem)
+        writer.append(GAP_TABLE, [p.gap_row(time.time() if now is None else now) for p in fresh])
+        if not writer.flush().ok:
+            LOG.warning("lake: could not record %d unreadable file(s): %s", len(fresh), writer.last_error)
+            return []
+    return fresh
+
+
 def gap_row(gap: Gap) -> dict[str, Any]:
     """The ``lake_gap`` row of a gap."""
     return {"time": gap.time, "cluster": gap.cluster, "table_name": gap.table, "first_time": gap.first_time,
@@ -379,7 +449,7 @@ def _day(micros: int | None) -> date | None:
 
 
 def _data_files(fs: pafs.FileSystem, table_dir: str, first: date | None, last: date | None,
-                skipped: list[str]) -> list[str]:
+                skipped: list[UnreadableFile]) -> list[str]:
     """Data files of the partitions from ``first`` to ``last`` (inclusive; None = open), in order.
     Names starting with ``.`` or ``_`` (temporary files, ``_SUCCESS``) are not data, as for Spark."""
     if fs.get_file_info(table_dir).type == pafs.FileType.NotFound:
@@ -393,14 +463,14 @@ def _data_files(fs: pafs.FileSystem, table_dir: str, first: date | None, last: d
                 raise ValueError("no date= prefix")
             day = date.fromisoformat(entry.base_name[len(PARTITION_PREFIX):])
         except ValueError:
-            skipped.append(f"{entry.path}: not a date=YYYY-MM-DD partition directory")
+            skipped.append(UnreadableFile(entry.path, "not a date=YYYY-MM-DD partition directory"))
             continue
         if (first and day < first) or (last and day > last):
             continue
         try:
             listing = fs.get_file_info(pafs.FileSelector(entry.path))
         except OSError as error:
-            skipped.append(f"{entry.path}: {_one_line(error)}")
+            skipped.append(UnreadableFile(entry.path, _one_line(error)))
             continue
         files.extend(item.path for item in sorted(listing, key=lambda i: i.base_name)
                      if item.type == pafs.FileType.File and not item.base_name.startswith((".", "_")))
@@ -426,7 +496,7 @@ def _condition(low: int | None, high: int | None,
 
 
 def _read_files(fs: pafs.FileSystem, files: list[str], schema: pa.Schema, columns: list[str],
-                condition: ds.Expression | None, skipped: list[str]) -> list[pa.Table]:
+                condition: ds.Expression | None, skipped: list[UnreadableFile]) -> list[pa.Table]:
     import pyarrow.dataset as ds
 
     """Read all files in one scan; if that fails, file by file, skipping the unreadable ones.
@@ -446,5 +516,5 @@ def _read_files(fs: pafs.FileSystem, files: list[str], schema: pa.Schema, column
         try:
             pieces.append(scan([path]))
         except Exception as error:  # noqa: BLE001 - a bad file must not hide the good ones
-            skipped.append(f"{path}: {_one_line(error)}")
+            skipped.append(UnreadableFile(path, _one_line(error)))
     return pieces

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +22,7 @@ from typing import Any, Callable
 from collectors.alerts import AlertState, to_dicts
 from collectors.builtins import default_registry
 from collectors.lake import LakeWriter, gap_row, resolve
+from collectors.loop_state import LoopMark, LoopState, restorable_alerts
 from collectors.protocol import CollectContext, Collector, Registry, run_isolated
 from collectors.snapshot import compose, to_json
 
@@ -74,6 +76,11 @@ class CollectionService:
         """Settle the garbage collector after the first cycle and every this many (None: never);
         a process-wide act, so only the process that runs the loop asks for it."""
         self._cycles = 0
+        self.loop_state: LoopState | None = None
+        """Where the loop's mark and alert states are kept across a crash of its process
+        (``collectors/loop_state.py``); ``None`` (one-off runs): nothing is kept."""
+        self._mark: LoopMark | None = None
+        self._saved_alerts: list | None = None
         self._pool: ThreadPoolExecutor | None = None
         """The collectors' threads, started at the first cycle and kept (see ``run_isolated``)."""
 
@@ -82,6 +89,8 @@ class CollectionService:
         if self._pool is None:
             workers = max((len(entry.collectors) for entry in self.clusters), default=1)
             self._pool = ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="collector")
+        if self.loop_state is not None and self._mark is None:
+            self._resume()
         for entry in self.clusters:
             now = self._clock()
             sections, rows, statuses = run_isolated(entry.collectors, CollectContext(entry.cluster, now),
@@ -102,6 +111,8 @@ class CollectionService:
                     snapshot.setdefault("lake_errors", []).append(str(error))
                     LOG.error("lake rows refused: %s", error)
                     continue
+                if self._mark is not None:
+                    self._mark.appended(entry.cluster.name, table, len(table_rows), now)
                 if self.kafka_sink is not None:
                     self.kafka_sink.append(table, table_rows)
             entry.last_snapshot = snapshot
@@ -112,6 +123,8 @@ class CollectionService:
             result.lake_error = self.flush()
         for name, snapshot in result.snapshots.items():
             self._publish_snapshot(name, snapshot)
+        if self._mark is not None:
+            self._keep_state(max((s["time"] for s in result.snapshots.values()), default=None))
         if self.gc_settle_cycles and self._cycles % self.gc_settle_cycles == 0:
             settle_gc()
         self._cycles += 1
@@ -122,11 +135,44 @@ class CollectionService:
         self._last_flush = time.monotonic()
         self._record_sink_gaps()
         flushed = self.lake.flush()
+        if self._mark is not None:
+            self._mark.written(set(flushed.written) - set(flushed.failed))
+            if flushed.ok:
+                self._mark.flushed_at = self._clock()
         if flushed.ok:
             return None
         error = "; ".join(f"{t}: {e}" for t, e in flushed.errors.items())
         LOG.warning("lake write failed, rows kept for the next flush: %s", error)
         return error
+
+    def _resume(self) -> None:
+        """First cycle of a loop that keeps state: take back the alert states a crashed process
+        left (when recent enough), then mark this process as the one collecting."""
+        state = self.loop_state
+        now = self._clock()
+        try:
+            restorable, written_until = restorable_alerts(state.read_alerts(), state.read_mark(), now)
+            for entry in self.clusters:
+                if entry.cluster.name in restorable:
+                    count = entry.alerts.restore(restorable[entry.cluster.name], events_written_until=written_until)
+                    LOG.info("restored %d alert state(s) of %s", count, entry.cluster.name)
+        except (KeyError, TypeError, ValueError) as error:  # a damaged file: start afresh, say so
+            LOG.warning("ignored the saved alert states in %s: %s", state.alerts_path, error)
+        self._mark = LoopMark(pid=os.getpid(), started=now)
+        self._keep_state(None)
+
+    def _keep_state(self, cycle_time: float | None) -> None:
+        """Write the loop's mark (every cycle) and the alert states (when they changed)."""
+        try:
+            saved = {entry.cluster.name: entry.alerts.saved() for entry in self.clusters}
+            alerts = [state["alerts"] for state in saved.values()]
+            if alerts != self._saved_alerts:
+                self.loop_state.write_alerts(self._mark.pid, saved)
+                self._saved_alerts = alerts
+            self._mark.cycle_time = cycle_time
+            self.loop_state.write_mark(self._mark)
+        except OSError as error:
+            LOG.warning("could not keep the loop's state in %s: %s", self.loop_state.directory, error)
 
     def _publish_snapshot(self, cluster_name: str, snapshot: dict[str, Any]) -> None:
         """The latest snapshot for the dashboard, written whole (temp name, then rename)."""
@@ -166,6 +212,8 @@ class CollectionService:
         if self.kafka_sink is not None:
             self.kafka_sink.close()
         self.flush()
+        if self._mark is not None:
+            self._keep_state(self._mark.cycle_time)
 
     def _record_sink_gaps(self) -> None:
         if self.kafka_sink is None:

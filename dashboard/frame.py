@@ -19,7 +19,7 @@ from dashboard.services.acks import AckStore, active
 from dashboard.services.alerts import firing_alerts
 from dashboard.services.kafka_admin import ClusterAdmin
 from dashboard.services.slos import latest_status
-from dashboard.services.sources import DashboardError, Sources, load_sources, one_line
+from dashboard.services.sources import DashboardError, Sources, TableRead, load_sources, one_line
 from dashboard.services.topics import sizes_from_log_dirs
 
 LOG = logging.getLogger("kpulse.dashboard")
@@ -92,15 +92,21 @@ def snapshot() -> dict[str, Any] | None:
 
 @st.cache_data(show_spinner=False, ttl=10, max_entries=64)
 def _read(_sources: Sources, lake_path: str, table: str, cluster_name: str, since: float,
-          columns: tuple[str, ...] | None) -> pd.DataFrame:
-    return _sources.read(table, cluster_name, since=since, columns=list(columns) if columns else None)
+          columns: tuple[str, ...] | None) -> TableRead:
+    return _sources.read_checked(table, cluster_name, since=since, columns=list(columns) if columns else None)
 
 
 def read(table: str, window_seconds: float, columns: list[str] | None = None) -> pd.DataFrame:
-    """Rows of ``table`` for the chosen cluster over the last ``window_seconds``."""
+    """Rows of ``table`` for the chosen cluster over the last ``window_seconds``; a warning on the
+    page when files holding some of them could not be read."""
     src = sources()
     since = _bucket(now() - window_seconds, src.collect_seconds)
-    return _read(src, src.lake_path, table, cluster(), since, tuple(columns) if columns else None)
+    result = _read(src, src.lake_path, table, cluster(), since, tuple(columns) if columns else None)
+    if result.missing is not None:
+        LOG.warning("lake: %s", result.missing.line())
+        st.warning(result.missing.summary(), icon=":material/warning:")
+        st.text(result.missing.first_file())
+    return result.frame
 
 
 def newest_sample_time(snap: dict[str, Any] | None) -> float | None:

@@ -93,6 +93,9 @@ def _run_once(spark, args, lake: str, definitions, until: float | None, progress
     from spark_jobs.job import run
 
     result = run(spark, lake, definitions, until=until, clusters=args.cluster, full=args.full, progress=progress)
+    for problem in result.unreadable:
+        print(f"kpulse slo: skipped unreadable file {problem}; its rows are left out (recorded in lake_gap)",
+              file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2, default=str))
         return

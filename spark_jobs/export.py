@@ -39,7 +39,8 @@ SEVERITIES = ("page", "ticket")
 
 def latest_rows(lake: str) -> list[dict[str, Any]]:
     """The ``slo_status`` rows of the newest evaluation time (every SLO and entity a run evaluates
-    gets a row at its evaluation time), read with pyarrow from the newest date partition only."""
+    gets a row at its evaluation time), read with pyarrow from the newest date partition only.
+    A file that cannot be read is skipped (logged; the SLO job records it in ``lake_gap``)."""
     fs, base = resolve(lake)
     directory = f"{base}/slo_status"
     if fs.get_file_info(directory).type == pafs.FileType.NotFound:
@@ -50,7 +51,12 @@ def latest_rows(lake: str) -> list[dict[str, Any]]:
     for day in reversed(days):
         files = [e.path for e in fs.get_file_info(pafs.FileSelector(day))
                  if e.type == pafs.FileType.File and not e.base_name.startswith((".", "_"))]
-        pieces = [_read(fs, f, schema) for f in files]
+        pieces = []
+        for path in files:
+            try:
+                pieces.append(_read(fs, path, schema))
+            except (OSError, pa.ArrowException) as error:  # one bad file must not hide every SLO's status
+                LOG.warning("SLO status: skipped unreadable file %s: %s", path, str(error).strip().split("\n")[0])
         table = pa.concat_tables(pieces) if pieces else schema.empty_table()
         if table.num_rows:
             newest = pc.max(table.column("time"))

@@ -7,6 +7,10 @@ so samples that arrived late within the lateness are counted, and it replaces wh
 partitions of both tables: running twice gives the same rows, never duplicates. Rolling windows
 read the stored minutes from the longest window before that start, not the whole history.
 
+A lake file that cannot be read is left out, not fatal: its rows are missing (their minutes are
+no-data, or counted from the other files), the run names it (``RunResult.unreadable``) and records
+it once as a ``lake_gap`` row (``collectors.lake.record_unreadable``).
+
 Spark distributes the work (``tasks.py``): one task per recomputed day turns samples into
 per-minute counts, then one task per shard of ``(cluster, slo, entity)`` keys fills no-data
 minutes and rolls up the windows. Inside a task the arithmetic is vectorised with pyarrow and
@@ -28,6 +32,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from collectors.lake import UnreadableFile, record_unreadable
 from kpulse.progress import SILENT, Progress
 from spark_jobs import lake_io, tasks
 from spark_jobs.definitions import SloDefinitions
@@ -75,13 +80,17 @@ class RunResult:
     status_rows: int = 0
     latest: list[dict[str, Any]] = field(default_factory=list)
     """The ``slo_status`` rows at the evaluation time."""
+    unreadable: list[str] = field(default_factory=list)
+    """``"<path>: <error>"`` of each lake file the run skipped because it could not be read."""
 
     def as_dict(self) -> dict[str, Any]:
         if self.plan is None:
-            return {"evaluated_until": None, "recomputed_from": None, "minute_rows": 0, "status_rows": 0, "status": []}
+            return {"evaluated_until": None, "recomputed_from": None, "minute_rows": 0, "status_rows": 0, "status": [],
+                    "unreadable": self.unreadable}
         iso = lambda m: datetime.fromtimestamp(m * 60, timezone.utc).isoformat()  # noqa: E731
         return {"evaluated_until": iso(self.plan.end), "recomputed_from": iso(self.plan.start),
-                "minute_rows": self.minute_rows, "status_rows": self.status_rows, "status": self.latest}
+                "minute_rows": self.minute_rows, "status_rows": self.status_rows, "status": self.latest,
+                "unreadable": self.unreadable}
 
 
 def run(spark: SparkSession, lake: str, definitions: SloDefinitions, *, until: float | None = None,
@@ -100,19 +109,22 @@ def run(spark: SparkSession, lake: str, definitions: SloDefinitions, *, until: f
 def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult:
     lake_io.check_lake(lake)
     until_minute = math.floor((time.time() if until is None else until) / 60)
+    unreadable: list[UnreadableFile] = []
     with progress.step("finding what to recompute"):
-        previous = None if full else lake_io.time_bound(lake, "slo_status", clusters, newest=True)
-        earliest = _earliest_minute(lake, definitions, clusters) if previous is None else 0
+        previous = None if full else lake_io.time_bound(lake, "slo_status", clusters, newest=True,
+                                                        unreadable=unreadable)
+        earliest = _earliest_minute(lake, definitions, clusters, unreadable) if previous is None else 0
         plan = plan_run(until_minute, None if previous is None else previous // 60_000_000, earliest,
                         definitions.lateness_minutes, definitions.longest_window_minutes)
     if plan is None:
         progress.note("nothing to evaluate: no complete minute after the previous run")
-        return RunResult(None)
+        return RunResult(None, unreadable=_left_out(lake, unreadable))
     progress.note(f"recomputing minutes {_iso(plan.start)} .. {_iso(plan.end)}, {len(definitions.slos)} SLO(s)")
     staging = lake_io.Staging.new(lake)
     days = tasks.days(plan.first, plan.end)
-    stored = lake_io.count_rows(lake, "slo_minute", day_of_minute(plan.lookback_start), day_of_minute(plan.start - 1))
-    samples = sum(lake_io.count_rows(lake, table, days[0], days[-1]) for table in definitions.tables)
+    stored = lake_io.count_rows(lake, "slo_minute", day_of_minute(plan.lookback_start), day_of_minute(plan.start - 1),
+                                unreadable)
+    samples = sum(lake_io.count_rows(lake, table, days[0], days[-1], unreadable) for table in definitions.tables)
     shards = tasks.shard_count(spark.sparkContext.defaultParallelism, stored + samples, SHARD_ROWS)
     work = tasks.Work(lake, staging, definitions, plan.start, plan.end, plan.first, plan.lookback_start,
                       tuple(clusters) if clusters else None, shards)
@@ -132,7 +144,15 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
         staging.remove()
     latest = sorted((_plain(row) for r in evaluated for row in r["latest"]),
                     key=lambda row: (row["cluster"], row["slo"], row["entity"]))
-    return RunResult(plan, minute_rows, status_rows, latest)
+    unreadable += [problem for r in counted + evaluated for problem in r["unreadable"]]
+    return RunResult(plan, minute_rows, status_rows, latest, _left_out(lake, unreadable))
+
+
+def _left_out(lake: str, unreadable: list[UnreadableFile]) -> list[str]:
+    """Each unreadable file once, recorded as a ``lake_gap`` row unless it was before."""
+    distinct = list({problem.path: problem for problem in unreadable}.values())
+    record_unreadable(lake, distinct)
+    return [str(problem) for problem in distinct]
 
 
 def _in_tasks(spark: SparkSession, calls: list, progress: Progress) -> list[dict[str, Any]]:
@@ -165,9 +185,10 @@ def _in_tasks(spark: SparkSession, calls: list, progress: Progress) -> list[dict
     return results
 
 
-def _earliest_minute(lake, definitions: SloDefinitions, clusters) -> int:
+def _earliest_minute(lake, definitions: SloDefinitions, clusters, unreadable: list[UnreadableFile]) -> int:
     """The minute of the first sample of any table the SLOs read."""
-    found = [lake_io.time_bound(lake, table, clusters, newest=False) for table in definitions.tables]
+    found = [lake_io.time_bound(lake, table, clusters, newest=False, unreadable=unreadable)
+             for table in definitions.tables]
     found = [micros for micros in found if micros is not None]
     if not found:
         raise LakeError(f"no samples in the lake at {lake} (tables {', '.join(definitions.tables)} are empty); "

@@ -1,7 +1,12 @@
 """Spark session and lake I/O for the SLO job (pyarrow, on the driver and inside Spark tasks): read
 date partitions of a lake table with its contract schema, stage the job's output and then replace
 whole date partitions of its own tables with it (reruns replace, never duplicate), find where the
-previous run stopped."""
+previous run stopped.
+
+A lake file that cannot be read is skipped by the readers given an ``unreadable`` list: it is
+added there (:class:`collectors.lake.UnreadableFile`) and the job names it and records it as a
+``lake_gap`` row; one bad file must not stop every SLO of every cluster. The job's own staged
+output is read strictly (a bad staged file fails the run)."""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
-from collectors.lake import resolve
+from collectors.lake import UnreadableFile, resolve
 from collectors.lake_schema import SCHEMAS
 from kpulse.errors import KpulseError
 
@@ -32,6 +37,14 @@ SESSION_CONFIG = {
 
 class LakeError(KpulseError):
     """The lake cannot be read or written (missing, unreachable, corrupt file)."""
+
+
+class _Unreadable(LakeError):
+    """A file that cannot be read: ``cannot read <path>: <error>``."""
+
+    def __init__(self, path: str, error: BaseException) -> None:
+        self.file = UnreadableFile(path, f"{type(error).__name__}: {_first_line(error)}")
+        super().__init__(f"cannot read {path}: {_first_line(error)}")
 
 
 def build_session(master: str | None = None, *, shuffle_partitions: int | None = None,
@@ -92,22 +105,17 @@ def check_lake(lake: str) -> None:
         raise LakeError(f"no lake at {lake} (run `kpulse collect` first, or give lake.path in the config)")
 
 
-def time_bound(lake: str, table: str, clusters: list[str] | None, *, newest: bool) -> int | None:
+def time_bound(lake: str, table: str, clusters: list[str] | None, *, newest: bool,
+               unreadable: list[UnreadableFile] | None = None) -> int | None:
     """The newest (or oldest) ``time`` of ``table`` as epoch microseconds, from its last (first)
-    non-empty partition, read with pyarrow (cheaper than a Spark job); None for an empty table."""
+    non-empty partition, read with pyarrow (cheaper than a Spark job); None for an empty table.
+    Unreadable files: see :func:`read_days`."""
     import pyarrow.compute as pc
-    import pyarrow.dataset as ds
 
-    fs, base = resolve(lake)
     days = partitions(lake, table)
     for day in reversed(days) if newest else days:
-        directory = f"{base}/{table}/{PARTITION_PREFIX}{day.isoformat()}"
-        try:
-            dataset = ds.dataset(directory, format="parquet", filesystem=fs, ignore_prefixes=[".", "_"])
-            condition = ds.field("cluster").isin(clusters) if clusters else None
-            times = dataset.to_table(columns=["time"], filter=condition).column("time")
-        except (OSError, pa.ArrowException) as error:
-            raise LakeError(f"cannot read {directory}: {_first_line(error)}") from None
+        times = read_days(lake, table, day, day, columns=["time", "cluster"] if clusters else ["time"],
+                          clusters=clusters, unreadable=unreadable).column("time")
         if len(times) and times.null_count < len(times):
             bound = pc.max(times) if newest else pc.min(times)
             return bound.cast(pa.int64()).as_py()
@@ -115,11 +123,12 @@ def time_bound(lake: str, table: str, clusters: list[str] | None, *, newest: boo
 
 
 def read_days(lake: str, table: str, first: date, last: date, *, columns: list[str] | None = None,
-              clusters: list[str] | None = None, dictionary: bool = False, files=None) -> pa.Table:
+              clusters: list[str] | None = None, dictionary: bool = False, files=None,
+              unreadable: list[UnreadableFile] | None = None) -> pa.Table:
     """Rows of the date partitions ``first..last`` that exist, as the contract schema's ``columns``
     (a column missing from an older file reads as null; with ``dictionary``, string columns stay
     dictionary-encoded). ``files(name) -> bool`` picks files by name. A file that cannot be read
-    raises :class:`LakeError` naming it: the job must not compute from part of the data."""
+    is skipped and added to ``unreadable``; without that list it raises :class:`LakeError` naming it."""
     fs, base = resolve(lake)
     schema = SCHEMAS[table]
     wanted = columns or schema.names
@@ -129,7 +138,12 @@ def read_days(lake: str, table: str, first: date, last: date, *, columns: list[s
             continue
         for path in _data_files(fs, f"{base}/{table}/{PARTITION_PREFIX}{day.isoformat()}"):
             if files is None or files(path.rsplit("/", 1)[-1]):
-                pieces.append(_read_file(fs, path, schema, wanted, clusters, dictionary))
+                try:
+                    pieces.append(_read_file(fs, path, schema, wanted, clusters, dictionary))
+                except _Unreadable as error:
+                    if unreadable is None:
+                        raise
+                    unreadable.append(error.file)
     return _concat(pieces, schema, wanted, dictionary)
 
 
@@ -165,7 +179,7 @@ def _read_file(fs: pafs.FileSystem, path: str, schema: pa.Schema, columns: list[
             names = [name for name in columns if name in present.schema_arrow.names]
             table = present.read(columns=names)
     except (OSError, pa.ArrowException) as error:
-        raise LakeError(f"cannot read {path}: {_first_line(error)}") from None
+        raise _Unreadable(path, error) from None
     table = pa.table({f.name: table.column(f.name).cast(f.type) if f.name in names else pa.nulls(table.num_rows, f.type)
                       for f in wanted}, schema=wanted)
     if clusters and "cluster" in columns:
@@ -173,8 +187,10 @@ def _read_file(fs: pafs.FileSystem, path: str, schema: pa.Schema, columns: list[
     return table
 
 
-def count_rows(lake: str, table: str, first: date, last: date) -> int:
-    """Rows in the date partitions ``first..last`` (from the Parquet footers, no data read)."""
+def count_rows(lake: str, table: str, first: date, last: date,
+               unreadable: list[UnreadableFile] | None = None) -> int:
+    """Rows in the date partitions ``first..last`` (from the Parquet footers, no data read).
+    Unreadable files: see :func:`read_days`."""
     fs, base = resolve(lake)
     total = 0
     for day in partitions(lake, table):
@@ -184,7 +200,9 @@ def count_rows(lake: str, table: str, first: date, last: date) -> int:
                     with fs.open_input_file(path) as source:
                         total += pq.ParquetFile(source).metadata.num_rows
                 except (OSError, pa.ArrowException) as error:
-                    raise LakeError(f"cannot read {path}: {_first_line(error)}") from None
+                    if unreadable is None:
+                        raise _Unreadable(path, error) from None
+                    unreadable.append(_Unreadable(path, error).file)
     return total
 
 

@@ -9,7 +9,8 @@ replaces the lake's partitions only once every task has succeeded (``job.py``).
    filled in) and the ``slo_status`` rows of its keys.
 
 A task returns a small dict; a lake problem comes back as ``{"error": "one line"}`` rather than
-as an exception, so the driver can show it without Spark's traceback around it.
+as an exception, so the driver can show it without Spark's traceback around it. Lake files a task
+could not read and skipped are in its ``"unreadable"`` list (:class:`collectors.lake.UnreadableFile`).
 """
 
 from __future__ import annotations
@@ -73,12 +74,12 @@ def count_day(work: Work, day: date) -> dict[str, Any]:
 def _count_day(work: Work, day: date) -> dict[str, Any]:
     day_start = int((day - date(1970, 1, 1)).days) * MINUTES_PER_DAY
     low, high = max(day_start, work.first), min(day_start + MINUTES_PER_DAY, work.end)
-    pieces, read = [], 0
+    pieces, read, unreadable = [], 0, []
     for table in work.definitions.tables:
         margin = SAMPLE_MARGIN_MINUTES if table == "streams_instance" else 0
         rows = lake_io.read_days(work.lake, table, day_of_minute(low - margin), day,
                                  columns=_columns(work.definitions, table), dictionary=True,
-                                 clusters=list(work.clusters or ()) or None)
+                                 clusters=list(work.clusters or ()) or None, unreadable=unreadable)
         read += rows.num_rows
         for slo in work.definitions.slos:
             if slo.table == table:
@@ -92,7 +93,7 @@ def _count_day(work: Work, day: date) -> dict[str, Any]:
         for number in np.unique(shard):
             work.staging.write(COUNTS, counts.filter(pa.array(shard == number)),
                                f"{day.isoformat()}-{_shard_name(int(number), work.shards)}", compression="lz4")
-    return {"day": day.isoformat(), "samples": read, "counts": counts.num_rows}
+    return {"day": day.isoformat(), "samples": read, "counts": counts.num_rows, "unreadable": unreadable}
 
 
 def evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
@@ -105,10 +106,11 @@ def evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
 
 def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
     names = [slo.name for slo in work.definitions.slos]
+    unreadable: list = []
     stored = lake_io.read_days(work.lake, "slo_minute", day_of_minute(work.lookback_start),
                                day_of_minute(work.start - 1), dictionary=True,
                                clusters=list(work.clusters or ()) or None,
-                               files=lambda name: may_hold(name, shard, work.shards))
+                               files=lambda name: may_hold(name, shard, work.shards), unreadable=unreadable)
     minute = np.floor_divide(pc.cast(stored.column("time"), pa.int64()).to_numpy(), minutes.MINUTE_MICROS)
     key, parts = _keys(stored)
     wanted = (shard_of(parts, work.shards) == shard) & np.isin(parts[1].to_numpy(zero_copy_only=False), names)
@@ -132,7 +134,7 @@ def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
     work.staging.write("slo_status", status, part)
     latest = status.filter(pc.equal(pc.cast(status.column("time"), pa.int64()), work.end * minutes.MINUTE_MICROS))
     return {"shard": shard, "minute_rows": minute_rows.num_rows, "status_rows": status.num_rows,
-            "latest": latest.to_pylist()}
+            "latest": latest.to_pylist(), "unreadable": unreadable}
 
 
 def shard_count(parallelism: int, rows: int, rows_per_shard: int, most: int = 256) -> int:

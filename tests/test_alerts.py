@@ -335,6 +335,47 @@ def test_since_is_the_start_of_the_condition_and_value_and_summary_follow_the_la
     assert result.events == [] and result.firing[0].value == 7.0, "a value change is not a state change"
 
 
+def test_a_restored_tracker_keeps_since_and_firing_and_announces_only_events_not_written():
+    urp = {"cluster.under_replicated_partitions": 3}
+    state = AlertState(cluster="prod")
+    state.evaluate(changed(urp, T0))
+    assert events(state.evaluate(changed(urp, T0 + 60))) == [("UnderReplicatedPartitions", WARNING, "firing")]
+    saved = json.loads(json.dumps(state.saved()))  # what the loop writes to disk
+    written = AlertState(cluster="prod")
+    assert written.restore(saved, events_written_until=T0 + 60) == 1
+    result = written.evaluate(changed(urp, T0 + 70))
+    assert [(rule, severity) for rule, severity, _ in firing(result)] == [("UnderReplicatedPartitions", WARNING)]
+    assert result.firing[0].since == T0 and result.events == []  # not held again, not announced twice
+    lost = AlertState(cluster="prod")
+    lost.restore(saved, events_written_until=T0 + 30)  # the firing event was among the rows lost
+    result = lost.evaluate(changed({"cluster.under_replicated_partitions": None}, T0 + 70))  # unknown: kept
+    assert events(result) == [("UnderReplicatedPartitions", WARNING, "firing")] and result.events[0].since == T0
+    assert AlertState(cluster="other").restore(saved) == 0
+
+
+def test_saved_alert_states_are_restored_only_when_recent_and_a_crash_is_a_gap_per_table():
+    from collectors.loop_state import LoopMark, crash_gap_rows, restorable_alerts
+
+    saved = {"pid": 7, "clusters": {"prod": {"cluster": "prod", "time": T0, "alerts": []}}}
+    mark = LoopMark(pid=7, started=T0 - 600, cycle_time=T0 + 200, flushed_at=T0 + 150)
+    assert restorable_alerts(saved, mark, T0 + 210) == (saved["clusters"], T0 + 150)
+    assert restorable_alerts(saved, mark, T0 + 200 + 301) == ({}, T0 + 150)  # older than the bound
+    assert restorable_alerts(saved, None, T0 + 301) == ({}, None)  # no mark: the state's own time
+    assert restorable_alerts(None, mark, T0) == ({}, None)
+
+    mark.appended("prod", "alert_event", 0, T0 + 155)  # none this cycle: not a start
+    mark.appended("prod", "consumer_lag", 40, T0 + 160)
+    mark.appended("prod", "alert_event", 1, T0 + 165)
+    mark.appended("prod", "cluster_health", 1, T0 + 160)
+    mark.appended("prod", "consumer_lag", 40, T0 + 170)
+    mark.written({"cluster_health"})
+    rows = crash_gap_rows(mark, pid=7, died=T0 + 205, why="signal SIGKILL")
+    assert [(r["table_name"], r["first_time"], r["last_time"], r["rows_dropped"]) for r in rows] == [
+        ("alert_event", T0 + 165, T0 + 205, 1), ("consumer_lag", T0 + 160, T0 + 205, 80)]
+    assert rows[0]["reason"].startswith("collector process died (signal SIGKILL); rows buffered since the last flush")
+    assert crash_gap_rows(mark, pid=8, died=T0 + 5, why="exit status 1") == []  # died before its first cycle
+
+
 # --- the tracker: warning vs critical -----------------------------------------------------------------
 
 LOW, CRIT = "RequestHandlerIdleLow", "RequestHandlerIdleCritical"

@@ -289,3 +289,76 @@ def test_the_published_snapshot_is_plain_json_whatever_the_values():
                     "offset": 2**62})
     assert json.loads(text) == {"time": 1.5, "lag_seconds": None, "since": str(since), "by_broker": {"1": "up"},
                                 "offset": 2**62}
+
+
+@pytest.mark.cluster
+def test_a_killed_collection_loop_leaves_a_lake_gap_and_its_firing_alert_keeps_its_since(local_cluster, tmp_path):
+    """kill -9 of the loop (not the supervisor): the rows it had buffered since its last flush are
+    a ``lake_gap`` row covering that interval, and an alert firing before the kill fires after the
+    restart with the same ``since``."""
+    import psutil
+
+    from tests.test_ops_support import admin_for, commit, create_topic, produce
+
+    bootstrap = local_cluster.layout.bootstrap_servers
+    admin = admin_for(bootstrap)
+    create_topic(admin, "crash.stopped", 1)
+    produce(bootstrap, "crash.stopped", {0: 20}, first_ms=int(time.time() * 1000) - 60_000, step_ms=100)
+    commit(admin, "crash-stopped", {("crash.stopped", 0): 5})  # no members, offset still: STOP
+    lake = tmp_path / "lake"
+    port = free_port()
+    config_path = tmp_path / "kpulse.yaml"
+    config_path.write_text(yaml.safe_dump({
+        "clusters": [{"name": "test", "bootstrap_servers": bootstrap,
+                      "consumer_groups": {"include": ["crash-stopped"]}}],
+        "lake": {"path": str(lake)}, "intervals": {"collect_seconds": 1},
+        "exporter": {"port": port, "host": "127.0.0.1"}}))
+    snapshot_file = lake / "_snapshots" / "test.json"
+
+    def stopped_alert():
+        try:
+            alerts = json.loads(snapshot_file.read_text())["alerts"]
+        except (OSError, ValueError, KeyError):
+            return None
+        return next((a for a in alerts if a["rule"] == "ConsumerGroupStatus"
+                     and a["entity"] == "group/crash-stopped"), None)
+
+    def wait(check, timeout=90):
+        deadline = time.monotonic() + timeout
+        while not (found := check()):
+            assert time.monotonic() < deadline, "timed out"
+            time.sleep(0.2)
+        return found
+
+    supervisor = subprocess.Popen([sys.executable, "-m", "kpulse.cli", "--config", str(config_path), "collect"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        before = wait(stopped_alert)
+        time.sleep(4)  # a few more cycles, buffered and not flushed yet (the lake is flushed once a minute)
+        [child] = psutil.Process(supervisor.pid).children()
+        killed_at = time.time()
+        child.send_signal(signal.SIGKILL)
+        wait(lambda: [c.pid for c in psutil.Process(supervisor.pid).children()] not in ([], [child.pid]))
+        restarted = time.time()
+        after = wait(lambda: (a := stopped_alert()) and json.loads(snapshot_file.read_text())["time"] > restarted
+                     and a)
+    finally:
+        supervisor.send_signal(signal.SIGTERM)
+        out, err = supervisor.communicate(timeout=60)
+    assert supervisor.returncode == 0, err
+    assert "collector process died (signal SIGKILL)" in out
+    assert after["since"] == before["since"] and after["severity"] == before["severity"]
+    events = read_table(str(lake), "alert_event")
+    mine = events[events["entity"] == "group/crash-stopped"]
+    assert list(mine["state"]) == ["firing"], mine  # announced once, not again after the restart
+
+    gaps = read_table(str(lake), "lake_gap")
+    health_gap = gaps[gaps["table_name"] == "cluster_health"]
+    assert len(health_gap) == 1, gaps
+    gap = health_gap.iloc[0]
+    assert "SIGKILL" in gap["reason"] and gap["rows_dropped"] >= 3
+    assert gap["first_time"].timestamp() < killed_at - 3 and killed_at <= gap["last_time"].timestamp() < restarted
+    health = read_table(str(lake), "cluster_health")
+    before_gap = health[health["time"] <= gap["first_time"]]
+    inside = health[(health["time"] > gap["first_time"]) & (health["time"] < gap["last_time"])]
+    assert len(before_gap) >= 1 and inside.empty  # the rows written end where the gap begins

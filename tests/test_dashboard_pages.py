@@ -233,3 +233,24 @@ def test_narrowing_the_search_on_a_later_page_moves_back_to_the_last_page(tmp_pa
     assert not test.exception
     assert test.number_input(key="groups-page").value == 2
     assert len(test.dataframe[0].value) == 50
+
+
+def test_an_unreadable_lake_file_is_a_warning_naming_the_file_count_and_the_day(tmp_path, monkeypatch):
+    from datetime import datetime, timezone
+
+    now = time.time()
+    write_lake(str(tmp_path / "lake"), now, history_cycles=5)
+    day = datetime.fromtimestamp(now - 2, timezone.utc).date().isoformat()
+    (tmp_path / "lake" / "cluster_health" / f"date={day}" / "part-20270115T080000Z-0badf11e.parquet").write_bytes(
+        b"PAR1 truncated")
+    config = {"clusters": [{"name": CLUSTER, "bootstrap_servers": "127.0.0.1:9"}], "lake": {"path": str(tmp_path / "lake")},
+              "intervals": {"collect_seconds": 600}}
+    (tmp_path / "kpulse.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("KPULSE_CONFIG", str(tmp_path / "kpulse.yaml"))
+    test = AppTest.from_file(str(APP_FILE), default_timeout=60).run()
+    assert not test.exception, [e.value for e in test.exception]
+    warnings = [w.value for w in test.warning if "unreadable lake file" in w.value]
+    assert len(warnings) == 1 and f"1 unreadable lake file(s) skipped: cluster_health rows of {day} (UTC)" in warnings[0]
+    assert any("0badf11e.parquet: " in text.value for text in test.text)  # the file, as plain text
+    open_page(test, "brokers")  # pages that read only good files say nothing
+    assert not [w.value for w in test.warning if "unreadable lake file" in w.value]

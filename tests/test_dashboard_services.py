@@ -196,3 +196,28 @@ def test_the_timeline_starts_when_an_instance_was_first_seen():
     periods = streams.timeline(empty, "app", NOW - 3600, NOW, {"i1": "RUNNING", "i2": "RUNNING"},
                                {"i1": ts(NOW - 120), "i2": ts(NOW - 7200)})
     assert periods.set_index("instance")["begin"].to_dict() == {"i1": ts(NOW - 120), "i2": ts(NOW - 3600)}
+
+
+def test_a_read_that_skipped_an_unreadable_file_says_which_data_is_missing(tmp_path):
+    from collectors.lake import LakeWriter
+    from dashboard.services.sources import Sources
+    from kpulse.config import parse_config
+
+    writer = LakeWriter(str(tmp_path))
+    writer.append("cluster_health", [{"time": NOW - 60 * i, "cluster": "prod", "brokers_up": 3} for i in range(5)])
+    assert writer.flush().ok
+    [good] = (tmp_path / "cluster_health").rglob("*.parquet")
+    bad = good.parent / "part-20270115T080000Z-0badf11e.parquet"
+    bad.write_bytes(b"PAR1 truncated")
+    config = parse_config({"clusters": [{"name": "prod", "bootstrap_servers": "127.0.0.1:9"}],
+                           "lake": {"path": str(tmp_path)}}, source="test", base_dir=tmp_path)
+    read = Sources(config).read_checked("cluster_health", "prod", since=NOW - 3600)
+    assert len(read.frame) == 5  # the good file is read
+    missing = read.missing
+    assert missing is not None and missing.files == (f"{bad}: " + missing.files[0].split(": ", 1)[1],)
+    day = good.parent.name.removeprefix("date=")
+    assert missing.line() == (f"1 unreadable lake file(s) skipped: cluster_health rows of {day} (UTC) may be "
+                              f"missing here. {missing.files[0]}")
+    assert Sources(config).read_checked("collector_status", "prod").missing is None  # no bad file there
+    with pytest.raises(DashboardError, match=r"^lake table cluster_health: 1 unreadable file\(s\), e.g. .*0badf11e"):
+        Sources(config).read_checked("cluster_health", "prod", since=NOW + 1)  # nothing readable left: an error

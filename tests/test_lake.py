@@ -361,7 +361,8 @@ def test_corrupt_file_is_skipped_with_a_reason_and_good_files_are_read(tmp_path,
     frame, skipped = read_table_with_problems(str(tmp_path), "broker_state")
 
     assert len(frame) == 3
-    assert len(skipped) == 1 and skipped[0].startswith(f"{corrupt}: ") and "magic bytes" in skipped[0]
+    assert len(skipped) == 1 and str(skipped[0]).startswith(f"{corrupt}: ") and "magic bytes" in str(skipped[0])
+    assert (skipped[0].table, str(skipped[0].day)) == ("broker_state", "2024-03-09")
     with caplog.at_level(logging.WARNING, logger="collectors.lake"):
         assert len(read_table(str(tmp_path), "broker_state")) == 3
     assert "deadbeef" in caplog.text

@@ -70,3 +70,16 @@ def test_generated_rules_cover_every_slo_with_recording_and_both_alert_levels_an
     assert 'consumergroup="billing"' in billing_page and "(14.4 * 0.001)" in billing_page
     assert "(14.4 * 0.01)" in alerts[2]["expr"] and 'consumergroup!~"billing"' in alerts[2]["expr"]
     yaml.safe_load(yaml.safe_dump({"groups": rule_groups(overridden)}))
+
+
+def test_an_unreadable_status_file_is_skipped_and_the_others_are_served(tmp_path):
+    from collectors.lake import LakeWriter
+    from spark_jobs.export import latest_rows
+
+    writer = LakeWriter(str(tmp_path))
+    writer.append("slo_status", [{"time": at(10), "cluster": "prod", "slo": "partition-health", "entity": "prod",
+                                  "sli": 0.9}])
+    assert writer.flush().ok
+    [good] = (tmp_path / "slo_status").rglob("*.parquet")
+    (good.parent / "part-zzz-0badf11e.parquet").write_bytes(b"PAR1 truncated")
+    assert [(r["slo"], r["sli"]) for r in latest_rows(str(tmp_path))] == [("partition-health", 0.9)]

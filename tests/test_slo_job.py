@@ -122,14 +122,45 @@ def test_a_missing_or_corrupt_lake_is_one_line_and_writes_nothing(spark, tmp_pat
         run(spark, str(tmp_path / "absent"), DEFINITIONS, until=at(10).timestamp())
     with pytest.raises(LakeError, match=r"^no samples in the lake"):
         run(spark, str(tmp_path), DEFINITIONS, until=at(10).timestamp())
-    write_samples(tmp_path, range(0, 10))
-    bad = tmp_path / "cluster_health" / "date=2026-03-09" / "part-20260309T230500Z-0badf11e.parquet"
-    bad.write_bytes(b"PAR1 this is not parquet")
-    with pytest.raises(LakeError) as caught:
-        run(spark, str(tmp_path), DEFINITIONS, until=at(10).timestamp())
-    message = str(caught.value)
-    assert "\n" not in message and "0badf11e" in message, message
     assert not (tmp_path / "slo_minute").exists() and not (tmp_path / "slo_status").exists()
+
+
+def garbage_file(lake, table="cluster_health", day="2026-03-09"):
+    bad = lake / table / f"date={day}" / "part-20260309T230500Z-0badf11e.parquet"
+    bad.write_bytes(b"PAR1 this is not parquet")
+    return bad
+
+
+def test_an_unreadable_lake_file_is_skipped_named_and_recorded_once_as_a_gap(spark, tmp_path):
+    """One corrupt file among good ones: every SLO of every cluster is still evaluated from the
+    good files, the file is named in one line, and a ``lake_gap`` row records it, once."""
+    write_samples(tmp_path, range(0, 10), offline_at={3}, cluster="prod")
+    write_samples(tmp_path, range(0, 10), cluster="edge")
+    bad = garbage_file(tmp_path)
+    first = run(spark, str(tmp_path), DEFINITIONS, until=at(10).timestamp())
+    assert len(first.unreadable) == 1 and first.unreadable[0].startswith(f"{bad}: ") and "\n" not in first.unreadable[0]
+    latest = {(r["cluster"], r["slo"], r["entity"]): (r["good_events"], r["valid_events"]) for r in first.latest}
+    assert latest == {("prod", "partition-health", "prod"): (9, 10), ("edge", "partition-health", "edge"): (10, 10),
+                      ("prod", "consumer-progress", "billing"): (9, 10),
+                      ("edge", "consumer-progress", "billing"): (10, 10)}
+    run(spark, str(tmp_path), DEFINITIONS, until=at(10).timestamp(), full=True)  # the same file again
+    gaps = read_table(str(tmp_path), "lake_gap")
+    assert len(gaps) == 1, gaps
+    gap = gaps.iloc[0]
+    assert gap["table_name"] == "cluster_health" and gap["reason"].startswith(f"unreadable file {bad}: ")
+    assert str(gap["first_time"].date()) == str(gap["last_time"].date()) == "2026-03-09"
+    assert pd.isna(gap["rows_dropped"])  # unknown: the file cannot even say how many
+
+
+def test_cli_run_names_an_unreadable_file_in_one_line_and_goes_on(tmp_path):
+    write_samples(tmp_path, range(0, 10), offline_at={9})
+    bad = garbage_file(tmp_path)
+    result = kpulse("slo", "run", "--lake", str(tmp_path), "--master", "local[1]", "--until", "2026-03-09T23:10:00Z")
+    named = [line for line in result.stderr.splitlines() if "0badf11e" in line]
+    assert named == [f"kpulse slo: skipped unreadable file {named[0].split('unreadable file ', 1)[1]}"], result.stderr
+    assert str(bad) in named[0] and "recorded in lake_gap" in named[0]
+    assert "Traceback" not in result.stderr
+    assert "prod partition-health prod: SLI 0.90000" in result.stdout
 
 
 def test_cli_check_refuses_a_bad_definitions_file_naming_the_field(tmp_path):

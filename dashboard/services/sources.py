@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, Callable
 
 import pandas as pd
 import pyarrow.fs as pafs
 
-from collectors.lake import read_table_with_problems, resolve
+from collectors.lake import UnreadableFile, read_table_with_problems, resolve
 from collectors.runner import SNAPSHOT_DIR
 from kpulse.config import KpulseConfig, load_config
 from kpulse.errors import KpulseError
@@ -32,6 +33,46 @@ def one_line(error: BaseException) -> str:
     if isinstance(error, KpulseError):
         return text or type(error).__name__
     return f"{type(error).__name__}: {text}".rstrip(": ")
+
+
+@dataclass(frozen=True)
+class MissingData:
+    """Lake files a read skipped because they could not be read: their rows are not in the frame."""
+
+    table: str
+    files: tuple[str, ...]
+    """``"<path>: <error>"`` of each."""
+    first_day: date | None
+    last_day: date | None
+    """The UTC dates of the partitions that held them (``None`` when no file was in a ``date=`` one)."""
+
+    @classmethod
+    def of(cls, table: str, skipped: list[UnreadableFile]) -> "MissingData | None":
+        days = sorted(day for day in (problem.day for problem in skipped) if day is not None)
+        return cls(table, tuple(map(str, skipped)), days[0] if days else None,
+                   days[-1] if days else None) if skipped else None
+
+    def summary(self) -> str:
+        """How many files and which period, without the paths (safe to show as Markdown)."""
+        period = ("" if self.first_day is None else f" of {self.first_day}" if self.first_day == self.last_day
+                  else f" of {self.first_day} to {self.last_day}")
+        return (f"{len(self.files)} unreadable lake file(s) skipped: {self.table} rows{period} (UTC) "
+                "may be missing here.")
+
+    def first_file(self) -> str:
+        """The first file and its error (plain text), and how many more there are."""
+        return self.files[0] + (f" (and {len(self.files) - 1} more)" if len(self.files) > 1 else "")
+
+    def line(self) -> str:
+        """:meth:`summary` and :meth:`first_file` in one line (for a log)."""
+        return f"{self.summary()} {self.first_file()}"
+
+
+@dataclass(frozen=True)
+class TableRead:
+    frame: pd.DataFrame
+    missing: MissingData | None
+    """What the read had to skip; ``None`` when every file was read."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +96,11 @@ class Sources:
     def read(self, table: str, cluster: str, *, since: float | None = None, until: float | None = None,
              columns: list[str] | None = None) -> pd.DataFrame:
         """Rows of one lake table and cluster with ``since <= time < until`` (epoch seconds)."""
+        return self.read_checked(table, cluster, since=since, until=until, columns=columns).frame
+
+    def read_checked(self, table: str, cluster: str, *, since: float | None = None, until: float | None = None,
+                     columns: list[str] | None = None) -> TableRead:
+        """:meth:`read`, and which data is missing because a file could not be read."""
         try:
             frame, skipped = read_table_with_problems(self.lake_path, table, since=since, until=until,
                                                       cluster=cluster, columns=columns)
@@ -62,7 +108,7 @@ class Sources:
             raise DashboardError(f"cannot read lake table {table} at {self.lake_path}: {one_line(error)}") from None
         if skipped and frame.empty:
             raise DashboardError(f"lake table {table}: {len(skipped)} unreadable file(s), e.g. {skipped[0]}")
-        return frame
+        return TableRead(frame, MissingData.of(table, skipped))
 
     def snapshot_stamp(self, cluster: str) -> float | None:
         """Modification time of the cluster's latest snapshot (a cache key); ``None`` when absent."""
