@@ -62,7 +62,7 @@ def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy
     partitions = _scope_partitions(admin, scope, committed, file_offsets)
     log_start = kafka_reads.log_offsets(admin, partitions, "earliest")
     log_end = kafka_reads.log_offsets(admin, partitions, "latest")
-    at_time = kafka_reads.log_offsets(admin, partitions, timestamp_ms) if timestamp_ms is not None else None
+    at_time = offsets_at_time(admin, partitions, timestamp_ms, log_start) if timestamp_ms is not None else None
     chosen = choose_offsets(strategy, partitions, committed, log_start, log_end,
                             timestamp_offsets=at_time, file_offsets=file_offsets)
     rows = tuple(PartitionReset(topic=t, partition=p, current=committed.get((t, p)), log_start=log_start[(t, p)],
@@ -75,6 +75,8 @@ def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy
 
 
 def strategy_timestamp_ms(strategy: Strategy, clock: Callable[[], float]) -> int | None:
+    """Epoch milliseconds of a to-datetime / by-duration strategy; negative before the epoch
+    (:func:`offsets_at_time` reads that as the log start)."""
     if strategy.name not in TIMESTAMP_STRATEGIES:
         return None
     if strategy.value is None:
@@ -84,13 +86,26 @@ def strategy_timestamp_ms(strategy: Strategy, clock: Callable[[], float]) -> int
     return int(clock() * 1000) - parse_duration_ms(strategy.value)
 
 
+def offsets_at_time(admin, partitions: list[TopicPartition], timestamp_ms: int,
+                    log_start: dict[TopicPartition, int]) -> dict[TopicPartition, int | None]:
+    """The first offset at or after ``timestamp_ms`` per partition. A time before the epoch means
+    the log start, as a time before the first record would: it is never sent to ListOffsets,
+    which reads -1 as the log end and -3 as the record with the largest timestamp."""
+    if timestamp_ms < 0:
+        return {tp: log_start[tp] for tp in partitions}
+    return kafka_reads.log_offsets(admin, partitions, timestamp_ms)
+
+
 def read_plan_file(path, group_id: str) -> dict[TopicPartition, int]:
     if not path:
         raise BadInput("--from-file needs a CSV file")
     try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as error:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
         raise BadInput(f"cannot read the reset plan file {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise BadInput(f"cannot read the reset plan file {path}: not UTF-8 text "
+                       f"(byte {error.object[error.start]:#04x} at position {error.start})") from None
     return parse_reset_csv(text, group_id)
 
 
