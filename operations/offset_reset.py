@@ -46,10 +46,18 @@ def refuse_unless_inactive(group: kafka_reads.GroupView, what: str = "the offset
                       f"{group.members_text()}; stop them first (the group must be Empty or Dead)")
 
 
+def refuse_empty_id(value: str, what: str) -> None:
+    """An empty or blank group / application id is a typo, refused before Kafka is asked (which
+    answers an empty id with a bare ``ConsumerGroupDescribe:``)."""
+    if not value.strip():
+        raise BadInput(f"the {what} is empty" + (f" ({value!r})" if value else ""))
+
+
 def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy: Strategy, *,
                       clock: Callable[[], float] = time.time) -> ResetPlan:
     """The reset ``strategy`` would do on ``scope``; raises :class:`BadInput` (unknown group,
     topic or partition, malformed value) or :class:`Refused` (group active)."""
+    refuse_empty_id(group_id, "group id")
     timestamp_ms = strategy_timestamp_ms(strategy, clock)
     file_offsets = read_plan_file(strategy.value, group_id) if strategy.name == "from-file" else None
     if file_offsets is None and not scope.all_topics and not scope.topics:
@@ -128,15 +136,49 @@ def _scope_partitions(admin, scope: Scope, committed: dict[TopicPartition, int],
     return wanted
 
 
-def execute_offset_reset(admin, plan: ResetPlan) -> ResetOutcome:
-    """Apply ``plan``: re-check that the group is inactive and its offsets are those the plan
-    saw, commit the new offsets, read them back. Raises :class:`Refused` when a re-check fails
-    (nothing changed); per-partition failures are in the outcome."""
+def refuse_invalid_offsets(admin, rows, what: str) -> None:
+    """Re-validate a plan's partitions as a fresh plan would be: each topic and partition exists
+    and each new offset lies inside [log start, log end] read now. Raises :class:`Refused` naming
+    every partition that does not qualify (nothing is changed)."""
+    existing = kafka_reads.all_topics(admin)
+    keys = [(p.topic, p.partition) for p in rows]
+    missing = [f"{t}-{p}" for t, p in keys if p not in existing.get(t, ())]
+    present = [tp for tp in keys if tp[1] in existing.get(tp[0], ())]
+    log_start = kafka_reads.log_offsets(admin, present, "earliest")
+    log_end = kafka_reads.log_offsets(admin, present, "latest")
+    problems = [f"partition(s) {', '.join(missing)} do not exist"] if missing else []
+    problems += [f"{p.topic}-{p.partition}: new offset {p.new} is outside the log "
+                 f"({log_start[(p.topic, p.partition)]}..{log_end[(p.topic, p.partition)]})"
+                 for p in rows if (p.topic, p.partition) in log_start
+                 and not log_start[(p.topic, p.partition)] <= p.new <= log_end[(p.topic, p.partition)]]
+    if problems:
+        more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise Refused(f"the plan for {what} is refused, nothing changed: {'; '.join(problems[:10])}{more}; plan again")
+
+
+def refuse_unexpected_offsets(committed: dict[TopicPartition, int], expected: dict[TopicPartition, int],
+                              what: str) -> None:
+    """``--expect-current``: every named partition's committed offset must be the expected one."""
+    differ = [f"{t}-{p}: expected {offset}, committed {committed.get((t, p), 'none')}"
+              for (t, p), offset in sorted(expected.items()) if committed.get((t, p)) != offset]
+    if differ:
+        raise Refused(f"the committed offsets of {what} are not those of --expect-current "
+                      f"({'; '.join(differ[:10])}); nothing changed")
+
+
+def execute_offset_reset(admin, plan: ResetPlan, expect_current: dict[TopicPartition, int] | None = None) -> ResetOutcome:
+    """Apply ``plan``: re-check that the group is inactive, that the plan still fits the cluster
+    (:func:`refuse_invalid_offsets`), that its offsets are those the plan saw and those of
+    ``expect_current``; commit every new offset in one request, read them back. Raises
+    :class:`Refused` when a re-check fails (nothing changed); the partitions whose read-back
+    differs are named in the outcome."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
 
     refuse_unless_inactive(kafka_reads.describe_group(admin, plan.group_id))
+    refuse_invalid_offsets(admin, plan.partitions, f"group {plan.group_id!r}")
     keys = [(p.topic, p.partition) for p in plan.partitions]
-    now = kafka_reads.committed_offsets(admin, plan.group_id, keys)
+    now = kafka_reads.committed_offsets(admin, plan.group_id, sorted(set(keys) | set(expect_current or {})))
+    refuse_unexpected_offsets(now, expect_current or {}, f"group {plan.group_id!r}")
     moved = [f"{p.topic}-{p.partition}: {p.current} -> {now.get((p.topic, p.partition))}"
              for p in plan.partitions if now.get((p.topic, p.partition)) != p.current]
     if moved:
@@ -165,6 +207,9 @@ def execute_offset_reset(admin, plan: ResetPlan) -> ResetOutcome:
         if error is None and after.get(key) != p.new:
             error = failure or f"committed offset is {after.get(key)} after the reset, expected {p.new}"
         rows.append(PartitionOutcome(p.topic, p.partition, p.current, p.new, after.get(key), error))
-    failed = sum(r.error is not None for r in rows)
-    result = "ok" if not failed else "failed" if failed == len(rows) else "partial"
-    return ResetOutcome(result, tuple(rows), failure or (f"{failed} of {len(rows)} partition(s) failed" if failed else None))
+    failed = [r for r in rows if r.error is not None]
+    result = "ok" if not failed else "failed" if len(failed) == len(rows) else "partial"
+    named = ", ".join(f"{r.topic}-{r.partition} (committed {'none' if r.after is None else r.after}, planned {r.new})"
+                      for r in failed[:10]) + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
+    summary = f"{len(failed)} of {len(rows)} partition(s) not as planned after the commit: {named}" if failed else None
+    return ResetOutcome(result, tuple(rows), f"{failure}; {summary}" if failure and summary else failure or summary)

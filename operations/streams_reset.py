@@ -28,7 +28,9 @@ from kpulse.kafka_clients import error_text
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
 from operations.offset_plan import PartitionReset, Strategy, choose_offsets, non_empty_id, partition_rows
-from operations.offset_reset import offsets_at_time, read_plan_file, refuse_unless_inactive, strategy_timestamp_ms
+from operations.offset_reset import (
+    offsets_at_time, read_plan_file, refuse_empty_id, refuse_invalid_offsets, refuse_unless_inactive, strategy_timestamp_ms,
+)
 from operations.plan_fields import PlanFields
 
 STREAMS_STRATEGIES = ("to-earliest", "to-latest", "to-offset", "shift-by", "to-datetime", "by-duration", "from-file")
@@ -99,6 +101,7 @@ class StreamsResetOutcome:
 def plan_streams_reset(admin, cluster: str, application_id: str, input_topics: list[str],
                        intermediate_topics: list[str], internal_topics: list[str] | None = None,
                        strategy: Strategy | None = None, *, clock: Callable[[], float] = time.time) -> StreamsResetPlan:
+    refuse_empty_id(application_id, "application id")
     strategy = strategy or Strategy("to-earliest")
     if strategy.name not in STREAMS_STRATEGIES:
         raise BadInput(f"--{strategy.name} is not a Streams reset strategy; one of --{', --'.join(STREAMS_STRATEGIES)}")
@@ -155,6 +158,7 @@ def execute_streams_reset(admin, plan: StreamsResetPlan, *, settle_seconds: floa
 
     refuse_unless_inactive(kafka_reads.describe_group(admin, plan.application_id), "the Streams application")
     rows = plan.input + plan.intermediate
+    refuse_invalid_offsets(admin, rows, f"the Streams application {plan.application_id!r}")
     keys = [(p.topic, p.partition) for p in rows]
     now = kafka_reads.committed_offsets(admin, plan.application_id, keys) if keys else {}
     moved = [f"{p.topic}-{p.partition}" for p in rows if now.get((p.topic, p.partition)) != p.current]

@@ -275,3 +275,35 @@ def test_the_official_reassignment_json_is_checked_the_same_way(text, message):
 
     with pytest.raises(BadInput, match=f"^not a reassignment JSON: .*{message}"):
         parse_official_json(text)
+
+
+# --- the config parser: ASCII digits too ----------------------------------------------------------
+
+def config_with(cluster: dict, environ: dict | None = None):
+    from kpulse.config import parse_config
+
+    return parse_config({"clusters": [{"name": "a", "bootstrap_servers": "k:9092", **cluster}]}, source="test",
+                        base_dir=".", environ=environ or {})
+
+
+@pytest.mark.parametrize("cluster", [
+    {"bootstrap_servers": "k:\u0661\u0662"},
+    {"bootstrap_servers": "k:\u00b2"},
+    {"metrics": {"source": "jmx_exporter", "broker_endpoints": {"\u0661": "http://x:1"}}},
+    {"metrics": {"source": "jmx_exporter", "broker_endpoints": {"\u00b2": "http://x:1"}}},
+    {"metrics": {"source": "prometheus", "prometheus_url": "http://p:9090", "prometheus_selector": 'j\u00f6b="x"'}},
+])
+def test_config_numbers_and_label_names_are_ascii(cluster):
+    from kpulse.config.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        config_with(cluster)
+
+
+@pytest.mark.parametrize("base", ["\u00b2", "\u0662\u0669\u0660\u0669\u0660"])
+def test_a_port_base_with_non_ascii_digits_is_a_config_error(base):
+    from kpulse.config.errors import ConfigError
+    from kpulse.config.load import default_config
+
+    with pytest.raises(ConfigError, match="KPULSE_PORT_BASE"):
+        default_config({"KPULSE_PORT_BASE": base})
