@@ -25,13 +25,14 @@ _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 def parse_integer(text, what: str, bounds: tuple[int, int] = JAVA_LONG) -> int:
     """``text`` as an integer within ``bounds`` (inclusive); :class:`BadInput` naming ``what``
     (``--to-offset``, ``partition in --topic 't:x'``) otherwise."""
+    shown = repr(text) if not isinstance(text, str) or len(text) <= 40 else repr(text[:37] + "...")
     if not isinstance(text, str) or not _INTEGER.match(text):
-        raise BadInput(f"{what} needs an integer, got {text!r} (ASCII digits with an optional sign)")
-    value = int(text)
+        raise BadInput(f"{what} needs an integer, got {shown} (ASCII digits with an optional sign)")
     low, high = bounds
-    if not low <= value <= high:
-        raise BadInput(f"{what}: {text} is out of range ({low}..{high})")
-    return value
+    # more than 19 significant digits never fits; int() of a string of thousands of them fails
+    if len(text.lstrip("+-").lstrip("0")) > 19 or not low <= int(text) <= high:
+        raise BadInput(f"{what}: {shown.strip(chr(39))} is out of range ({low}..{high})")
+    return int(text)
 
 
 def parse_integers(text: str, what: str, bounds: tuple[int, int] = PARTITION) -> list[int]:

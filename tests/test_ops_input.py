@@ -19,7 +19,7 @@ from operations.time_specs import parse_datetime_ms, parse_duration_ms
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("0", 0), ("+5", 5), ("-12", -12), ("007", 7),
+    ("0", 0), ("+5", 5), ("-12", -12), ("007", 7), ("-" + "0" * 30 + "5", -5),
     ("9223372036854775807", 2 ** 63 - 1), ("-9223372036854775808", -(2 ** 63)),
 ])
 def test_integers_are_ascii_digits_with_an_optional_sign(text, expected):
@@ -28,7 +28,7 @@ def test_integers_are_ascii_digits_with_an_optional_sign(text, expected):
 
 @pytest.mark.parametrize("text", [
     "1_000", " 1", "1 ", "1 000", "\u0661\u0662", "\u00b2", "\uff11", "", "+", "-", "0x10", "1.0", "1e3", "+-1",
-    "9223372036854775808", "-9223372036854775809", None,
+    "9223372036854775808", "-9223372036854775809", "9" * 5000, None,
 ])
 def test_anything_else_is_refused_in_one_line(text):
     with pytest.raises(BadInput, match=r"^--to-offset( needs an integer|: .* is out of range)"):
@@ -307,3 +307,18 @@ def test_a_port_base_with_non_ascii_digits_is_a_config_error(base):
 
     with pytest.raises(ConfigError, match="KPULSE_PORT_BASE"):
         default_config({"KPULSE_PORT_BASE": base})
+
+
+@pytest.mark.parametrize("text, expected", [("0, 2,5", [0, 2, 5]), ("", []), ("3,3", [3])])
+def test_the_dashboard_forms_partitions(text, expected):
+    from dashboard.action_forms import _partitions
+
+    assert _partitions(text) == expected
+
+
+@pytest.mark.parametrize("text", ["1_0", "\u0661", "-1", "0x1", "2147483648"])
+def test_the_dashboard_forms_partitions_use_the_strict_parser(text):
+    from dashboard.action_forms import _partitions
+
+    with pytest.raises(BadInput, match="partitions"):
+        _partitions(text)
