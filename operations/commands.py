@@ -293,6 +293,8 @@ def _reassign(args, operations) -> int | None:
     progress = Progress()
     if args.action == "execute":
         throttle = parse_integer(str(args.throttle), "--throttle", (1, JAVA_LONG[1]))
+        if args.wait and not 0 < args.timeout < float("inf"):
+            raise BadInput(f"--timeout must be a positive number of seconds, got {args.timeout}")
         if operations.needs_approval(cluster, "reassign:execute"):
             return _requested(operations.request_approval(actor, "reassign:execute", plan,
                                                           {"throttle_bytes": throttle}))

@@ -147,10 +147,10 @@ def refuse_invalid_offsets(admin, rows, what: str) -> None:
     log_start = kafka_reads.log_offsets(admin, present, "earliest")
     log_end = kafka_reads.log_offsets(admin, present, "latest")
     problems = [f"partition(s) {', '.join(missing)} do not exist"] if missing else []
-    problems += [f"{p.topic}-{p.partition}: new offset {p.new} is outside the log "
-                 f"({log_start[(p.topic, p.partition)]}..{log_end[(p.topic, p.partition)]})"
-                 for p in rows if (p.topic, p.partition) in log_start
-                 and not log_start[(p.topic, p.partition)] <= p.new <= log_end[(p.topic, p.partition)]]
+    for p in rows:
+        start, end = log_start.get((p.topic, p.partition)), log_end.get((p.topic, p.partition))
+        if (p.topic, p.partition) in log_start and (start is None or end is None or not start <= p.new <= end):
+            problems.append(f"{p.topic}-{p.partition}: new offset {p.new} is outside the log ({start}..{end})")
     if problems:
         more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
         raise Refused(f"the plan for {what} is refused, nothing changed: {'; '.join(problems[:10])}{more}; plan again")

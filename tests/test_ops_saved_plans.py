@@ -301,3 +301,27 @@ def test_expect_current_names_partitions_without_a_commit_too(admin, group, conf
 
     assert f"{TOPIC}-1: expected 9, committed 6" in line and f"{TOPIC}-2" not in line, line
     assert committed(admin, group) == START
+
+
+def test_expect_current_is_kept_with_an_approval_request_and_checked_when_approved(admin, group, tmp_path, bootstrap):
+    from operations.access import UsersFile
+
+    users = tmp_path / "users.yaml"
+    config = config_file(tmp_path / "kpulse.yaml", bootstrap, tmp_path / "lake", users_file=users)
+    config.write_text(config.read_text().replace("    read_only: false\n", "    read_only: false\n    require_approval: true\n"))
+    for name in ("otto", "olga"):
+        UsersFile(users).add(name, "operator", f"{name}-secret")
+    requested = cli(config, "reset-offsets", "--group", group, "--topic", f"{TOPIC}:0", "--to-earliest",
+                    "--expect-current", f"{TOPIC}:0=5,{TOPIC}:1=6", "--execute", "--as", "otto",
+                    env={"KPULSE_PASSWORD": "otto-secret"})
+    assert requested.returncode == 0, requested.stderr
+    request_id = requested.stdout.split("approval request ")[1].split()[0]
+    commit(admin, group, {**START, (TOPIC, 1): 2})  # a partition outside the plan, named by --expect-current
+
+    line = one_error_line(cli(config, "approvals", "approve", request_id, "--as", "olga",
+                              env={"KPULSE_PASSWORD": "olga-secret"}))
+
+    assert f"{TOPIC}-1: expected 6, committed 2" in line, line
+    assert committed(admin, group) == {**START, (TOPIC, 1): 2}
+    listed = json.loads(cli(config, "approvals", "list", "--all", "--json").stdout)
+    assert [r["status"] for r in listed if r["id"] == request_id] == ["failed"]
