@@ -9,7 +9,7 @@
   range (seconds in a ``long``, as ``Duration.parse`` checks, and milliseconds in a ``long``, as
   ``toMillis`` does) it is refused.
 
-Digits are ASCII digits only (Python's ``\d`` also matches ``١`` or ``९``; the patterns say
+Digits are ASCII digits only (Python's ``\\d`` also matches ``١`` or ``९``; the patterns say
 ``[0-9]`` and are compiled with ``re.ASCII``).
 """
 
@@ -69,6 +69,8 @@ def parse_duration_ms(text: str) -> int:
     sign, days, hours, minutes, seconds, fraction = match.groups()
     total_seconds = 0
     for value, unit in ((days, 86_400), (hours, 3_600), (minutes, 60), (seconds, 1)):
+        if len((value or "").lstrip("+-").lstrip("0")) > 19:  # beyond a long (and int()'s digit limit)
+            raise _out_of_range(text)
         total_seconds += int(value or 0) * unit
         if not _LONG_MIN <= int(value or 0) * unit <= _LONG_MAX or not _LONG_MIN <= total_seconds <= _LONG_MAX:
             raise _out_of_range(text)
