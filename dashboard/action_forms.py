@@ -12,7 +12,7 @@ import streamlit as st
 from dashboard import frame
 from dashboard.services import plans
 from dashboard.services.sources import DashboardError
-from operations.errors import BadInput
+from operations.numbers import PARTITION, parse_integer
 
 
 def _topics() -> list[str]:
@@ -25,10 +25,8 @@ def _topics() -> list[str]:
 
 
 def _partitions(text: str) -> list[int]:
-    try:
-        return sorted({int(p) for p in text.replace(" ", "").split(",") if p})
-    except ValueError:
-        raise BadInput(f"partitions {text!r}: expected numbers like 0,2,5") from None
+    """``0, 2,5`` -> [0, 2, 5]; each number read as Kafka's tools read it (no ``1_0``, no ``١``)."""
+    return sorted({parse_integer(p.strip(), f"partitions {text!r}", PARTITION) for p in text.split(",") if p.strip()})
 
 
 def _group_topics(name: str) -> list[str]:
@@ -80,7 +78,7 @@ def topic_form(key: str, name: str, disabled: bool) -> dict[str, Any]:
 
 def broker_form(key: str, name: str, disabled: bool) -> dict[str, Any]:
     snap = frame.snapshot() or {}
-    brokers = sorted({b["id"] for b in snap.get("brokers") or []} | ({int(name)} if name.isdigit() else set()))
+    brokers = sorted({b["id"] for b in snap.get("brokers") or []} | ({int(name)} if name.isascii() and name.isdigit() else set()))
     left, right = st.columns(2)
     goal = left.radio("Goal", ["balance over the chosen brokers", f"drain broker {name}"], key=f"{key}-goal",
                       disabled=disabled)

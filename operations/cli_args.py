@@ -1,6 +1,8 @@
 """The operations subcommands' arguments: flags mirror the official Kafka tools
 (``kafka-consumer-groups --reset-offsets``, ``kafka-streams-application-reset``,
-``kafka-leader-election``, ``kafka-reassign-partitions``), but nothing changes without ``--execute``."""
+``kafka-leader-election``, ``kafka-reassign-partitions``), but nothing changes without ``--execute``.
+Numbers are read as strings here and parsed by :mod:`operations.numbers` (argparse's ``int`` would
+accept ``1_000``), so a bad one is a one-line error like every other."""
 
 from __future__ import annotations
 
@@ -23,6 +25,9 @@ def add_parsers(commands) -> None:
     scope.add_argument("--topic", action="append", metavar="TOPIC[:P,...]", help="a topic, or chosen partitions (repeatable)")
     _strategy_flags(reset, required=False)
     reset.add_argument("--plan", metavar="FILE", help="execute this JSON plan (from --json) instead of planning")
+    reset.add_argument("--expect-current", action="append", metavar="TOPIC:PARTITION=OFFSET[,...]",
+                       help="with --execute: refuse unless these are the committed offsets when it runs "
+                            "(repeatable; stops a relative reset from applying twice)")
     _mode_flags(reset)
     reset.add_argument("--export", action="store_true", help="print the plan as the official tool's CSV (topic,partition,offset)")
 
@@ -50,7 +55,7 @@ def add_parsers(commands) -> None:
     elect_scope.add_argument("--topic", help="one topic (all its partitions, or --partition)")
     elect_scope.add_argument("--path-to-json-file", metavar="FILE",
                              help='{"partitions": [{"topic": "t", "partition": 0}, ...]}')
-    elect.add_argument("--partition", type=int, help="with --topic: one partition")
+    elect.add_argument("--partition", help="with --topic: one partition")
     _mode_flags(elect)
 
     reassign = commands.add_parser("reassign", help="partition reassignment: generate, execute, verify, cancel")
@@ -59,7 +64,7 @@ def add_parsers(commands) -> None:
     _cluster_and_actor(generate)
     generate.add_argument("--topics", default="", metavar="LIST", help="comma-separated topics (default: all but internal)")
     generate.add_argument("--broker-list", default="", metavar="LIST", help="brokers to place replicas on (default: all)")
-    generate.add_argument("--drain", type=int, metavar="BROKER", help="move every replica off this broker")
+    generate.add_argument("--drain", metavar="BROKER", help="move every replica off this broker")
     generate.add_argument("--output", "-o", metavar="FILE", help="write the plan (kpulse JSON) to this file")
     generate.add_argument("--json", action="store_true", help="print the plan as JSON")
     for action, text in (("execute", "start a planned reassignment under a replication throttle"),
@@ -71,7 +76,7 @@ def add_parsers(commands) -> None:
                              help="kpulse plan from generate, or the official tool's reassignment JSON (execute)")
         command.add_argument("--json", action="store_true")
         if action == "execute":
-            command.add_argument("--throttle", type=int, default=DEFAULT_THROTTLE, metavar="BYTES_PER_SEC",
+            command.add_argument("--throttle", default=str(DEFAULT_THROTTLE), metavar="BYTES_PER_SEC",
                                  help=f"replication throttle while moving (default {DEFAULT_THROTTLE})")
             command.add_argument("--wait", action="store_true", help="show progress until done, then verify")
             command.add_argument("--timeout", type=float, default=3600, help="with --wait: give up after seconds")

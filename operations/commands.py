@@ -21,6 +21,7 @@ from kpulse.progress import Progress
 from operations.access import UsersFile
 from operations.cli_args import COMMANDS, add_parsers  # noqa: F401 - kpulse.cli's entry points
 from operations.errors import BadInput, LoginFailed, NotAuthorized
+from operations.numbers import JAVA_LONG, PARTITION, parse_integer, parse_integers
 from operations.offset_plan import STRATEGIES
 
 
@@ -95,9 +96,12 @@ def cli_actor(config, as_user: str | None):
 # --- reset-offsets -------------------------------------------------------------------------------
 
 def _reset_offsets(args, operations) -> int | None:
-    from operations.offset_plan import ResetPlan, Scope, Strategy
+    from operations.offset_plan import ResetPlan, Scope, Strategy, parse_expect_current
 
     cluster = operations.config.cluster(args.cluster).name
+    expected = parse_expect_current(args.expect_current)
+    if expected and not args.execute:
+        raise BadInput("--expect-current is checked when the plan is executed: add --execute")
     if args.plan:
         plan = ResetPlan.from_dict(_read_json(args.plan))
         if plan.group_id != args.group or plan.cluster != cluster:
@@ -111,8 +115,9 @@ def _reset_offsets(args, operations) -> int | None:
     if args.execute:
         actor = cli_actor(operations.config, args.as_user)
         if operations.needs_approval(cluster, "reset-offsets"):
-            return _requested(operations.request_approval(actor, "reset-offsets", plan))
-        outcome = operations.reset_offsets(actor, plan)
+            options = {"expect_current": [[t, p, o] for (t, p), o in sorted(expected.items())]} if expected else None
+            return _requested(operations.request_approval(actor, "reset-offsets", plan, options))
+        outcome = operations.reset_offsets(actor, plan, expect_current=expected)
     if args.export:
         print(plan.to_csv(), end="")
     elif args.json:
@@ -154,9 +159,14 @@ def _print_reset_outcome(outcome) -> None:
 
 def _read_json(path: str):
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError) as error:
-        raise BadInput(f"cannot read the plan {path}: {error}") from None
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise BadInput(f"cannot read the plan {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise BadInput(f"cannot read the plan {path}: not UTF-8 text (byte {error.object[error.start]:#04x} "
+                       f"at position {error.start})") from None
+    except (ValueError, RecursionError) as error:
+        raise BadInput(f"cannot read the plan {path}: not JSON ({str(error) or 'nested too deeply'})") from None
 
 
 # --- reset-streams-app ---------------------------------------------------------------------------
@@ -211,15 +221,16 @@ def _election_scope(args) -> tuple:
     if args.partition is not None and not args.topic:
         raise BadInput("--partition needs --topic")
     if args.topic:
-        return ((args.topic, None if args.partition is None else (args.partition,)),)
+        partition = None if args.partition is None else parse_integer(args.partition, "--partition", PARTITION)
+        return ((args.topic, None if partition is None else (partition,)),)
     if args.path_to_json_file:
-        data = _read_json(args.path_to_json_file)
-        try:
-            chosen: dict[str, list[int]] = {}
-            for item in data["partitions"]:
-                chosen.setdefault(str(item["topic"]), []).append(int(item["partition"]))
-        except (KeyError, TypeError, ValueError):
-            raise BadInput(f"{args.path_to_json_file}: expected {{\"partitions\": [{{\"topic\": ..., \"partition\": ...}}]}}") from None
+        from operations.plan_fields import PlanFields
+
+        fields = PlanFields(_read_json(args.path_to_json_file),
+                            f'a leader election JSON ({{"partitions": [{{"topic": ..., "partition": ...}}]}})')
+        chosen: dict[str, list[int]] = {}
+        for item in fields.sections("partitions"):
+            chosen.setdefault(item.string("topic"), []).append(item.integer("partition", bounds=PARTITION))
         return tuple((t, tuple(sorted(p))) for t, p in sorted(chosen.items()))
     return ()
 
@@ -248,10 +259,7 @@ def _elect_leaders(args, operations) -> int | None:
 # --- reassign ------------------------------------------------------------------------------------
 
 def _brokers(text: str) -> list[int]:
-    try:
-        return [int(b) for b in text.split(",") if b.strip()]
-    except ValueError:
-        raise BadInput(f"--broker-list {text!r}: expected broker ids like 1,2,3") from None
+    return parse_integers(text, "--broker-list", PARTITION) if text else []
 
 
 def _reassign(args, operations) -> int | None:
@@ -259,9 +267,13 @@ def _reassign(args, operations) -> int | None:
 
     cluster = operations.config.cluster(args.cluster).name
     if args.action == "generate":
-        plan = operations.plan_reassignment(cluster, _topics(args.topics), _brokers(args.broker_list) or None, args.drain)
+        drain = None if args.drain is None else parse_integer(args.drain, "--drain", PARTITION)
+        plan = operations.plan_reassignment(cluster, _topics(args.topics), _brokers(args.broker_list) or None, drain)
         if args.output:
-            Path(args.output).write_text(json.dumps(plan.to_dict(), indent=2))
+            try:
+                Path(args.output).write_text(json.dumps(plan.to_dict(), indent=2))
+            except OSError as error:
+                raise BadInput(f"cannot write the plan to {args.output}: {error.strerror or error}") from None
         if args.json:
             print(json.dumps(plan.to_dict(), indent=2))
             return None
@@ -271,7 +283,7 @@ def _reassign(args, operations) -> int | None:
         print(f"plan written to {args.output}" if args.output else "nothing changed (write it with --output FILE)")
         return None
     data = _read_json(args.plan)
-    if "moves" in data:
+    if isinstance(data, dict) and "moves" in data:
         plan = ReassignmentPlan.from_dict(data)
         if plan.cluster != cluster:
             raise BadInput(f"the plan in {args.plan} is for cluster {plan.cluster!r}")
@@ -280,10 +292,13 @@ def _reassign(args, operations) -> int | None:
     actor = cli_actor(operations.config, args.as_user)
     progress = Progress()
     if args.action == "execute":
+        throttle = parse_integer(str(args.throttle), "--throttle", (1, JAVA_LONG[1]))
+        if args.wait and not 0 < args.timeout < float("inf"):
+            raise BadInput(f"--timeout must be a positive number of seconds, got {args.timeout}")
         if operations.needs_approval(cluster, "reassign:execute"):
             return _requested(operations.request_approval(actor, "reassign:execute", plan,
-                                                          {"throttle_bytes": args.throttle}))
-        status = operations.start_reassignment(actor, plan, args.throttle)
+                                                          {"throttle_bytes": throttle}))
+        status = operations.start_reassignment(actor, plan, throttle)
         if args.wait and status.result == "in-progress":
             reassigner = operations.reassigner(cluster)
             status = reassigner.wait(plan, args.timeout, lambda s: progress.note(
@@ -351,7 +366,9 @@ def _audit_show(args, operations) -> None:
     from operations.time_specs import parse_duration_ms
 
     waiting = operations.audit.retry_spool()
-    since = time.time() - parse_duration_ms(args.since) / 1000
+    now = time.time()
+    since = min(now - parse_duration_ms(args.since) / 1000, now)
+    since = since if since > 0 else None  # reaching before the epoch: from the beginning
     cluster = operations.config.cluster(args.cluster).name if args.cluster else None
     frame = operations.audit.read(since=since, cluster=cluster)
     rows = frame.to_dict("records")

@@ -111,11 +111,14 @@ def metadata(admin):
 
 
 def log_offsets(admin, partitions: list[TopicPartition], spec: str | int) -> dict[TopicPartition, int | None]:
-    """``spec``: ``"earliest"``, ``"latest"`` or a timestamp in epoch ms. None for a timestamp
-    later than every message of the partition."""
+    """``spec``: ``"earliest"``, ``"latest"`` or a timestamp in epoch ms (>= 0). None for a
+    timestamp later than every message of the partition."""
     from confluent_kafka import TopicPartition as KafkaTP
     from confluent_kafka.admin import OffsetSpec
 
+    if isinstance(spec, int) and spec < 0:  # Kafka reads -1 as latest, -2 earliest, -3 max timestamp
+        raise ValueError(f"negative timestamp {spec} for ListOffsets (a caller must read a time before "
+                         "the epoch as the log start)")
     if not partitions:
         return {}
     offset_spec = (OffsetSpec.earliest() if spec == "earliest" else OffsetSpec.latest() if spec == "latest"

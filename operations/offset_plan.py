@@ -19,6 +19,8 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from operations.errors import BadInput
+from operations.numbers import PARTITION, parse_integer, parse_integers
+from operations.plan_fields import PlanFields
 
 STRATEGIES = ("to-earliest", "to-latest", "to-current", "to-offset", "shift-by", "to-datetime",
               "by-duration", "from-file")
@@ -65,12 +67,9 @@ class Scope:
             if not colon:
                 topics.append((name, None))
                 continue
-            try:
-                partitions = tuple(sorted({int(p) for p in numbers.split(",")}))
-            except ValueError:
-                raise BadInput(f"invalid partitions in --topic {arg!r}: expected TOPIC:0,1,2") from None
-            if any(p < 0 for p in partitions):
-                raise BadInput(f"invalid partitions in --topic {arg!r}: partitions are >= 0")
+            partitions = tuple(sorted(set(parse_integers(numbers, f"partitions in --topic {arg!r}"))))
+            if not partitions:
+                raise BadInput(f"invalid partitions in --topic {arg!r}: expected TOPIC:0,1,2")
             topics.append((name, partitions))
         return cls(all_topics=all_topics, topics=tuple(topics))
 
@@ -163,41 +162,92 @@ class ResetPlan:
         return json.dumps(self.to_dict(), indent=2)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ResetPlan":
-        try:
-            keys = ("topic", "partition", "current", "log_start", "log_end", "new", "requested")
-            return cls(
-                cluster=data["cluster"], group_id=data["group_id"], group_state=data["group_state"],
-                strategy=Strategy(**data["strategy"]),
-                scope=Scope(all_topics=data["scope"]["all_topics"],
-                            topics=tuple((t, tuple(p) if p is not None else None)
-                                         for t, p in data["scope"]["topics"])),
-                partitions=tuple(PartitionReset(**{k: row.get(k) for k in keys}) for row in data["partitions"]),
-                planned_at=data["planned_at"], warnings=tuple(data.get("warnings", ())))
-        except (KeyError, TypeError) as error:
-            raise BadInput(f"not a kpulse reset plan: {error}") from None
+    def from_dict(cls, data) -> "ResetPlan":
+        """The plan ``to_dict`` wrote; every field's type checked (:mod:`operations.plan_fields`)."""
+        fields = PlanFields(data, "a kpulse reset plan")
+        strategy = fields.section("strategy")
+        scope = fields.section("scope")
+        topics = []
+        for index, item in enumerate(scope.list("topics")):
+            if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
+                    or not (item[1] is None or isinstance(item[1], list))):
+                scope.fail(f"topics[{index}]", "expected [topic, [partitions] or null]")
+            chosen = None if item[1] is None else tuple(
+                scope.check_integer(f"topics[{index}][1][{i}]", p, PARTITION) for i, p in enumerate(item[1]))
+            topics.append((item[0], chosen))
+        return cls(cluster=fields.string("cluster"), group_id=non_empty_id(fields, "group_id"),
+                   group_state=fields.string("group_state"),
+                   strategy=Strategy(strategy.string("name"), strategy.string("value", optional=True)),
+                   scope=Scope(all_topics=scope.boolean("all_topics"), topics=tuple(topics)),
+                   partitions=partition_rows(fields, "partitions"), planned_at=fields.number("planned_at"),
+                   warnings=tuple(fields.strings("warnings", optional=True)))
+
+
+def non_empty_id(fields: PlanFields, key: str) -> str:
+    value = fields.string(key)
+    if not value.strip():
+        fields.fail(key, "empty")
+    return value
+
+
+def partition_rows(fields: PlanFields, key: str) -> tuple[PartitionReset, ...]:
+    """The :class:`PartitionReset` rows of a saved plan, each field checked, no partition twice."""
+    rows = []
+    for row in fields.sections(key):
+        rows.append(PartitionReset(
+            topic=row.string("topic"), partition=row.integer("partition", bounds=PARTITION),
+            current=row.integer("current", optional=True), log_start=row.integer("log_start"),
+            log_end=row.integer("log_end"), new=row.integer("new"), requested=row.integer("requested", optional=True)))
+    seen: set[TopicPartition] = set()
+    for r in rows:
+        if (r.topic, r.partition) in seen:
+            fields.fail(key, f"{r.topic}-{r.partition} appears twice")
+        seen.add((r.topic, r.partition))
+    return tuple(rows)
+
+
+def parse_expect_current(args: list[str] | None) -> dict[TopicPartition, int]:
+    """``--expect-current TOPIC:PARTITION=OFFSET[,...]`` (repeatable): the committed offsets the
+    executor must find, or it refuses."""
+    expected: dict[TopicPartition, int] = {}
+    for arg in args or []:
+        for item in arg.split(","):
+            where, equals, offset = item.strip().rpartition("=")
+            topic, colon, partition = where.rpartition(":")
+            if not (equals and colon and topic):
+                raise BadInput(f"invalid --expect-current {item.strip()!r}: expected TOPIC:PARTITION=OFFSET")
+            key = (topic, parse_integer(partition, f"partition in --expect-current {item.strip()!r}", PARTITION))
+            if key in expected:
+                raise BadInput(f"--expect-current names {topic}-{key[1]} twice")
+            expected[key] = parse_integer(offset, f"offset in --expect-current {item.strip()!r}")
+    return expected
 
 
 def parse_reset_csv(text: str, group_id: str) -> dict[TopicPartition, int]:
     """A plan file of the official tool: ``topic,partition,offset`` lines, or
     ``group,topic,partition,offset`` lines (only this group's are kept)."""
     offsets: dict[TopicPartition, int] = {}
-    rows = [row for row in csv.reader(io.StringIO(text)) if row and any(cell.strip() for cell in row)]
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text)) if row and any(cell.strip() for cell in row)]
+    except csv.Error as error:
+        raise BadInput(f"the reset plan file is not a CSV file: {error}") from None
     if not rows:
         raise BadInput("the reset plan file is empty")
     for number, row in enumerate(rows, start=1):
         cells = [cell.strip() for cell in row]
+        shown = ",".join(row) if len(",".join(row)) <= 80 else ",".join(row)[:77] + "..."
         if len(cells) == 4:
             if cells[0] != group_id:
                 continue
             cells = cells[1:]
         if len(cells) != 3:
-            raise BadInput(f"reset plan line {number}: expected TOPIC,PARTITION,OFFSET, got {','.join(row)!r}")
+            raise BadInput(f"reset plan line {number}: expected TOPIC,PARTITION,OFFSET, got {shown!r}")
         try:
-            offsets[(cells[0], int(cells[1]))] = int(cells[2])
-        except ValueError:
-            raise BadInput(f"reset plan line {number}: partition and offset must be integers, "
-                           f"got {','.join(row)!r}") from None
+            key = (cells[0], parse_integer(cells[1], "partition", PARTITION))
+            offset = parse_integer(cells[2], "offset")
+        except BadInput as error:
+            raise BadInput(f"reset plan line {number}: {error}") from None
+        offsets[key] = offset
     if not offsets:
         raise BadInput(f"the reset plan file has no line for group {group_id!r}")
     return offsets
@@ -243,7 +293,4 @@ def choose_offsets(strategy: Strategy, partitions: list[TopicPartition],
 
 
 def _integer(strategy: Strategy) -> int:
-    try:
-        return int(str(strategy.value))
-    except ValueError:
-        raise BadInput(f"--{strategy.name} needs an integer, got {strategy.value!r}") from None
+    return parse_integer(strategy.value, f"--{strategy.name}")

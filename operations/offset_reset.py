@@ -46,10 +46,18 @@ def refuse_unless_inactive(group: kafka_reads.GroupView, what: str = "the offset
                       f"{group.members_text()}; stop them first (the group must be Empty or Dead)")
 
 
+def refuse_empty_id(value: str, what: str) -> None:
+    """An empty or blank group / application id is a typo, refused before Kafka is asked (which
+    answers an empty id with a bare ``ConsumerGroupDescribe:``)."""
+    if not value.strip():
+        raise BadInput(f"the {what} is empty" + (f" ({value!r})" if value else ""))
+
+
 def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy: Strategy, *,
                       clock: Callable[[], float] = time.time) -> ResetPlan:
     """The reset ``strategy`` would do on ``scope``; raises :class:`BadInput` (unknown group,
     topic or partition, malformed value) or :class:`Refused` (group active)."""
+    refuse_empty_id(group_id, "group id")
     timestamp_ms = strategy_timestamp_ms(strategy, clock)
     file_offsets = read_plan_file(strategy.value, group_id) if strategy.name == "from-file" else None
     if file_offsets is None and not scope.all_topics and not scope.topics:
@@ -62,7 +70,7 @@ def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy
     partitions = _scope_partitions(admin, scope, committed, file_offsets)
     log_start = kafka_reads.log_offsets(admin, partitions, "earliest")
     log_end = kafka_reads.log_offsets(admin, partitions, "latest")
-    at_time = kafka_reads.log_offsets(admin, partitions, timestamp_ms) if timestamp_ms is not None else None
+    at_time = offsets_at_time(admin, partitions, timestamp_ms, log_start) if timestamp_ms is not None else None
     chosen = choose_offsets(strategy, partitions, committed, log_start, log_end,
                             timestamp_offsets=at_time, file_offsets=file_offsets)
     rows = tuple(PartitionReset(topic=t, partition=p, current=committed.get((t, p)), log_start=log_start[(t, p)],
@@ -75,6 +83,8 @@ def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy
 
 
 def strategy_timestamp_ms(strategy: Strategy, clock: Callable[[], float]) -> int | None:
+    """Epoch milliseconds of a to-datetime / by-duration strategy; negative before the epoch
+    (:func:`offsets_at_time` reads that as the log start)."""
     if strategy.name not in TIMESTAMP_STRATEGIES:
         return None
     if strategy.value is None:
@@ -84,13 +94,26 @@ def strategy_timestamp_ms(strategy: Strategy, clock: Callable[[], float]) -> int
     return int(clock() * 1000) - parse_duration_ms(strategy.value)
 
 
+def offsets_at_time(admin, partitions: list[TopicPartition], timestamp_ms: int,
+                    log_start: dict[TopicPartition, int]) -> dict[TopicPartition, int | None]:
+    """The first offset at or after ``timestamp_ms`` per partition. A time before the epoch means
+    the log start, as a time before the first record would: it is never sent to ListOffsets,
+    which reads -1 as the log end and -3 as the record with the largest timestamp."""
+    if timestamp_ms < 0:
+        return {tp: log_start[tp] for tp in partitions}
+    return kafka_reads.log_offsets(admin, partitions, timestamp_ms)
+
+
 def read_plan_file(path, group_id: str) -> dict[TopicPartition, int]:
     if not path:
         raise BadInput("--from-file needs a CSV file")
     try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as error:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
         raise BadInput(f"cannot read the reset plan file {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise BadInput(f"cannot read the reset plan file {path}: not UTF-8 text "
+                       f"(byte {error.object[error.start]:#04x} at position {error.start})") from None
     return parse_reset_csv(text, group_id)
 
 
@@ -113,15 +136,49 @@ def _scope_partitions(admin, scope: Scope, committed: dict[TopicPartition, int],
     return wanted
 
 
-def execute_offset_reset(admin, plan: ResetPlan) -> ResetOutcome:
-    """Apply ``plan``: re-check that the group is inactive and its offsets are those the plan
-    saw, commit the new offsets, read them back. Raises :class:`Refused` when a re-check fails
-    (nothing changed); per-partition failures are in the outcome."""
+def refuse_invalid_offsets(admin, rows, what: str) -> None:
+    """Re-validate a plan's partitions as a fresh plan would be: each topic and partition exists
+    and each new offset lies inside [log start, log end] read now. Raises :class:`Refused` naming
+    every partition that does not qualify (nothing is changed)."""
+    existing = kafka_reads.all_topics(admin)
+    keys = [(p.topic, p.partition) for p in rows]
+    missing = [f"{t}-{p}" for t, p in keys if p not in existing.get(t, ())]
+    present = [tp for tp in keys if tp[1] in existing.get(tp[0], ())]
+    log_start = kafka_reads.log_offsets(admin, present, "earliest")
+    log_end = kafka_reads.log_offsets(admin, present, "latest")
+    problems = [f"partition(s) {', '.join(missing)} do not exist"] if missing else []
+    for p in rows:
+        start, end = log_start.get((p.topic, p.partition)), log_end.get((p.topic, p.partition))
+        if (p.topic, p.partition) in log_start and (start is None or end is None or not start <= p.new <= end):
+            problems.append(f"{p.topic}-{p.partition}: new offset {p.new} is outside the log ({start}..{end})")
+    if problems:
+        more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise Refused(f"the plan for {what} is refused, nothing changed: {'; '.join(problems[:10])}{more}; plan again")
+
+
+def refuse_unexpected_offsets(committed: dict[TopicPartition, int], expected: dict[TopicPartition, int],
+                              what: str) -> None:
+    """``--expect-current``: every named partition's committed offset must be the expected one."""
+    differ = [f"{t}-{p}: expected {offset}, committed {committed.get((t, p), 'none')}"
+              for (t, p), offset in sorted(expected.items()) if committed.get((t, p)) != offset]
+    if differ:
+        raise Refused(f"the committed offsets of {what} are not those of --expect-current "
+                      f"({'; '.join(differ[:10])}); nothing changed")
+
+
+def execute_offset_reset(admin, plan: ResetPlan, expect_current: dict[TopicPartition, int] | None = None) -> ResetOutcome:
+    """Apply ``plan``: re-check that the group is inactive, that the plan still fits the cluster
+    (:func:`refuse_invalid_offsets`), that its offsets are those the plan saw and those of
+    ``expect_current``; commit every new offset in one request, read them back. Raises
+    :class:`Refused` when a re-check fails (nothing changed); the partitions whose read-back
+    differs are named in the outcome."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
 
     refuse_unless_inactive(kafka_reads.describe_group(admin, plan.group_id))
+    refuse_invalid_offsets(admin, plan.partitions, f"group {plan.group_id!r}")
     keys = [(p.topic, p.partition) for p in plan.partitions]
-    now = kafka_reads.committed_offsets(admin, plan.group_id, keys)
+    now = kafka_reads.committed_offsets(admin, plan.group_id, sorted(set(keys) | set(expect_current or {})))
+    refuse_unexpected_offsets(now, expect_current or {}, f"group {plan.group_id!r}")
     moved = [f"{p.topic}-{p.partition}: {p.current} -> {now.get((p.topic, p.partition))}"
              for p in plan.partitions if now.get((p.topic, p.partition)) != p.current]
     if moved:
@@ -150,6 +207,9 @@ def execute_offset_reset(admin, plan: ResetPlan) -> ResetOutcome:
         if error is None and after.get(key) != p.new:
             error = failure or f"committed offset is {after.get(key)} after the reset, expected {p.new}"
         rows.append(PartitionOutcome(p.topic, p.partition, p.current, p.new, after.get(key), error))
-    failed = sum(r.error is not None for r in rows)
-    result = "ok" if not failed else "failed" if failed == len(rows) else "partial"
-    return ResetOutcome(result, tuple(rows), failure or (f"{failed} of {len(rows)} partition(s) failed" if failed else None))
+    failed = [r for r in rows if r.error is not None]
+    result = "ok" if not failed else "failed" if len(failed) == len(rows) else "partial"
+    named = ", ".join(f"{r.topic}-{r.partition} (committed {'none' if r.after is None else r.after}, planned {r.new})"
+                      for r in failed[:10]) + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
+    summary = f"{len(failed)} of {len(rows)} partition(s) not as planned after the commit: {named}" if failed else None
+    return ResetOutcome(result, tuple(rows), f"{failure}; {summary}" if failure and summary else failure or summary)

@@ -122,18 +122,38 @@ class Reassigner:
             raise OperationError(f"cannot list partition reassignments: {error}") from None
         return {(tp.topic, tp.partition): state for tp, state in listed.items()}
 
+    def current(self, plan: ReassignmentPlan, *, check_brokers: bool = False) -> dict[tuple[str, int], list[int]]:
+        """The replicas of the plan's partitions now. A plan (perhaps an edited file) naming a
+        partition that does not exist, or (``check_brokers``) a target broker that is not in the
+        cluster, is refused in one line naming them all; nothing is changed."""
+        meta = kafka_reads.metadata(self.admin).topics
+        current = {(m.topic, m.partition): list(meta[m.topic].partitions[m.partition].replicas) for m in plan.moves
+                   if m.topic in meta and m.partition in meta[m.topic].partitions}
+        missing = [f"{m.topic}-{m.partition}" for m in plan.moves if (m.topic, m.partition) not in current]
+        problems = [f"partition(s) {', '.join(missing)} do not exist"] if missing else []
+        if check_brokers:
+            brokers = broker_racks(self.admin)
+            unknown_brokers = sorted({b for m in plan.moves for b in m.target} - set(brokers))
+            if unknown_brokers:
+                problems.append(f"broker(s) {', '.join(map(str, unknown_brokers))} do not exist "
+                                f"(brokers: {', '.join(map(str, sorted(brokers)))})")
+        if problems:
+            raise Refused(f"the reassignment plan is refused, nothing changed: {'; '.join(problems)}")
+        return current
+
     def execute(self, plan: ReassignmentPlan, throttle_bytes: int) -> ReassignmentStatus:
-        """Re-check (no reassignment in progress, replicas as planned), set the throttles, start."""
+        """Re-check (partitions and target brokers exist, no reassignment in progress, replicas
+        as planned), set the throttles, start."""
         from kafka.structs import TopicPartition
 
         if throttle_bytes <= 0:
             raise BadInput("--throttle must be a positive number of bytes per second")
         if not plan.moves:
             return ReassignmentStatus("ok", ())
+        current = self.current(plan, check_brokers=True)
         busy = self.ongoing()
         if busy:
             raise Refused(f"a reassignment is already in progress ({', '.join(f'{t}-{p}' for t, p in sorted(busy)[:5])})")
-        current = current_assignment(self.admin, sorted({m.topic for m in plan.moves}))
         changed = [f"{m.topic}-{m.partition}" for m in plan.moves if tuple(current[(m.topic, m.partition)]) != m.current]
         if changed:
             raise Refused(f"replicas changed since the plan was made ({', '.join(changed[:5])}); generate again")
@@ -154,8 +174,8 @@ class Reassigner:
         return ReassignmentStatus(result, rows, error=f"{failed} partition(s) refused" if failed else None)
 
     def status(self, plan: ReassignmentPlan) -> ReassignmentStatus:
+        current = self.current(plan)
         busy = self.ongoing()
-        current = current_assignment(self.admin, sorted({m.topic for m in plan.moves}))
         rows = []
         for m in plan.moves:
             replicas = current[(m.topic, m.partition)]
@@ -190,6 +210,7 @@ class Reassigner:
         throttles, read back."""
         from kafka.structs import TopicPartition
 
+        self.current(plan)
         busy = self.ongoing()
         pending = [m for m in plan.moves if (m.topic, m.partition) in busy]
         errors = {}

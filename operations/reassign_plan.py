@@ -20,6 +20,8 @@ import json
 from dataclasses import asdict, dataclass
 
 from operations.errors import BadInput
+from operations.numbers import PARTITION
+from operations.plan_fields import PlanFields
 
 TopicPartition = tuple[str, int]
 Assignment = dict[TopicPartition, list[int]]
@@ -67,22 +69,51 @@ class ReassignmentPlan:
             {"topic": m.topic, "partition": m.partition, "replicas": list(getattr(m, which))} for m in self.moves]})
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ReassignmentPlan":
-        try:
-            return cls(data["cluster"], data["goal"], tuple(
-                PartitionMove(m["topic"], m["partition"], tuple(m["current"]), tuple(m["target"])) for m in data["moves"]),
-                data["planned_at"])
-        except (KeyError, TypeError) as error:
-            raise BadInput(f"not a kpulse reassignment plan: {error}") from None
+    def from_dict(cls, data) -> "ReassignmentPlan":
+        """The plan ``to_dict`` wrote; every field's type checked, replica lists sane."""
+        fields = PlanFields(data, "a kpulse reassignment plan")
+        moves = []
+        for move in fields.sections("moves"):
+            moves.append(PartitionMove(move.string("topic"), move.integer("partition", bounds=PARTITION),
+                                       tuple(replica_list(move, "current")), tuple(replica_list(move, "target"))))
+        _no_partition_twice(fields, "moves", [(m.topic, m.partition) for m in moves])
+        return cls(fields.string("cluster"), fields.string("goal"), tuple(moves), fields.number("planned_at"))
+
+
+def replica_list(fields: PlanFields, key: str) -> list[int]:
+    """Broker ids: at least one, none twice (whether they exist is the executor's check)."""
+    replicas = fields.integers(key, PARTITION)
+    if not replicas:
+        fields.fail(key, "no replicas")
+    twice = sorted({b for b in replicas if replicas.count(b) > 1})
+    if twice:
+        fields.fail(key, f"broker {twice[0]} appears twice")
+    return replicas
+
+
+def _no_partition_twice(fields: PlanFields, key: str, partitions: list[TopicPartition]) -> None:
+    seen: set[TopicPartition] = set()
+    for topic, partition in partitions:
+        if (topic, partition) in seen:
+            fields.fail(key, f"{topic}-{partition} appears twice")
+        seen.add((topic, partition))
 
 
 def parse_official_json(text: str) -> Assignment:
     """Target replicas from the official tool's reassignment JSON."""
     try:
         data = json.loads(text)
-        return {(str(p["topic"]), int(p["partition"])): [int(b) for b in p["replicas"]] for p in data["partitions"]}
-    except (ValueError, KeyError, TypeError) as error:
-        raise BadInput(f"not a reassignment JSON ({{\"partitions\": [{{\"topic\", \"partition\", \"replicas\"}}]}}): {error}") from None
+    except (ValueError, RecursionError) as error:
+        raise BadInput(f"not a reassignment JSON ({{\"partitions\": [{{\"topic\", \"partition\", \"replicas\"}}]}}): "
+                       f"{error}") from None
+    fields = PlanFields(data, "a reassignment JSON")
+    target: Assignment = {}
+    for item in fields.sections("partitions"):
+        key = (item.string("topic"), item.integer("partition", bounds=PARTITION))
+        if key in target:
+            fields.fail("partitions", f"{key[0]}-{key[1]} appears twice")
+        target[key] = replica_list(item, "replicas")
+    return target
 
 
 def moves_between(current: Assignment, target: Assignment) -> tuple[PartitionMove, ...]:

@@ -67,11 +67,13 @@ class Operations:
         name = self.config.cluster(cluster).name
         return plan_offset_reset(self.admin(name), name, group_id, scope, strategy, clock=self._clock)
 
-    def reset_offsets(self, actor: User, plan: ResetPlan, *, approved_by: str | None = None) -> ResetOutcome:
+    def reset_offsets(self, actor: User, plan: ResetPlan, *, approved_by: str | None = None,
+                      expect_current: dict[tuple[str, int], int] | None = None) -> ResetOutcome:
+        """``expect_current`` (``--expect-current``): committed offsets the executor must find."""
         before = {f"{p.topic}-{p.partition}": p.current for p in plan.partitions}
 
         def apply() -> tuple[ResetOutcome, Any]:
-            outcome = execute_offset_reset(self.admin(plan.cluster), plan)
+            outcome = execute_offset_reset(self.admin(plan.cluster), plan, expect_current)
             return outcome, {f"{p.topic}-{p.partition}": p.after for p in outcome.partitions}
 
         return self.run(actor, "reset-offsets", plan.cluster, plan.target, plan.to_dict(), before, apply,
@@ -188,7 +190,9 @@ class Operations:
         requester = User(request.requested_by, request.requested_role)
         try:
             if request.action == "reset-offsets":
-                return self.reset_offsets(requester, ResetPlan.from_dict(request.plan), approved_by=approver.name)
+                expected = {(t, p): o for t, p, o in (request.options or {}).get("expect_current", [])}
+                return self.reset_offsets(requester, ResetPlan.from_dict(request.plan), approved_by=approver.name,
+                                          expect_current=expected)
             if request.action == "reset-streams-app":
                 return self.reset_streams_app(requester, StreamsResetPlan.from_dict(request.plan),
                                               approved_by=approver.name)

@@ -27,8 +27,11 @@ from typing import Callable
 from kpulse.kafka_clients import error_text
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
-from operations.offset_plan import PartitionReset, Strategy, choose_offsets
-from operations.offset_reset import read_plan_file, refuse_unless_inactive, strategy_timestamp_ms
+from operations.offset_plan import PartitionReset, Strategy, choose_offsets, non_empty_id, partition_rows
+from operations.offset_reset import (
+    offsets_at_time, read_plan_file, refuse_empty_id, refuse_invalid_offsets, refuse_unless_inactive, strategy_timestamp_ms,
+)
+from operations.plan_fields import PlanFields
 
 STREAMS_STRATEGIES = ("to-earliest", "to-latest", "to-offset", "shift-by", "to-datetime", "by-duration", "from-file")
 LOCAL_STATE_NOTE = ("Local state is not reset: before restarting, every instance must call KafkaStreams#cleanUp() "
@@ -70,17 +73,16 @@ class StreamsResetPlan:
         return {**asdict(self), "local_state_note": self.local_state_note}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "StreamsResetPlan":
-        keys = ("topic", "partition", "current", "log_start", "log_end", "new", "requested")
-        try:
-            return cls(cluster=data["cluster"], application_id=data["application_id"], group_state=data["group_state"],
-                       strategy=Strategy(**data["strategy"]),
-                       input=tuple(PartitionReset(**{k: r.get(k) for k in keys}) for r in data["input"]),
-                       intermediate=tuple(PartitionReset(**{k: r.get(k) for k in keys}) for r in data["intermediate"]),
-                       delete_topics=tuple(data["delete_topics"]), untouched=tuple(data["untouched"]),
-                       planned_at=data["planned_at"])
-        except (KeyError, TypeError) as error:
-            raise BadInput(f"not a kpulse Streams reset plan: {error}") from None
+    def from_dict(cls, data) -> "StreamsResetPlan":
+        """The plan ``to_dict`` wrote; every field's type checked (:mod:`operations.plan_fields`)."""
+        fields = PlanFields(data, "a kpulse Streams reset plan")
+        strategy = fields.section("strategy")
+        return cls(cluster=fields.string("cluster"), application_id=non_empty_id(fields, "application_id"),
+                   group_state=fields.string("group_state"),
+                   strategy=Strategy(strategy.string("name"), strategy.string("value", optional=True)),
+                   input=partition_rows(fields, "input"), intermediate=partition_rows(fields, "intermediate"),
+                   delete_topics=tuple(fields.strings("delete_topics")), untouched=tuple(fields.strings("untouched")),
+                   planned_at=fields.number("planned_at"))
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ class StreamsResetOutcome:
 def plan_streams_reset(admin, cluster: str, application_id: str, input_topics: list[str],
                        intermediate_topics: list[str], internal_topics: list[str] | None = None,
                        strategy: Strategy | None = None, *, clock: Callable[[], float] = time.time) -> StreamsResetPlan:
+    refuse_empty_id(application_id, "application id")
     strategy = strategy or Strategy("to-earliest")
     if strategy.name not in STREAMS_STRATEGIES:
         raise BadInput(f"--{strategy.name} is not a Streams reset strategy; one of --{', --'.join(STREAMS_STRATEGIES)}")
@@ -129,7 +132,7 @@ def plan_streams_reset(admin, cluster: str, application_id: str, input_topics: l
     every = input_parts + middle_parts
     log_start = kafka_reads.log_offsets(admin, every, "earliest")
     log_end = kafka_reads.log_offsets(admin, every, "latest")
-    at_time = kafka_reads.log_offsets(admin, input_parts, timestamp_ms) if timestamp_ms is not None else None
+    at_time = offsets_at_time(admin, input_parts, timestamp_ms, log_start) if timestamp_ms is not None else None
     positions = {tp: committed.get(tp, log_end[tp]) for tp in input_parts}
     if file_offsets is not None:
         file_offsets = {tp: o for tp, o in file_offsets.items() if tp in positions}
@@ -155,6 +158,7 @@ def execute_streams_reset(admin, plan: StreamsResetPlan, *, settle_seconds: floa
 
     refuse_unless_inactive(kafka_reads.describe_group(admin, plan.application_id), "the Streams application")
     rows = plan.input + plan.intermediate
+    refuse_invalid_offsets(admin, rows, f"the Streams application {plan.application_id!r}")
     keys = [(p.topic, p.partition) for p in rows]
     now = kafka_reads.committed_offsets(admin, plan.application_id, keys) if keys else {}
     moved = [f"{p.topic}-{p.partition}" for p in rows if now.get((p.topic, p.partition)) != p.current]

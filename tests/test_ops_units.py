@@ -86,7 +86,7 @@ def test_scope_parsing_and_bad_scopes():
 def test_plan_files_in_both_official_formats():
     assert parse_reset_csv("t,0,5\nt,1,7\n", "g") == {T0: 5, T1: 7}
     assert parse_reset_csv("g,t,0,5\nother,t,1,7\n", "g") == {T0: 5}
-    for bad, message in (("", "empty"), ("t,0\n", "line 1"), ("t,zero,1\n", "integers"), ("other,t,0,1\n", "no line for group")):
+    for bad, message in (("", "empty"), ("t,0\n", "line 1"), ("t,zero,1\n", "partition needs an integer"), ("other,t,0,1\n", "no line for group")):
         with pytest.raises(BadInput, match=message):
             parse_reset_csv(bad, "g")
 

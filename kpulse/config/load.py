@@ -54,7 +54,7 @@ def default_config(environ: Mapping[str, str] | None = None) -> KpulseConfig:
     :class:`ClusterLayout` (``$KPULSE_PORT_BASE`` read from ``environ``)."""
     environ = os.environ if environ is None else environ
     base = environ.get("KPULSE_PORT_BASE")
-    if base is not None and not base.strip().isdigit():
+    if base is not None and not (base.strip().isascii() and base.strip().isdigit()):
         raise ConfigError(f"KPULSE_PORT_BASE: expected a port number, got {base!r}",
                           source=DEFAULT_SOURCE)
     layout = ClusterLayout.from_base(int(base) if base is not None else DEFAULT_PORT_BASE)

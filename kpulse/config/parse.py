@@ -28,7 +28,7 @@ from kpulse.config.model import (
 
 _CLUSTER_NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
 _URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-_LABEL_MATCHERS = re.compile(r'\s*[A-Za-z_]\w*\s*(=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*(,|\Z)')
+_LABEL_MATCHERS = re.compile(r'\s*[A-Za-z_][A-Za-z0-9_]*\s*(=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*(,|\Z)')
 _MISSING = object()
 
 
@@ -101,7 +101,7 @@ def _cluster(reader: _Section) -> ClusterConfig:
     bootstrap_servers = reader.string("bootstrap_servers", required=True)
     for server in bootstrap_servers.split(","):
         host, _, port = server.strip().rpartition("://")[2].rpartition(":")
-        if not host or not port.isdigit():
+        if not host or not (port.isascii() and port.isdigit()):
             raise ConfigError(f"{reader.path('bootstrap_servers')}: {server.strip()!r} is not host:port")
     apps = tuple(_streams_app(item) for item in reader.sections("streams_apps"))
     _refuse_duplicates([a.application_id for a in apps], reader.path("streams_apps"),
@@ -181,7 +181,7 @@ def _metrics(reader: _Section) -> MetricsConfig:
     for key, value in endpoints.items():
         key_path = child_path(reader.path("broker_endpoints"), key)
         broker_id = key if isinstance(key, int) and not isinstance(key, bool) else None
-        if broker_id is None and isinstance(key, str) and key.isdigit():
+        if broker_id is None and isinstance(key, str) and key.isascii() and key.isdigit():
             broker_id = int(key)
         if broker_id is None or broker_id < 0:
             raise ConfigError(f"{key_path}: broker id must be a non-negative integer, got {key!r}")
