@@ -46,7 +46,7 @@ class Operations:
         """Where every authorization reads the actor's current role."""
         self.audit = audit or AuditLog(config.lake.path, self.state_dir / "audit-spool.jsonl", clock=clock)
         self.approvals = ApprovalStore(self.state_dir / "approvals", clock)
-        self._admin_factory = admin_factory or admin_client
+        self._admin_factory = admin_factory or (lambda settings: admin_client(settings, connection_errors=True))
         self._admins: dict[str, Any] = {}
         self._reassigners: dict[str, Reassigner] = {}
         self._clock = clock
