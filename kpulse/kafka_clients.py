@@ -127,7 +127,7 @@ def wait(admin, future, timeout: float):
         result = future.result(timeout=0)
     except Exception as error:  # noqa: BLE001 - the caller reports it; add what the client saw
         last = errors.last(mark)
-        if last is None or not _timed_out(error):
+        if last is None or not _no_answer(error):
             raise
         raise ConnectionFailed(f"{error_text(error)} (last connection error: {last})") from None
     errors.answered()
@@ -160,12 +160,13 @@ def list_topics(admin, timeout: float):
                 if last is None:
                     raise
                 raise ConnectionFailed(f"{error_text(error)} (last connection error: {last})") from None
-            if not _timed_out(error):
+            if not _no_answer(error):
                 time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
             step *= 2
 
 
-def _timed_out(error: BaseException) -> bool:
+def _no_answer(error: BaseException) -> bool:
+    """A timeout or a transport failure: the cluster did not answer (nothing it said)."""
     first = error.args[0] if error.args else None
     return getattr(first, "name", lambda: "")() in ("_TIMED_OUT", "_TRANSPORT") or isinstance(
         error, (TimeoutError, concurrent.futures.TimeoutError))
