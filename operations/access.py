@@ -51,7 +51,6 @@ ACTION_ROLES = {
 CHANGES_CLUSTER = frozenset({"reset-offsets", "elect-leaders", "reset-streams-app", "reassign"})
 _USER_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}\Z")
 _SCRYPT = {"n": 2 ** 14, "r": 8, "p": 1}
-SOURCES = ("no-users-file", "users-file", "oidc")
 UNKNOWN_USER = "(unknown user)"
 """The audit actor of a failed sign-in whose name names no user (it may be a mistyped password)."""
 FAILED_LOGIN = "wrong user name or password"
