@@ -11,11 +11,13 @@ import streamlit as st
 from dashboard import frame
 from dashboard.services import identity
 from dashboard.services.sources import DashboardError
-from operations.access import User
+from operations.access import FAILED_LOGIN, User
 from operations.errors import LoginFailed
 
 USER_KEY = "kpulse_user"
 """Session-state key of the signed-in :class:`User` (local users file)."""
+SIGNED_OUT_KEY = "kpulse_signed_out"
+"""Session-state key of why the session's user was signed out (deleted from the users file)."""
 
 
 def _has_auth_secrets() -> bool:
@@ -26,7 +28,8 @@ def _has_auth_secrets() -> bool:
 
 
 def current() -> identity.Identity | None:
-    """Who is signed in; ``None`` until someone is (the gate draws the sign-in then)."""
+    """Who is signed in, with the role the users file gives now; ``None`` until someone is (the
+    gate draws the sign-in then)."""
     config = frame.sources().config
     users = identity.users_file(config)
     if identity.auth_mode(os.environ, _has_auth_secrets()) == "oidc":
@@ -40,7 +43,14 @@ def current() -> identity.Identity | None:
     if not users.exists():
         return identity.without_users_file(config, getpass.getuser(), users.path)
     user = st.session_state.get(USER_KEY)
-    return identity.Identity(user) if isinstance(user, User) else None
+    if not isinstance(user, User):
+        return None
+    now, why = identity.signed_in(user, users)
+    if now is None:
+        st.session_state.pop(USER_KEY, None)
+        st.session_state[SIGNED_OUT_KEY] = why
+        return None
+    return identity.Identity(now)
 
 
 def user() -> User | None:
@@ -78,6 +88,8 @@ def _sign_in() -> None:
         st.write("Sign in with your organisation's identity provider.")
         st.button("Sign in", key="oidc-sign-in", on_click=st.login, type="primary")
         return
+    if st.session_state.get(SIGNED_OUT_KEY):
+        st.warning(f"Signed out: {st.session_state[SIGNED_OUT_KEY]}", icon=":material/logout:")
     with st.form("sign-in", border=True):
         st.markdown("**Sign in**")
         name = st.text_input("User name", key="sign-in-name")
@@ -88,15 +100,18 @@ def _sign_in() -> None:
         try:
             st.session_state[USER_KEY] = users.authenticate(name.strip(), password)
         except LoginFailed as error:
-            _audit_failed_login(name, str(error))
+            _audit_failed_login(users.failed_login_actor(name.strip()))
             st.error(str(error), icon=":material/error:")
             return
+        st.session_state.pop(SIGNED_OUT_KEY, None)
         st.rerun()
 
 
-def _audit_failed_login(name: str, error: str) -> None:
+def _audit_failed_login(actor: str) -> None:
+    """``actor``: the name when it names a user, else :data:`operations.access.UNKNOWN_USER` (a
+    password typed into the name field is never stored)."""
     from operations.audit import AuditRecord
 
     with frame.shown_errors("audit"):
-        frame.operations().audit.record(AuditRecord(cluster=frame.cluster(), actor=name or "?", action="login",
-                                                    target="dashboard", result="denied", error=error))
+        frame.operations().audit.record(AuditRecord(cluster=frame.cluster(), actor=actor, action="login",
+                                                    target="dashboard", result="denied", error=FAILED_LOGIN))

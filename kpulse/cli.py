@@ -211,13 +211,14 @@ def _up(args, cluster, demo) -> None:
 
 
 def _check_configured_clusters(config) -> None:
-    from kpulse.kafka_clients import admin_client, error_text
+    from kpulse.kafka_clients import admin_client, error_text, wait
     from kpulse.localcluster.cluster import ClusterError
 
     for cluster in config.clusters:
-        admin = admin_client({**cluster.client_config(), "socket.connection.setup.timeout.ms": 5000})
+        admin = admin_client({**cluster.client_config(), "socket.connection.setup.timeout.ms": 5000},
+                             connection_errors=True)
         try:
-            described = admin.describe_cluster(request_timeout=10).result(timeout=15)
+            described = wait(admin, admin.describe_cluster(request_timeout=10), 15)
         except Exception as error:  # noqa: BLE001 - any client failure is one line for the user
             raise ClusterError(f"cluster {cluster.name!r} at {cluster.bootstrap_servers} is unreachable: "
                                f"{error_text(error)}") from None

@@ -1,8 +1,13 @@
-"""Kafka client construction shared by every kpulse part that talks to a cluster."""
+"""Kafka client construction shared by every kpulse part that talks to a cluster, and the wait
+for an Admin API answer that says why a cluster cannot be used (:func:`wait`)."""
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import logging
+import threading
+import time
 
 _LIBRDKAFKA_LOG = logging.getLogger("kpulse.librdkafka")
 _LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
@@ -14,12 +19,157 @@ def quiet_logger() -> logging.Logger:
     return _LIBRDKAFKA_LOG
 
 
-def admin_client(settings: dict[str, str]):
+def admin_client(settings: dict[str, str], *, connection_errors: bool = False):
     """An AdminClient whose librdkafka log lines (connection refused while a broker is down, ...)
-    go to the ``kpulse.librdkafka`` logger instead of stderr: kpulse reports failures itself."""
+    go to the ``kpulse.librdkafka`` logger instead of stderr: kpulse reports failures itself.
+
+    With ``connection_errors``, its connection errors are kept in ``.connection_errors``
+    (:class:`ConnectionErrors`) for :func:`wait` and :func:`list_topics`, which say why a cluster
+    cannot answer. librdkafka queues those reports until the client is polled: give the option only
+    to clients whose calls go through :func:`wait` (a client never polled would keep every report)."""
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({**settings, "logger": _LIBRDKAFKA_LOG})
+    if not connection_errors:
+        return AdminClient({**settings, "logger": _LIBRDKAFKA_LOG})
+    errors = ConnectionErrors()
+    admin = AdminClient({**settings, "logger": _LIBRDKAFKA_LOG, "error_cb": errors.record})
+    admin.connection_errors = errors
+    return admin
+
+
+class ConnectionFailed(Exception):
+    """The cluster cannot be used now, and librdkafka said why (one line)."""
+
+
+class ConnectionErrors:
+    """The connection errors librdkafka reported for one client (its ``error_cb``, served by
+    ``poll``), numbered so that a wait looks at those reported since it began, and whether every
+    broker was down at the last report (cleared by the next answered call)."""
+
+    _KEPT = 64
+
+    def __init__(self) -> None:
+        self._events: collections.deque[tuple[int, str, str]] = collections.deque(maxlen=self._KEPT)
+        self._count = 0
+        self._all_down = False
+        self._lock = threading.Lock()
+
+    def record(self, error) -> None:
+        with self._lock:
+            self._count += 1
+            if error.name() == "_ALL_BROKERS_DOWN":
+                self._all_down = True
+            self._events.append((self._count, error.name(), " ".join(error.str().split())))
+
+    def answered(self) -> None:
+        """A call was answered: some broker is up."""
+        with self._lock:
+            self._all_down = False
+
+    def mark(self) -> int:
+        with self._lock:
+            return self._count
+
+    def since(self, mark: int) -> list[tuple[str, str]]:
+        """(code name, text) of the errors reported after ``mark``, oldest first."""
+        with self._lock:
+            return [(name, text) for number, name, text in self._events if number > mark]
+
+    def verdict(self, mark: int) -> str | None:
+        """Why the cluster cannot answer, when the reports after ``mark`` say it for sure: an
+        authentication failure (SASL); or, while every broker is down, a TLS handshake failure or
+        the last connection error (``Connection refused``, a name that does not resolve, ...)."""
+        events = [(name, text) for name, text in self.since(mark) if name != "_ALL_BROKERS_DOWN"]
+        for name, text in events:
+            if name == "_AUTHENTICATION":
+                return f"authentication failed: {text}"
+        with self._lock:
+            all_down = self._all_down
+        if not all_down or not events:
+            return None
+        for name, text in events:
+            if name == "_SSL" or "SSL_HANDSHAKE" in text or "SSL handshake failed" in text:
+                return f"TLS handshake failed: {text}"
+        return f"all brokers down: {events[-1][1]}"
+
+    def last(self, mark: int) -> str | None:
+        events = [text for name, text in self.since(mark) if name != "_ALL_BROKERS_DOWN"]
+        return events[-1] if events else None
+
+
+POLL_SECONDS = 0.1
+
+
+def wait(admin, future, timeout: float):
+    """``future.result()`` of an Admin API call of ``admin``, served in short steps: raises
+    :class:`ConnectionFailed` at once when librdkafka reports a failure that will not go away
+    during this call (:meth:`ConnectionErrors.verdict`), and names the last connection error when
+    the call times out. An admin without ``connection_errors`` (a test's fake) is simply waited on."""
+    errors: ConnectionErrors | None = getattr(admin, "connection_errors", None)
+    if errors is None:
+        return future.result(timeout=timeout)
+    admin.poll(0)  # reports queued before this call are served now: only later ones decide
+    mark = errors.mark()
+    deadline = time.monotonic() + timeout
+    while not future.done():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        concurrent.futures.wait([future], timeout=min(POLL_SECONDS, left))
+        admin.poll(0)
+        why = errors.verdict(mark)
+        if why is not None and not future.done():
+            raise ConnectionFailed(why)
+    if not future.done():
+        last = errors.last(mark)
+        raise ConnectionFailed(f"no answer within {timeout:g} s" + (f" (last connection error: {last})" if last else ""))
+    try:
+        result = future.result(timeout=0)
+    except Exception as error:  # noqa: BLE001 - the caller reports it; add what the client saw
+        last = errors.last(mark)
+        if last is None or not _no_answer(error):
+            raise
+        raise ConnectionFailed(f"{error_text(error)} (last connection error: {last})") from None
+    errors.answered()
+    return result
+
+
+def list_topics(admin, timeout: float):
+    """``admin.list_topics()`` asked in growing steps (1, 2, 4 s ...) within ``timeout``, so that a
+    connection failure is named at once as in :func:`wait`."""
+    errors: ConnectionErrors | None = getattr(admin, "connection_errors", None)
+    if errors is None:
+        return admin.list_topics(timeout=timeout)
+    admin.poll(0)
+    mark = errors.mark()
+    deadline = time.monotonic() + timeout
+    step = 1.0
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            metadata = admin.list_topics(timeout=max(0.1, min(step, left)))
+            errors.answered()
+            return metadata
+        except Exception as error:  # noqa: BLE001
+            admin.poll(0)
+            why = errors.verdict(mark)
+            if why is not None:
+                raise ConnectionFailed(why) from None
+            if deadline - time.monotonic() <= 0:
+                last = errors.last(mark)
+                if last is None:
+                    raise
+                raise ConnectionFailed(f"{error_text(error)} (last connection error: {last})") from None
+            if not _no_answer(error):
+                time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+            step *= 2
+
+
+def _no_answer(error: BaseException) -> bool:
+    """A timeout or a transport failure: the cluster did not answer (nothing it said)."""
+    first = error.args[0] if error.args else None
+    return getattr(first, "name", lambda: "")() in ("_TIMED_OUT", "_TRANSPORT") or isinstance(
+        error, (TimeoutError, concurrent.futures.TimeoutError))
 
 
 class LazyAdmin:

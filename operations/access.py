@@ -11,6 +11,10 @@ admin      also resets Streams applications (deletes topics), reassigns partitio
 
 A cluster with ``read_only: true`` refuses every change, whatever the role.
 
+A role is read from the users file at every authorization (:meth:`UsersFile.current`), not
+when the user signed in: an operator demoted to viewer, or deleted from the file, is refused at
+the next action, by the dashboard, the CLI and an approval alike.
+
 The users file (YAML, mode 0600)::
 
     users:
@@ -27,7 +31,7 @@ import hmac
 import os
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -47,12 +51,33 @@ ACTION_ROLES = {
 CHANGES_CLUSTER = frozenset({"reset-offsets", "elect-leaders", "reset-streams-app", "reassign"})
 _USER_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}\Z")
 _SCRYPT = {"n": 2 ** 14, "r": 8, "p": 1}
+UNKNOWN_USER = "(unknown user)"
+"""The audit actor of a failed sign-in whose name names no user (it may be a mistyped password)."""
+FAILED_LOGIN = "wrong user name or password"
+"""The audit error of a failed sign-in (the typed name is not repeated in it)."""
 
 
 @dataclass(frozen=True)
 class User:
     name: str
     role: str
+    """The role when the user was established; :meth:`UsersFile.current` gives the role now."""
+    source: str = "no-users-file"
+    """How the user was established, which says how the role is read again at each authorization:
+
+    - ``users-file``: signed in against the users file (a password, or the CLI's OS user in it):
+      the file's entry now; refused once the entry is gone;
+    - ``oidc``: an identity provider said who: the file's entry of that name, else viewer;
+    - ``no-users-file``: the single-user local mode (or a role a caller gives): the role as given
+      while there is no users file; refused once one exists."""
+
+
+def users_file(config, state_dir: Path | None = None) -> UsersFile:
+    """The users file of ``config`` (a :class:`KpulseConfig`): ``dashboard.users_file``, default
+    ``<state dir>/users.yaml``. The CLI, the dashboard and :class:`Operations` read the same one."""
+    from kpulse import home
+
+    return UsersFile(config.dashboard.users_file or (state_dir or home.state_dir()) / "users.yaml")
 
 
 def hash_password(password: str) -> str:
@@ -76,32 +101,74 @@ def password_matches(password: str, stored: str) -> bool:
 
 
 class UsersFile:
-    """The local users file. The constructor reads nothing; a missing file has no users."""
+    """The local users file. The constructor reads nothing; a missing file has no users. The
+    parsed file is kept until the file's inode, size or modification time changes."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._cache: tuple[tuple, dict[str, dict]] | None = None
 
     def exists(self) -> bool:
         return self.path.exists()
 
     def _load(self) -> dict[str, dict]:
-        if not self.path.exists():
+        try:
+            status = self.path.stat()
+        except FileNotFoundError:
             return {}
+        except OSError as error:
+            raise BadInput(f"{self.path}: cannot read the users file: {error.strerror}") from None
+        version = (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+        cached = self._cache
+        if cached is not None and cached[0] == version:
+            return cached[1]
         try:
             data = yaml.safe_load(self.path.read_text()) or {}
             users = data.get("users") or {}
-            if not isinstance(users, dict):
-                raise TypeError("'users' must be a mapping")
-        except (yaml.YAMLError, TypeError, AttributeError, OSError) as error:
+            if not isinstance(users, dict) or not all(isinstance(entry, dict) for entry in users.values()):
+                raise TypeError("'users' must map each name to {role, password}")
+        except (yaml.YAMLError, TypeError, AttributeError, OSError, UnicodeDecodeError) as error:
             raise BadInput(f"{self.path}: not a kpulse users file: {' '.join(str(error).split())}") from None
+        for name, entry in users.items():
+            if entry.get("role", "viewer") not in ROLES:
+                raise BadInput(f"{self.path}: user {name!r} has the unknown role {entry.get('role')!r}; "
+                               f"one of {', '.join(ROLES)}")
+        self._cache = (version, users)
         return users
 
+    def _user(self, name: str, entry: dict) -> User:
+        return User(str(name), entry.get("role", "viewer"), "users-file")
+
     def users(self) -> list[User]:
-        return [User(name, entry.get("role", "viewer")) for name, entry in sorted(self._load().items())]
+        return [self._user(name, entry) for name, entry in sorted(self._load().items(), key=lambda item: str(item[0]))]
 
     def get(self, name: str) -> User | None:
         entry = self._load().get(name)
-        return None if entry is None else User(name, entry.get("role", "viewer"))
+        return None if entry is None else self._user(name, entry)
+
+    def current(self, user: User) -> User:
+        """``user`` with the role it has now (see :attr:`User.source`); :class:`NotAuthorized`
+        when it may no longer act at all."""
+        if user.source == "oidc":
+            entry = self._load().get(user.name)
+            return replace(user, role=entry.get("role", "viewer") if entry else "viewer")
+        if user.source == "users-file":
+            entry = self._load().get(user.name)
+            if entry is None:
+                raise NotAuthorized(f"{user.name} is no longer in the users file {self.path}")
+            return replace(user, role=entry.get("role", "viewer"))
+        if self.exists():
+            raise NotAuthorized(f"{user.name} acts as in a setup with no users file, but {self.path} now exists: "
+                                "sign in as a user of that file")
+        return user
+
+    def failed_login_actor(self, name: str) -> str:
+        """The audit actor of a failed sign-in as ``name``: the name when it names a user, else
+        :data:`UNKNOWN_USER` (what was typed may be a password)."""
+        try:
+            return name if name and name in self._load() else UNKNOWN_USER
+        except BadInput:
+            return UNKNOWN_USER
 
     def add(self, name: str, role: str, password: str) -> User:
         """Add or replace a user (new password, new role)."""
@@ -119,15 +186,15 @@ class UsersFile:
         with os.fdopen(descriptor, "w") as file:
             yaml.safe_dump({"users": users}, file, sort_keys=True)
         os.replace(temporary, self.path)
-        return User(name, role)
+        return User(name, role, "users-file")
 
     def authenticate(self, name: str, password: str) -> User:
         """The user when the password matches; :class:`NotAuthorized` otherwise (same message
         for an unknown user and a wrong password)."""
         entry = self._load().get(name)
         if entry is None or not password_matches(password, str(entry.get("password", ""))):
-            raise LoginFailed(f"wrong user name or password for {name!r}")
-        return User(name, entry.get("role", "viewer"))
+            raise LoginFailed(f"{FAILED_LOGIN} for {name!r}")
+        return self._user(name, entry)
 
 
 def allowed(user: User, action: str) -> bool:

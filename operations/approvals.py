@@ -4,7 +4,8 @@ One operator's execute becomes a *request* (the plan, who, when); another operat
 and the plan runs then, as the requester, with the approver recorded in the audit log (the
 executor still re-checks every precondition at that moment). Nobody approves their own request.
 Requests are JSON files under ``<state dir>/approvals/``, shared by the CLI and the dashboard of
-one installation; deciding takes a lock so a request is approved (or rejected) once.
+one installation (private to the kpulse user: files 0600, directory 0700); deciding takes a lock
+so a request is approved (or rejected) once.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from operations.errors import BadInput, NotAuthorized, Refused, unknown
+from operations.private_files import open_private, write_private
 
 APPROVABLE = ("reset-offsets", "reset-streams-app", "reassign:execute")
 """Actions that wait for approval on a cluster that requires it."""
@@ -36,6 +38,9 @@ class ApprovalRequest:
     requested_at: float
     options: dict = field(default_factory=dict)
     """Execution options kept with the plan (e.g. the reassignment throttle)."""
+    requested_source: str = "no-users-file"
+    """How the requester was established (:attr:`operations.access.User.source`): approving
+    reads the requester's role again the same way."""
     status: str = "pending"
     """pending, approved, rejected, or failed (approved, but the executor refused or failed: plan
     and request again)."""
@@ -50,11 +55,11 @@ class ApprovalStore:
         self._clock = clock
 
     def create(self, cluster: str, action: str, target: str, plan: dict, requested_by: str, requested_role: str,
-               options: dict[str, Any] | None = None) -> ApprovalRequest:
+               options: dict[str, Any] | None = None, *, requested_source: str = "no-users-file") -> ApprovalRequest:
         if action not in APPROVABLE:
             raise ValueError(f"{action} does not take approval")
         request = ApprovalRequest(uuid.uuid4().hex[:12], cluster, action, target, plan, requested_by, requested_role,
-                                  self._clock(), options or {})
+                                  self._clock(), options or {}, requested_source)
         self._write(request)
         return request
 
@@ -77,8 +82,7 @@ class ApprovalStore:
         """Mark a pending request ``approved`` or ``rejected`` by ``user`` (not its requester)."""
         if status not in ("approved", "rejected"):
             raise BadInput(f"unknown decision {status!r}")
-        self.directory.mkdir(parents=True, exist_ok=True)
-        with open(self.directory / ".lock", "a") as lock:
+        with os.fdopen(open_private(self.directory / ".lock", os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             request = self.get(request_id)
             if request.status != "pending":
@@ -95,7 +99,4 @@ class ApprovalStore:
         return failed
 
     def _write(self, request: ApprovalRequest) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        temporary = self.directory / f".{request.id}.tmp"
-        temporary.write_text(json.dumps(asdict(request), indent=2))
-        os.replace(temporary, self.directory / f"{request.id}.json")
+        write_private(self.directory / f"{request.id}.json", json.dumps(asdict(request), indent=2))

@@ -3,6 +3,12 @@
 Nothing is lost. Each record is appended to the lake and flushed at once; when the lake cannot be
 written (disk full, object store down) the row goes to a local spool file (JSON lines) and every
 later :meth:`AuditLog.record` or :meth:`AuditLog.retry_spool` writes the spooled rows first.
+
+Audit rows name people and what they did, so only the kpulse user reads them: the spool and its
+lock are ``0600`` files in ``0700`` directories; on a local lake the ``audit`` table's directory is
+made ``0700`` before each write (it keeps others out meanwhile) and the files this log wrote, and
+their date directories, are narrowed to ``0600``/``0700`` right after it. Object stores keep their
+own access rules.
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from collectors.lake import LakeWriter, read_table
+from collectors.lake import LakeWriter, read_table, resolve
+from operations.private_files import DIRECTORY_MODE, FILE_MODE, open_private, private_dir, write_private
 
 TABLE = "audit"
 RESULTS = ("ok", "partial", "failed", "refused", "denied", "in-progress", "not-started", "cancelled", "requested",
@@ -81,19 +88,48 @@ class AuditLog:
         return read_table(self.lake_path, TABLE, since=since, cluster=cluster)
 
     def _write(self, rows: list[dict[str, Any]]) -> bool:
-        self.spool.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.spool.with_suffix(".lock"), "a") as lock:
+        lock_path = self.spool.with_suffix(".lock")
+        with os.fdopen(open_private(lock_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             waiting = self.pending() + rows
             if not waiting:
                 return True
+            table_dir = self._local_table_dir()
             writer = self._writer_factory(self.lake_path)
             writer.append(TABLE, waiting)
             result = writer.flush()
+            if table_dir is not None:
+                _narrow(table_dir, result.files)
             if result.ok:
                 self.spool.unlink(missing_ok=True)
                 return True
-            temporary = self.spool.with_suffix(".tmp")
-            temporary.write_text("".join(json.dumps(r) + "\n" for r in waiting))
-            os.replace(temporary, self.spool)
+            write_private(self.spool, "".join(json.dumps(r) + "\n" for r in waiting))
             return False
+
+    def _local_table_dir(self) -> Path | None:
+        """The ``audit`` table's directory when the lake is a local directory, else ``None``."""
+        try:
+            filesystem, base = resolve(self.lake_path)
+        except Exception:  # noqa: BLE001 - the writer reports a lake it cannot reach
+            return None
+        if filesystem.type_name != "local":
+            return None
+        table_dir = Path(base) / TABLE
+        try:
+            private_dir(table_dir)
+            table_dir.chmod(DIRECTORY_MODE)
+        except OSError:  # the writer reports a lake it cannot write
+            return None
+        return table_dir
+
+
+def _narrow(table_dir: Path, files: list[str]) -> None:
+    """The files just written ``0600`` and their directories under ``table_dir`` ``0700``."""
+    for name in files:
+        path = Path(name)
+        try:
+            path.chmod(FILE_MODE)
+            if path.parent != table_dir and table_dir in path.parents:
+                path.parent.chmod(DIRECTORY_MODE)
+        except OSError:  # written but not ours to narrow (e.g. a shared lake): the row is what matters
+            continue

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from kpulse.progress import Progress
-from operations.access import UsersFile
+from operations.access import FAILED_LOGIN, users_file
 from operations.cli_args import COMMANDS, add_parsers  # noqa: F401 - kpulse.cli's entry points
 from operations.errors import BadInput, LoginFailed, NotAuthorized
 from operations.numbers import JAVA_LONG, PARTITION, parse_integer, parse_integers
@@ -42,8 +42,9 @@ def run(args: argparse.Namespace, config_path: str | None) -> int | None:
         from operations.audit import AuditRecord
 
         cluster = operations.config.cluster(getattr(args, "cluster", None)).name
-        operations.audit.record(AuditRecord(cluster=cluster, actor=args.as_user or "?", action="login",
-                                            target=f"kpulse {args.command}", result="denied", error=str(error)))
+        actor = operations.users.failed_login_actor(args.as_user or "")
+        operations.audit.record(AuditRecord(cluster=cluster, actor=actor, action="login", target=f"kpulse {args.command}",
+                                            result="denied", error=FAILED_LOGIN))
         raise
 
 
@@ -64,12 +65,6 @@ def _change(args, operations) -> int | None:
     raise AssertionError(args.command)
 
 
-def users_file(config) -> UsersFile:
-    from kpulse import home
-
-    return UsersFile(config.dashboard.users_file or home.state_dir() / "users.yaml")
-
-
 def cli_actor(config, as_user: str | None):
     """The user a command acts as (module docstring)."""
     from operations.access import User
@@ -79,7 +74,7 @@ def cli_actor(config, as_user: str | None):
     if not users.exists():
         if as_user:
             raise BadInput(f"--as needs a users file ({users.path} does not exist; create it with kpulse users add)")
-        return User(os_user, "admin")
+        return User(os_user, "admin", "no-users-file")
     if as_user:
         password = os.environ.get("KPULSE_PASSWORD")
         if password is None and sys.stdin.isatty():

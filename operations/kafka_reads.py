@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from kpulse.kafka_clients import error_text, group_state_name
+from kpulse.kafka_clients import error_text, group_state_name, list_topics, wait
 from operations.errors import OperationError, unknown
 
 TIMEOUT = 15.0
@@ -44,18 +44,21 @@ RETRIABLE = frozenset({"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORD
 """Group errors a fresh client meets while it finds the group coordinator: asked again."""
 
 
-def await_result(future, what: str):
+def await_result(future, what: str, admin=None):
+    """The answer of ``future``; with the ``admin`` that made it, a cluster that cannot answer
+    (connection refused, TLS, authentication) is named at once (:func:`kpulse.kafka_clients.wait`)."""
     try:
-        return future.result(timeout=TIMEOUT + 5)
+        return wait(admin, future, TIMEOUT + 5)
     except Exception as error:  # noqa: BLE001 - any client failure is one line for the user
         raise OperationError(f"{what}: {error_text(error)}") from None
 
 
-def group_call(call, what: str, attempts: int = 8):
-    """``call()`` returns one future; asked again while the coordinator is being found."""
+def group_call(call, what: str, attempts: int = 8, admin=None):
+    """``call()`` returns one future; asked again while the coordinator is being found. ``admin``
+    as in :func:`await_result`."""
     for attempt in range(attempts):
         try:
-            return call().result(timeout=TIMEOUT + 5)
+            return wait(admin, call(), TIMEOUT + 5)
         except Exception as error:  # noqa: BLE001
             first = error.args[0] if error.args else None
             if attempt + 1 < attempts and getattr(first, "name", lambda: "")() in RETRIABLE:
@@ -66,14 +69,14 @@ def group_call(call, what: str, attempts: int = 8):
 
 def describe_group(admin, group_id: str) -> GroupView:
     described = group_call(lambda: admin.describe_consumer_groups([group_id], request_timeout=TIMEOUT)[group_id],
-                            f"cannot describe group {group_id!r}")
+                            f"cannot describe group {group_id!r}", admin=admin)
     members = tuple(Member(m.member_id, m.client_id, m.host) for m in described.members)
     return GroupView(group_id, group_state_name(described.state), members)
 
 
 
 def group_ids(admin) -> set[str]:
-    listed = await_result(admin.list_consumer_groups(request_timeout=TIMEOUT), "cannot list consumer groups")
+    listed = await_result(admin.list_consumer_groups(request_timeout=TIMEOUT), "cannot list consumer groups", admin)
     return {g.group_id for g in listed.valid}
 
 
@@ -85,7 +88,7 @@ def committed_offsets(admin, group_id: str, partitions: list[TopicPartition] | N
     request = ConsumerGroupTopicPartitions(
         group_id, [KafkaTP(t, p) for t, p in partitions] if partitions is not None else None)
     answer = group_call(lambda: admin.list_consumer_group_offsets([request], request_timeout=TIMEOUT)[group_id],
-                         f"cannot read the committed offsets of group {group_id!r}")
+                         f"cannot read the committed offsets of group {group_id!r}", admin=admin)
     return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions if tp.offset >= 0}
 
 
@@ -105,7 +108,7 @@ def all_topics(admin) -> dict[str, list[int]]:
 
 def metadata(admin):
     try:
-        return admin.list_topics(timeout=TIMEOUT)
+        return list_topics(admin, TIMEOUT)
     except Exception as error:  # noqa: BLE001
         raise OperationError(f"cannot read the cluster metadata: {error_text(error)}") from None
 

@@ -4,7 +4,8 @@ state directory (``<state>/locks/<cluster>/<target>.lock``), held while an execu
 ``flock`` locks vanish with the process that held them, so a crashed executor never leaves a
 stale lock behind. They hold between processes on one machine (the CLI and the dashboard of one
 kpulse installation), not across machines: several kpulse hosts acting on the same cluster still
-rely on the executor's re-check of the group's state and offsets.
+rely on the executor's re-check of the group's state and offsets. Lock files are ``0600`` in
+``0700`` directories (:mod:`operations.private_files`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Iterator
 from urllib.parse import quote
 
 from operations.errors import Refused
+from operations.private_files import open_private
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -31,8 +33,7 @@ def exclusive(state_dir: Path, cluster: str, target: str) -> Iterator[None]:
     """Hold the lock of ``target`` or raise :class:`Refused` at once when another process or
     thread holds it."""
     path = lock_path(state_dir, cluster, target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    descriptor = open_private(path)
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -3,8 +3,8 @@ execute (authorized, one at a time per target, audited).
 
 Every execute call runs the same sequence:
 
-1. :func:`operations.access.authorize` (role, read-only cluster) - a refusal is audited as
-   ``denied``;
+1. :func:`operations.access.authorize` (the actor's role as the users file gives it now,
+   read-only cluster) - a refusal is audited as ``denied``;
 2. the target's lock (:mod:`operations.locks`) - a busy lock is audited as ``refused``;
 3. the executor, which re-checks the preconditions, applies and reads back;
 4. an audit record with the plan, before, after and result (``ok``, ``partial``, ``failed``,
@@ -20,7 +20,7 @@ from typing import Any, Callable
 from kpulse import home
 from kpulse.kafka_clients import admin_client
 from operations import locks
-from operations.access import User, authorize
+from operations.access import User, UsersFile, authorize, users_file
 from operations.approvals import APPROVABLE, ApprovalRequest, ApprovalStore
 from operations.audit import AuditLog, AuditRecord
 from operations.errors import NotAuthorized, OperationError, Refused
@@ -38,12 +38,15 @@ class Operations:
     touches no file until used."""
 
     def __init__(self, config, *, state_dir: Path | None = None, audit: AuditLog | None = None,
-                 admin_factory: Callable[[dict], Any] | None = None, clock: Callable[[], float] = time.time):
+                 admin_factory: Callable[[dict], Any] | None = None, clock: Callable[[], float] = time.time,
+                 users: UsersFile | None = None):
         self.config = config
         self.state_dir = state_dir or home.state_dir()
+        self.users = users or users_file(config, self.state_dir)
+        """Where every authorization reads the actor's current role."""
         self.audit = audit or AuditLog(config.lake.path, self.state_dir / "audit-spool.jsonl", clock=clock)
         self.approvals = ApprovalStore(self.state_dir / "approvals", clock)
-        self._admin_factory = admin_factory or admin_client
+        self._admin_factory = admin_factory or (lambda settings: admin_client(settings, connection_errors=True))
         self._admins: dict[str, Any] = {}
         self._reassigners: dict[str, Reassigner] = {}
         self._clock = clock
@@ -51,10 +54,17 @@ class Operations:
     def may(self, user: User, action: str, cluster: str) -> bool:
         """Whether to offer ``action`` to ``user`` at all (the UI hides what this refuses)."""
         try:
-            authorize(user, action.split(":")[0], self.config.cluster(cluster))
+            self.authorize(user, action, self.config.cluster(cluster))
         except (NotAuthorized, Refused):
             return False
         return True
+
+    def authorize(self, user: User, action: str, cluster) -> User:
+        """The user with its current role, when it may do ``action`` on ``cluster`` (a
+        :class:`ClusterConfig`); raises :class:`NotAuthorized` or :class:`Refused` otherwise."""
+        current = self.users.current(user)
+        authorize(current, action.split(":")[0], cluster)
+        return current
 
     def admin(self, cluster: str):
         if cluster not in self._admins:
@@ -174,20 +184,32 @@ class Operations:
         cluster = self.config.cluster(plan.cluster)
         record = dict(cluster=cluster.name, actor=actor.name, action=action, target=plan.target, plan=plan.to_dict())
         try:
-            authorize(actor, action.split(":")[0], cluster)
+            actor = self.authorize(actor, action, cluster)
         except (NotAuthorized, Refused) as error:
             self.audit.record(AuditRecord(**record, result="denied", error=str(error)))
             raise
-        request = self.approvals.create(cluster.name, action, plan.target, plan.to_dict(), actor.name, actor.role, options)
+        request = self.approvals.create(cluster.name, action, plan.target, plan.to_dict(), actor.name, actor.role, options,
+                                        requested_source=actor.source)
         self.audit.record(AuditRecord(**record, result="requested", error=None, after={"request": request.id}))
         return request
 
     def approve(self, approver: User, request_id: str):
-        """Approve a pending request and run its plan now, as the requester."""
+        """Approve a pending request and run its plan now, as the requester. A requester who no
+        longer has the role the action needs makes the request fail (refused, audited)."""
         request = self.approvals.get(request_id)
-        authorize(approver, "approve", self.config.cluster(request.cluster))
+        cluster = self.config.cluster(request.cluster)
+        approver = self.authorize(approver, "approve", cluster)
+        requester = User(request.requested_by, request.requested_role, request.requested_source)
+        try:
+            self.authorize(requester, request.action, cluster)
+        except (NotAuthorized, Refused) as error:
+            if request.status == "pending" and request.requested_by != approver.name:
+                self.approvals.mark_failed(request_id, str(error))
+                self.audit.record(AuditRecord(cluster=cluster.name, actor=requester.name, action=request.action,
+                                              target=request.target, result="denied", plan=request.plan,
+                                              error=str(error), approved_by=approver.name))
+                raise type(error)(f"approval request {request_id} refused: {error}") from None
         request = self.approvals.decide(request_id, approver.name, "approved")
-        requester = User(request.requested_by, request.requested_role)
         try:
             if request.action == "reset-offsets":
                 expected = {(t, p): o for t, p, o in (request.options or {}).get("expect_current", [])}
@@ -204,7 +226,7 @@ class Operations:
 
     def reject(self, approver: User, request_id: str) -> ApprovalRequest:
         request = self.approvals.get(request_id)
-        authorize(approver, "approve", self.config.cluster(request.cluster))
+        approver = self.authorize(approver, "approve", self.config.cluster(request.cluster))
         decided = self.approvals.decide(request_id, approver.name, "rejected")
         self.audit.record(AuditRecord(cluster=request.cluster, actor=approver.name, action=request.action,
                                       target=request.target, result="rejected", plan=request.plan,
@@ -225,7 +247,7 @@ class Operations:
                                           error=error, approved_by=approved_by))
 
         try:
-            authorize(actor, action.split(":")[0], cluster_config)
+            self.authorize(actor, action, cluster_config)
             if approved_by is None and self.needs_approval(cluster_config.name, action):
                 raise Refused(f"cluster {cluster_config.name!r} requires a second operator's approval for {action}: "
                               "request it, then another operator approves")

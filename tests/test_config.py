@@ -308,15 +308,16 @@ def test_client_config_for_plaintext_has_only_bootstrap_and_protocol():
                                                "security.protocol": "PLAINTEXT"}
 
 
-def test_client_config_for_sasl_ssl_with_mutual_tls_resolves_files_next_to_the_config():
-    cluster = parse_cluster(
-        {"KAFKA_PASSWORD": "pw"},
-        security={"protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
-                  "sasl_username": "kpulse", "sasl_password": "${KAFKA_PASSWORD}",
-                  "ssl_ca_location": "certs/ca.pem", "ssl_certificate_location": "/pki/client.pem",
-                  "ssl_key_location": "/pki/client.key", "ssl_key_password": "kp",
-                  "ssl_endpoint_identification": False},
-    )
+def test_client_config_for_sasl_ssl_with_mutual_tls_resolves_files_next_to_the_config(tmp_path):
+    (tmp_path / "certs").mkdir()
+    for name in ("certs/ca.pem", "client.pem", "client.key"):
+        (tmp_path / name).write_text("")
+    cluster = parse({"clusters": [{**MINIMAL_CLUSTER, "security": {
+        "protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_username": "kpulse", "sasl_password": "${KAFKA_PASSWORD}",
+        "ssl_ca_location": "certs/ca.pem", "ssl_certificate_location": str(tmp_path / "client.pem"),
+        "ssl_key_location": str(tmp_path / "client.key"), "ssl_key_password": "kp",
+        "ssl_endpoint_identification": False}}]}, {"KAFKA_PASSWORD": "pw"}, base_dir=tmp_path).cluster()
 
     assert cluster.client_config() == {
         "bootstrap.servers": "kafka-1:9092,kafka-2:9092",
@@ -324,12 +325,34 @@ def test_client_config_for_sasl_ssl_with_mutual_tls_resolves_files_next_to_the_c
         "sasl.mechanism": "SCRAM-SHA-512",
         "sasl.username": "kpulse",
         "sasl.password": "pw",
-        "ssl.ca.location": "/etc/kpulse/certs/ca.pem",
-        "ssl.certificate.location": "/pki/client.pem",
-        "ssl.key.location": "/pki/client.key",
+        "ssl.ca.location": str(tmp_path / "certs" / "ca.pem"),
+        "ssl.certificate.location": str(tmp_path / "client.pem"),
+        "ssl.key.location": str(tmp_path / "client.key"),
         "ssl.key.password": "kp",
         "ssl.endpoint.identification.algorithm": "none",
     }
+
+
+@pytest.mark.parametrize("key", ["ssl_ca_location", "ssl_certificate_location", "ssl_key_location"])
+def test_a_missing_ca_certificate_or_key_file_is_one_line_naming_the_key_and_the_path(tmp_path, key):
+    for name in ("ca.pem", "client.pem", "client.key"):
+        (tmp_path / name).write_text("")
+    security = {"protocol": "SSL", "ssl_ca_location": "ca.pem", "ssl_certificate_location": "client.pem",
+                "ssl_key_location": "client.key", key: "missing/file.pem"}
+    with pytest.raises(ConfigError) as caught:
+        parse({"clusters": [{**MINIMAL_CLUSTER, "security": security}]}, base_dir=tmp_path)
+    assert str(caught.value) == f"clusters[0].security.{key}: no such file {tmp_path / 'missing' / 'file.pem'}"
+
+
+def test_the_ca_location_probe_is_not_a_file():
+    cluster = parse_cluster(security={"protocol": "SSL", "ssl_ca_location": "probe"})
+    assert cluster.client_config()["ssl.ca.location"] == "probe"
+
+
+def test_the_exporter_binds_loopback_unless_the_config_says_otherwise():
+    assert parse({"clusters": [MINIMAL_CLUSTER]}).exporter.host == "127.0.0.1"
+    assert parse({"clusters": [MINIMAL_CLUSTER], "exporter": {"host": "0.0.0.0"}}).exporter.host == "0.0.0.0"
+    assert default_config(environ={}).exporter.host == "127.0.0.1"
 
 
 def test_client_config_for_oauthbearer_with_oidc():

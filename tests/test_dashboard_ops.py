@@ -374,9 +374,9 @@ def test_auth_mode_and_oidc_roles(tmp_path):
         auth_mode({"KPULSE_DASHBOARD_AUTH": "ldap"}, has_auth_secrets=False)
     users = UsersFile(tmp_path / "users.yaml")
     users.add("ann@example.com", "operator", "whatever-123")
-    assert oidc_user({"email": "ann@example.com", "sub": "1"}, users) == User("ann@example.com", "operator")
-    assert oidc_user({"email": "bob@example.com"}, users) == User("bob@example.com", "viewer")
-    assert oidc_user({"sub": "x-1"}, UsersFile(tmp_path / "none.yaml")) == User("x-1", "viewer")
+    assert oidc_user({"email": "ann@example.com", "sub": "1"}, users) == User("ann@example.com", "operator", "oidc")
+    assert oidc_user({"email": "bob@example.com"}, users) == User("bob@example.com", "viewer", "oidc")
+    assert oidc_user({"sub": "x-1"}, UsersFile(tmp_path / "none.yaml")) == User("x-1", "viewer", "oidc")
 
 
 # --- plans service (pure) ---------------------------------------------------------------------------
@@ -419,3 +419,46 @@ def test_open_reassignments_are_those_started_and_not_verified_or_cancelled():
     ])
     assert [p.goal for p in open_reassignments(rows)] == ["goal 1"]
     assert open_reassignments(rows.iloc[0:0]) == []
+
+
+def test_an_operator_demoted_while_signed_in_cannot_execute_through_the_open_dialog(bootstrap, tmp_path, monkeypatch):
+    admin = prepare_topic(bootstrap)
+    group = "ui-ops-demoted"
+    before = {(TOPIC, p): START for p in COUNTS}
+    commit(admin, group, before)
+    config = write_setup(tmp_path, bootstrap, [group])
+    app = sign_in(start(config, monkeypatch), "olga", "olga-secret-1")
+    app.switch_page("app_pages/groups.py").run()
+    key = group_key(group)
+    app.selectbox(key=f"{key}-strategy").set_value("to-earliest")
+    next(b for b in app.button if b.label == "Plan (changes nothing)").click().run()
+    app.button(key=f"{key}-execute").click().run()
+    app.text_input(key=f"{key}-typed").input(group)
+
+    users = tmp_path / "users.yaml"
+    data = yaml.safe_load(users.read_text())
+    data["users"]["olga"]["role"] = "viewer"
+    users.write_text(yaml.safe_dump(data))
+    app.button(key=f"{key}-confirm").click().run()
+
+    assert not app.exception
+    assert committed(admin, group) == before
+    assert not any("reset-offsets: ok" in s.value for s in app.success)
+    assert any("olga" in m.value and "viewer" in m.value for m in app.sidebar.markdown)
+    assert any("reset-offsets needs the operator role; you are a viewer" in c.value for c in app.caption)
+
+    del data["users"]["olga"]
+    users.write_text(yaml.safe_dump(data))
+    app.run()
+    assert "Sign in" in labels(app) and not any("olga" in m.value for m in app.sidebar.markdown)
+    assert any("olga is no longer in the users file" in w.value for w in app.warning)
+    assert committed(admin, group) == before
+
+    sign_in(app, "vic-secret-1", "vic-secret-1")  # a password typed into the name field
+    from kpulse.config import load_config
+    from operations.audit import AuditLog
+
+    rows = AuditLog(load_config(str(config)).lake.path, Path("/nonexistent-spool")).read()
+    assert list(rows[["actor", "action", "result"]].itertuples(index=False, name=None)) == [
+        ("(unknown user)", "login", "denied")]
+    assert "vic-secret-1" not in rows.to_json()

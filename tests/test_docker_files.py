@@ -624,6 +624,14 @@ def test_kpulse_config_loads():
     load_config(KPULSE_CONFIG_FILE)
 
 
+def test_the_containers_bind_every_interface_explicitly():
+    """kpulse binds loopback by default; in a container that would answer nobody outside it."""
+    from kpulse.config import load_config
+
+    config = load_config(KPULSE_CONFIG_FILE)
+    assert (config.exporter.host, config.dashboard.host) == ("0.0.0.0", "0.0.0.0")
+
+
 class _Handler(BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802
         self.send_response(200 if self.path == "/ok" else 503)

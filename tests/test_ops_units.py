@@ -106,7 +106,7 @@ def test_passwords_are_salted_hashes_checked_in_constant_time(tmp_path):
     assert first != second and password_matches("correct horse", first) and not password_matches("wrong", first)
     users = UsersFile(tmp_path / "users.yaml")
     users.add("ann", "operator", "correct horse")
-    assert users.authenticate("ann", "correct horse") == User("ann", "operator")
+    assert users.authenticate("ann", "correct horse") == User("ann", "operator", "users-file")
     assert (tmp_path / "users.yaml").stat().st_mode & 0o077 == 0
     for name, password in (("ann", "nope"), ("bob", "correct horse")):
         with pytest.raises(NotAuthorized, match=f"wrong user name or password for '{name}'"):

@@ -12,6 +12,10 @@ Sign-in modes (``$KPULSE_DASHBOARD_AUTH``, else ``oidc`` when Streamlit's secret
 Without a users file (``local`` mode): a *local setup* (the dashboard bound to a loopback address
 and every cluster on this machine) runs as an admin named after the OS user, with a banner; any
 other setup is view-only for everyone until a users file exists.
+
+Each :class:`User` says how it was established (:attr:`operations.access.User.source`); the role
+is read from the users file again on every run of the page (:func:`signed_in`) and by the
+operations service at every action, so a demotion or a deletion takes effect at once.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from dashboard.services.sources import DashboardError
-from operations.access import User, UsersFile
+from operations.access import User, UsersFile, users_file  # noqa: F401 - users_file: auth reads the same file
+from operations.errors import NotAuthorized
 
 AUTH_ENV = "KPULSE_DASHBOARD_AUTH"
 MODES = ("local", "oidc")
@@ -33,13 +38,6 @@ class Identity:
     user: User
     banner: str | None = None
     """Shown on every page when set (no users file)."""
-
-
-def users_file(config) -> UsersFile:
-    """The same file the CLI reads (``operations.commands.users_file``)."""
-    from operations.commands import users_file as cli_users_file
-
-    return cli_users_file(config)
 
 
 def auth_mode(environ: Mapping[str, str], has_auth_secrets: bool) -> str:
@@ -67,10 +65,10 @@ def is_local_setup(config) -> bool:
 
 def without_users_file(config, os_user: str, path) -> Identity:
     if is_local_setup(config):
-        return Identity(User(os_user, "admin"),
+        return Identity(User(os_user, "admin", "no-users-file"),
                         f"No users file: local mode. You act as admin '{os_user}' (dashboard and clusters on this "
                         f"machine only). Create {path} with `kpulse users add` to require sign-in.")
-    return Identity(User(os_user, "viewer"),
+    return Identity(User(os_user, "viewer", "no-users-file"),
                     f"No users file: view only. This dashboard or a cluster is not local, so nobody may act until "
                     f"{path} exists (`kpulse users add NAME --role admin`).")
 
@@ -80,6 +78,14 @@ def oidc_user(claims: Mapping[str, object], users: UsersFile) -> User:
     for claim in ("email", "preferred_username", "sub"):
         name = claims.get(claim)
         if name:
-            entry = users.get(str(name)) if users.exists() else None
-            return User(str(name), entry.role if entry else "viewer")
+            return users.current(User(str(name), "viewer", "oidc"))
     raise DashboardError("the identity provider sent no email, preferred_username or sub claim")
+
+
+def signed_in(user: User, users: UsersFile) -> tuple[User | None, str | None]:
+    """The session's user with its role now, or (``None``, why) when it may no longer be signed in
+    (deleted from the users file)."""
+    try:
+        return users.current(user), None
+    except NotAuthorized as error:
+        return None, str(error)

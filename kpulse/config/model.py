@@ -257,8 +257,9 @@ class ExporterConfig:
 
     port: int = 9308
     """TCP port; 0 disables the exporter."""
-    host: str = "0.0.0.0"
-    """Address to bind."""
+    host: str = "127.0.0.1"
+    """Address to bind; loopback unless the config says otherwise (as the dashboard's): set
+    ``0.0.0.0`` for a Prometheus on another machine or outside the container."""
 
     @property
     def enabled(self) -> bool:

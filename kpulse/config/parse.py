@@ -65,7 +65,7 @@ def parse_config(
         ),
         exporter=ExporterConfig(
             port=exporter.integer("port", 9308, minimum=0, maximum=65535),
-            host=exporter.string("host", "0.0.0.0", non_empty=True),
+            host=exporter.string("host", "127.0.0.1", non_empty=True),
         ),
         dashboard=DashboardConfig(
             port=dashboard.integer("port", 8501, minimum=1, maximum=65535),
@@ -169,6 +169,8 @@ def _security(reader: _Section) -> SecurityConfig:
                           "go together (mutual TLS)")
     if security.ssl_key_password is not None and security.ssl_key_location is None:
         raise ConfigError(f"{reader.path('ssl_key_password')}: only used with ssl_key_location")
+    for key in ssl_keys[:3]:
+        reader.require_exists(key, values[key])
     return security
 
 
@@ -334,6 +336,12 @@ class _Section:
                 raise ConfigError(f"{self.path(key)}: must be a local file path, got {value!r}")
             return value
         return str((self.base_dir / Path(value).expanduser()).resolve())
+
+    def require_exists(self, key: str, path: str | None) -> None:
+        """Refuse a CA, certificate or key ``path`` that does not exist (the client would fail
+        later, less clearly); ``ssl_ca_location: probe`` is librdkafka's, not a file."""
+        if path is not None and not (path == "probe" and key == "ssl_ca_location") and not Path(path).exists():
+            raise ConfigError(f"{self.path(key)}: no such file {path}")
 
     def require_set(self, values: Mapping[str, Any], keys: tuple[str, ...], condition: str) -> None:
         for key in keys:

@@ -1,0 +1,133 @@
+"""A cluster kpulse cannot talk to says why, and at once where the client knows: a closed port is
+"connection refused", TLS against a plaintext listener is a TLS handshake failure, SASL against
+it an authentication failure, each one line from the operations and from ``kpulse up``'s check,
+never the bare ``Local: Timed out`` after ~16 s. (Real cluster: its PLAINTEXT listeners.)"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+import yaml
+
+from operations.errors import OperationError
+from operations.offset_plan import Scope, Strategy
+from tests.conftest import one_error_line
+from tests.test_ops_safety import cli
+
+pytestmark = pytest.mark.cluster
+
+NOT_THE_CLIENT_TIMEOUT = 10.0
+"""Generous: the client's own timeout is 15 s (plus 5); failing fast takes well under a second."""
+
+
+def closed_port() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{probe.getsockname()[1]}"  # nothing listens once the socket is closed
+
+
+def config_path(tmp_path, bootstrap: str, security: dict | None = None):
+    cluster = {"name": "test", "bootstrap_servers": bootstrap, "probe": {"enabled": False}}
+    if security:
+        cluster["security"] = security
+    path = tmp_path / "kpulse.yaml"
+    path.write_text(yaml.safe_dump({"clusters": [cluster], "lake": {"path": str(tmp_path / "lake")}}))
+    return path
+
+
+def operations_at(tmp_path, bootstrap: str, security: dict | None = None):
+    from kpulse.config import load_config
+    from operations.service import Operations
+
+    return Operations(load_config(str(config_path(tmp_path, bootstrap, security))), state_dir=tmp_path / "state")
+
+
+SASL = {"protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_username": "u", "sasl_password": "p"}
+CASES = {
+    "closed port": (None, "all brokers down: .*Connection refused"),
+    "TLS to a plaintext listener": ({"protocol": "SSL"}, "TLS handshake failed: .*SSL"),
+    "SASL to a plaintext listener": (SASL, "authentication failed: .*SASL PLAIN mechanism handshake failed"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_an_unusable_cluster_is_named_at_once_by_the_group_reads(case, bootstrap, tmp_path):
+    security, expected = CASES[case]
+    operations = operations_at(tmp_path, closed_port() if case == "closed port" else bootstrap, security)
+    started = time.monotonic()
+    with pytest.raises(OperationError, match=f"^cannot describe group 'g': {expected}") as caught:
+        operations.plan_reset_offsets("test", "g", Scope.parse(True, None), Strategy("to-earliest"))
+    elapsed = time.monotonic() - started
+    print(f"{case}: {elapsed:.2f} s: {caught.value}")
+    assert "\n" not in str(caught.value) and elapsed < NOT_THE_CLIENT_TIMEOUT
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_an_unusable_cluster_is_named_at_once_by_the_metadata_read(case, bootstrap, tmp_path):
+    security, expected = CASES[case]
+    operations = operations_at(tmp_path, closed_port() if case == "closed port" else bootstrap, security)
+    started = time.monotonic()
+    with pytest.raises(OperationError, match=f"^cannot read the cluster metadata: {expected}") as caught:
+        operations.plan_election("test")
+    elapsed = time.monotonic() - started
+    print(f"{case}: {elapsed:.2f} s: {caught.value}")
+    assert elapsed < NOT_THE_CLIENT_TIMEOUT
+
+
+def test_the_cli_says_connection_refused_in_one_line(tmp_path):
+    config = config_path(tmp_path, closed_port())
+    started = time.monotonic()
+    line = one_error_line(cli(config, "reset-offsets", "--group", "g", "--all-topics", "--to-earliest"))
+    print(f"{time.monotonic() - started:.2f} s: {line}")
+    assert line.startswith("kpulse: error: cannot describe group 'g': all brokers down: ")
+    assert "Connection refused" in line
+
+
+def test_kpulse_up_names_why_a_configured_cluster_is_unreachable(bootstrap, tmp_path):
+    from kpulse.cli import _check_configured_clusters
+    from kpulse.config import load_config
+    from kpulse.localcluster.cluster import ClusterError
+
+    config = load_config(str(config_path(tmp_path, bootstrap, {"protocol": "SSL"})))
+    started = time.monotonic()
+    with pytest.raises(ClusterError, match=f"^cluster 'test' at {bootstrap} is unreachable: TLS handshake failed: "):
+        _check_configured_clusters(config)
+    assert time.monotonic() - started < NOT_THE_CLIENT_TIMEOUT
+
+
+class Report:
+    """A KafkaError as error_cb receives it."""
+
+    def __init__(self, name: str, text: str):
+        self._name, self._text = name, text
+
+    def name(self) -> str:
+        return self._name
+
+    def str(self) -> str:
+        return self._text
+
+
+REFUSED = Report("_TRANSPORT", "127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection refused")
+
+
+def test_only_reports_after_the_wait_began_decide_and_an_answer_clears_every_broker_down():
+    from kpulse.kafka_clients import ConnectionErrors
+
+    errors = ConnectionErrors()
+    errors.record(Report("_ALL_BROKERS_DOWN", "3/3 brokers are down"))  # an outage before this call
+    errors.record(REFUSED)
+    mark = errors.mark()
+    assert errors.verdict(mark) is None  # nothing since the call began: it may still be answered
+    errors.record(REFUSED)
+    assert errors.verdict(mark) == f"all brokers down: {REFUSED.str()}"
+
+    errors.answered()  # a broker answered: one broker's refusals are no longer the whole cluster's
+    mark = errors.mark()
+    errors.record(REFUSED)
+    assert errors.verdict(mark) is None and errors.last(mark) == REFUSED.str()
+
+    errors.record(Report("_AUTHENTICATION", "SASL authentication error: Authentication failed"))
+    assert errors.verdict(mark) == "authentication failed: SASL authentication error: Authentication failed"
