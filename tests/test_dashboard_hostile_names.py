@@ -308,6 +308,8 @@ LINKED = ("[...document.querySelectorAll('*')].flatMap(e => ['href', 'src', 'xli
 names in their query string: the host is what counts)."""
 
 
+@pytest.mark.skipif(chromium_path() is None, reason="chromium not installed: run `make test` "
+                                                     "(scripts/setup.sh with KPULSE_WITH_BROWSER=1)")
 def test_chromium_shows_each_name_literally_and_requests_nothing_elsewhere(setup, dashboard):
     def url(page: str, **query) -> str:
         return f"{dashboard}/{page}" + ("?" + urllib.parse.urlencode(query) if query else "")
