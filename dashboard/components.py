@@ -34,7 +34,7 @@ def tiles(items: Sequence[Tile], per_row: int = 5) -> None:
                 f"<div class='kp-tile' style='background:{COLOURS[tile.level]}' title='{escape(tile.level)}'>"
                 f"<div class='kp-label'>{escape(tile.label)}</div><div class='kp-value'>{escape(tile.value)}</div>"
                 f"<div class='kp-detail'>{escape(tile.level.upper())}"
-                f"{' · ' + literal.plotly(tile.detail) if tile.detail else ''}"
+                f"{' · ' + literal.html_text(tile.detail) if tile.detail else ''}"
                 f"</div></div>", unsafe_allow_html=True)
 
 
@@ -51,7 +51,8 @@ def line_chart(frame: pd.DataFrame, *, x: str, y: str, color: str | None = None,
     if frame.empty:
         st.info(f"{literal.markdown(title)}: no data in this window")
         return
-    figure = px.line(_shown(frame, color), x=x, y=y, color=color, title=literal.plotly(title), height=height)
+    figure = px.line(_shown(frame, color), x=x, y=y, color=color, title=literal.html_text(title),
+                     height=height)
     for value, label in thresholds:
         figure.add_hline(y=value, line_dash="dash", line_color=COLOURS[CRIT] if value <= 0.1 else COLOURS[WARN],
                          annotation_text=label)
@@ -64,8 +65,8 @@ def bar_chart(frame: pd.DataFrame, *, x: str, y: str, color: str | None = None, 
     if frame.empty:
         st.info(f"{literal.markdown(title)}: no data")
         return
-    figure = px.bar(_shown(frame, x, color), x=x, y=y, color=color, barmode="group", title=literal.plotly(title),
-                    height=300)
+    figure = px.bar(_shown(frame, x, color), x=x, y=y, color=color, barmode="group",
+                    title=literal.html_text(title), height=300)
     figure.update_layout(margin=dict(l=10, r=10, t=40, b=10))
     st.plotly_chart(figure, width="stretch", key=key)
 
@@ -76,7 +77,7 @@ def timeline_chart(periods: pd.DataFrame, *, title: str, key: str | None = None)
         st.info(f"{literal.markdown(title)}: no states recorded in this window")
         return
     figure = px.timeline(_shown(periods, "instance"), x_start="begin", x_end="end", y="instance", color="state",
-                         title=literal.plotly(title),
+                         title=literal.html_text(title),
                          color_discrete_map=STATE_COLOURS, height=120 + 40 * periods["instance"].nunique())
     figure.update_layout(margin=dict(l=10, r=10, t=40, b=10))
     st.plotly_chart(figure, width="stretch", key=key)
@@ -89,7 +90,7 @@ def burn_down_chart(frame: pd.DataFrame, *, title: str, key: str | None = None) 
     figure = go.Figure(go.Scatter(x=frame["time"], y=frame["error_budget_remaining"], mode="lines",
                                   name="budget remaining", fill="tozeroy"))
     figure.add_hline(y=0, line_dash="dash", line_color=COLOURS[CRIT], annotation_text="budget exhausted")
-    figure.update_layout(title=literal.plotly(title), height=300,
+    figure.update_layout(title=literal.html_text(title), height=300,
                          margin=dict(l=10, r=10, t=40, b=10), yaxis_tickformat=".0%",
                          yaxis_title="error budget remaining")
     st.plotly_chart(figure, width="stretch", key=key)
@@ -97,8 +98,9 @@ def burn_down_chart(frame: pd.DataFrame, *, title: str, key: str | None = None) 
 
 def _shown(frame: pd.DataFrame, *columns: str | None) -> pd.DataFrame:
     """``frame`` with the text of ``columns`` (legend entries, categories) as Plotly shows text."""
-    text = [c for c in columns if c is not None and c in frame and frame[c].dtype == object]
-    return frame.assign(**{c: frame[c].map(lambda v: literal.plotly(v) if isinstance(v, str) else v) for c in text})
+    text = [c for c in columns if c is not None and c in frame]
+    return frame.assign(**{c: frame[c].map(lambda v: literal.html_text(v) if isinstance(v, str) else v)
+                           for c in text})
 
 
 def pager(key: str, matching: int, page_size: int = DEFAULT_PAGE_SIZE) -> int:

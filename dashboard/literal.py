@@ -1,7 +1,7 @@
 """Strings kpulse does not control (topic, group, application, client and member ids, hosts,
 config values, audit actors and errors, alert labels, what a user typed) shown as exactly
-themselves: in Streamlit Markdown (:func:`markdown`), in Plotly text (:func:`plotly`) and on a
-shell command line (:func:`shell`). Pure: no Streamlit here.
+themselves: in Streamlit Markdown (:func:`markdown`), in HTML and Plotly text (:func:`html_text`)
+and on a shell command line (:func:`shell`). Pure: no Streamlit here.
 
 Streamlit renders every body, label and help text as Markdown, and after parsing it rewrites the
 text itself: ``:material/name:`` and ``:streamlit:`` become icons, ``:name:`` emoji, ``--`` and
@@ -43,9 +43,9 @@ def markdown(text: object) -> str:
     return _SPACES.sub(lambda match: NO_BREAK_SPACE * len(match[0]), shown)
 
 
-def plotly(text: object) -> str:
-    """Text that a Plotly title, legend, axis or hover label shows as exactly ``str(text)`` (Plotly
-    reads ``<a href>``, ``<b>``, ``<br>`` and entities in them)."""
+def html_text(text: object) -> str:
+    """Text that HTML, and a Plotly title, legend, axis or hover label, shows as exactly ``str(text)``
+    (Plotly reads ``<a href>``, ``<b>``, ``<br>`` and entities in them)."""
     return html.escape(visible(str(text)), quote=False)
 
 

@@ -339,7 +339,8 @@ def test_chromium_shows_each_name_literally_and_requests_nothing_elsewhere(setup
             hostile = [u for u in linked if urllib.parse.urlsplit(u).hostname == "example.invalid"]
             if hostile:
                 failures.append(f"{address}: the page links to or loads {hostile}")
-            browser.screenshot(ARTIFACTS / "dashboard" / f"hostile-{number:02d}-{urllib.parse.urlsplit(address).path.strip('/') or 'overview'}.png")
+            page = urllib.parse.urlsplit(address).path.strip("/") or "overview"
+            browser.screenshot(ARTIFACTS / "dashboard" / f"hostile-{number:02d}-{page}.png")
         browser.evaluate("1")  # the replies carry the last network events
     finally:
         browser.close()

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from dashboard.literal import MARKDOWN_SPECIAL, NO_BREAK_SPACE, WORD_JOINER, markdown, plotly, shell
+from dashboard.literal import MARKDOWN_SPECIAL, NO_BREAK_SPACE, WORD_JOINER, html_text, markdown, shell
 from kpulse.printable import VisibleStream, visible, visible_output
 
 HOSTILE = [
@@ -95,8 +95,9 @@ def test_markdown_examples(name, shown):
     assert markdown(name) == shown
 
 
-def test_plotly_text_shows_tags_as_text():
-    assert plotly('<a href="https://e.invalid">x</a> <b>&</b>\n') == '&lt;a href="https://e.invalid"&gt;x&lt;/a&gt; &lt;b&gt;&amp;&lt;/b&gt;\\n'
+def test_html_and_plotly_text_shows_tags_as_text():
+    shown = html_text('<a href="https://e.invalid">x</a> <b>&</b>\n')
+    assert shown == '&lt;a href="https://e.invalid"&gt;x&lt;/a&gt; &lt;b&gt;&amp;&lt;/b&gt;\\n'
 
 
 @pytest.mark.parametrize("name", HOSTILE)
