@@ -7,6 +7,8 @@ rule) opens a confirmation dialog that requires typing the target's name -> the 
 The dialog opens from a ``st.session_state`` flag, so a rerun (or AppTest) reopens it faithfully.
 
 Viewers get no controls; on a read-only cluster the controls are drawn disabled with the reason.
+Names (and errors, which quote them) are shown as text (:mod:`dashboard.literal`); the command line
+quotes them as shell words.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 
 import streamlit as st
 
-from dashboard import action_forms, auth, frame
+from dashboard import action_forms, auth, frame, literal
 from dashboard.services import plans
 from dashboard.services.sources import one_line
 from kpulse.errors import KpulseError
@@ -33,7 +35,12 @@ DRY_RUN_COMMANDS = {
     "topic": "kpulse elect-leaders --cluster {cluster} --topic {name}",
     "broker": "kpulse reassign generate --cluster {cluster} --help",
 }
-"""The same action from the command line (a dry run unless ``--execute``)."""
+"""The same action from the command line (a dry run unless ``--execute``); ``{cluster}`` and ``{name}``
+are filled in as shell words (:func:`command_line`)."""
+
+
+def command_line(kind: str, cluster: str, name: str) -> str:
+    return DRY_RUN_COMMANDS[kind].format(cluster=literal.shell(cluster), name=literal.shell(name))
 
 
 def slot(kind: str, cluster: str, name: str) -> None:
@@ -43,7 +50,7 @@ def slot(kind: str, cluster: str, name: str) -> None:
         with frame.shown_errors("actions"):
             _slot(kind, cluster, name)
         st.caption("From the command line (a dry run until --execute):")
-        st.code(DRY_RUN_COMMANDS[kind].format(cluster=cluster, name=name), language="bash")
+        st.code(command_line(kind, cluster, name), language="bash")
 
 
 def _slot(kind: str, cluster: str, name: str) -> None:
@@ -56,7 +63,8 @@ def _slot(kind: str, cluster: str, name: str) -> None:
     operations = frame.operations()
     read_only = operations.config.cluster(cluster).read_only
     if read_only:
-        st.info(f"Cluster {cluster} is read-only (read_only: true in the config): actions are disabled.",
+        st.info(f"Cluster {literal.markdown(cluster)} is read-only (read_only: true in the config): actions are "
+                "disabled.",
                 icon=":material/lock:")
     key = f"op-{kind}-{cluster}-{name}"
     with st.form(f"{key}-form", border=False):
@@ -77,15 +85,15 @@ def show(key: str, state: dict, operations, read_only: bool) -> None:
     plan = state["plan"]
     action = plans.action_of(plan)
     st.markdown("**Plan** · nothing has changed yet")
-    st.caption(plans.plan_summary(plan))
+    st.caption(plans.plan_summary(plan, literal.markdown))
     for number, (title, table) in enumerate(plans.plan_tables(plan).items()):
         if number == 0 or not table.empty:
             st.markdown(title)
             st.dataframe(table, hide_index=True, width="stretch", key=f"{key}-plan-{number}")
     for warning in getattr(plan, "warnings", ()):
-        st.warning(warning)
+        st.warning(literal.markdown(warning))
     if isinstance(plan, StreamsResetPlan):
-        st.info(plan.local_state_note)
+        st.info(literal.markdown(plan.local_state_note))
     export = st.columns(4)
     export[0].download_button("Plan as JSON", json.dumps(plan.to_dict(), indent=2), file_name=f"{key}-plan.json",
                               mime="application/json", key=f"{key}-json")
@@ -101,12 +109,12 @@ def show(key: str, state: dict, operations, read_only: bool) -> None:
                                                disabled=read_only or not _has_changes(plan)):
         st.session_state[CONFIRM_KEY] = key
     if approval:
-        st.caption(f"Cluster {plan.cluster} requires a second operator's approval: the request waits on the "
-                   "Operations page.")
+        st.caption(f"Cluster {literal.markdown(plan.cluster)} requires a second operator's approval: the request "
+                   "waits on the Operations page.")
     if st.session_state.get(CONFIRM_KEY) == key:
         confirm(key)
     if state.get("error"):
-        st.error(state["error"], icon=":material/error:")
+        st.error(literal.markdown(state["error"]), icon=":material/error:")
     if state.get("done") is not None:
         result(key, state["done"], plan, operations)
 
@@ -124,20 +132,24 @@ def _close() -> None:
 @st.dialog("Confirm the change", on_dismiss=_close)
 def confirm(key: str) -> None:
     """Type the target's name, then execute ``st.session_state[key]["plan"]`` (or, when the state
-    holds a ``request_id``, approve that request and run it). Opened while ``CONFIRM_KEY == key``."""
+    holds a ``request_id``, approve that request and run it). Opened while ``CONFIRM_KEY == key``.
+    The name to type is shown exactly, in a code block (a trailing ``#``, spaces, backticks)."""
     state = st.session_state[key]
     plan = state["plan"]
     expected = plans.confirmation_name(plan)
     request_id = state.get("request_id")
     approval = request_id is None and frame.operations().needs_approval(plan.cluster, plans.action_of(plan))
-    st.write(plans.plan_summary(plan) + f" on cluster **{plan.cluster}**.")
-    st.write(f"Type **{expected}** to confirm.")
+    st.markdown(plans.plan_summary(plan, literal.markdown) + f" on cluster **{literal.markdown(plan.cluster)}**.")
+    st.markdown("Type this name to confirm:")
+    st.code(literal.visible(expected), language=None)
+    st.caption(plans.name_note(expected))
     typed = st.text_input("Name of the target", key=f"{key}-typed")
     go, cancel = st.columns(2)
     label = "Approve and run" if request_id else "Request approval" if approval else "Execute"
     if go.button(label, key=f"{key}-confirm", type="primary"):
-        if typed.strip() != expected:
-            st.error(f"'{typed.strip()}' is not '{expected}': nothing executed", icon=":material/error:")
+        if not plans.confirmed(typed, expected):
+            st.error(f"'{literal.markdown(typed)}' is not '{literal.markdown(expected)}': nothing executed",
+                     icon=":material/error:")
             return
         user = auth.user()
         try:
@@ -160,7 +172,7 @@ def confirm(key: str) -> None:
 
 
 def result(key: str, done: plans.Done, plan, operations) -> None:
-    text = plans.outcome_text(done)
+    text = plans.outcome_text(done, literal.markdown)
     if done.result in ("ok", "requested", "in-progress", "not-started"):
         st.success(text, icon=":material/check_circle:")
     else:
@@ -170,7 +182,7 @@ def result(key: str, done: plans.Done, plan, operations) -> None:
         st.markdown("Verification (read back from the cluster)")
         st.dataframe(table, hide_index=True, width="stretch", key=f"{key}-outcome")
     if getattr(done.outcome, "local_state_note", None):
-        st.info(done.outcome.local_state_note)
+        st.info(literal.markdown(done.outcome.local_state_note))
     if isinstance(plan, ReassignmentPlan) and done.outcome is not None and done.result in ("in-progress", "partial"):
         reassignment_progress(plan, key)
     if st.button("New plan", key=f"{key}-clear"):

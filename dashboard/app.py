@@ -11,7 +11,7 @@ import streamlit as st
 from dashboard import auth, components, frame
 from dashboard.services.health import freshness
 
-st.set_page_config(page_title="kpulse", page_icon=":material/monitoring:", layout="wide")
+st.set_page_config(page_title="kpulse", page_icon="📈", layout="wide")  # a :material/ icon loads from Google
 
 PAGES = [
     st.Page("app_pages/overview.py", title="Overview", icon=":material/monitor_heart:", default=True),  # at /

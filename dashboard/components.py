@@ -1,5 +1,6 @@
 """Shared drawing: coloured health tiles, Plotly charts, the freshness banner and the pager.
-Pages compose these; nothing here reads data."""
+Pages compose these; nothing here reads data. Chart titles and the names in a chart (legend,
+categories, hover) are text: Plotly would read ``<a href>`` and ``<b>`` in them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
+from dashboard import literal
 from dashboard.services.health import CRIT, INFO, OK, UNKNOWN, WARN, Freshness, Tile
 from dashboard.services.paging import DEFAULT_PAGE_SIZE
 
@@ -31,7 +33,8 @@ def tiles(items: Sequence[Tile], per_row: int = 5) -> None:
             column.markdown(
                 f"<div class='kp-tile' style='background:{COLOURS[tile.level]}' title='{escape(tile.level)}'>"
                 f"<div class='kp-label'>{escape(tile.label)}</div><div class='kp-value'>{escape(tile.value)}</div>"
-                f"<div class='kp-detail'>{escape(tile.level.upper())}{' · ' + escape(tile.detail) if tile.detail else ''}"
+                f"<div class='kp-detail'>{escape(tile.level.upper())}"
+                f"{' · ' + literal.html_text(tile.detail) if tile.detail else ''}"
                 f"</div></div>", unsafe_allow_html=True)
 
 
@@ -46,9 +49,10 @@ def line_chart(frame: pd.DataFrame, *, x: str, y: str, color: str | None = None,
                thresholds: Sequence[tuple[float, str]] = (), key: str | None = None, height: int = 300) -> None:
     """A time series; ``thresholds`` are (value, label) horizontal lines."""
     if frame.empty:
-        st.info(f"{title}: no data in this window")
+        st.info(f"{literal.markdown(title)}: no data in this window")
         return
-    figure = px.line(frame, x=x, y=y, color=color, title=title, height=height)
+    figure = px.line(_shown(frame, color), x=x, y=y, color=color, title=literal.html_text(title),
+                     height=height)
     for value, label in thresholds:
         figure.add_hline(y=value, line_dash="dash", line_color=COLOURS[CRIT] if value <= 0.1 else COLOURS[WARN],
                          annotation_text=label)
@@ -59,9 +63,10 @@ def line_chart(frame: pd.DataFrame, *, x: str, y: str, color: str | None = None,
 def bar_chart(frame: pd.DataFrame, *, x: str, y: str, color: str | None = None, title: str,
               key: str | None = None) -> None:
     if frame.empty:
-        st.info(f"{title}: no data")
+        st.info(f"{literal.markdown(title)}: no data")
         return
-    figure = px.bar(frame, x=x, y=y, color=color, barmode="group", title=title, height=300)
+    figure = px.bar(_shown(frame, x, color), x=x, y=y, color=color, barmode="group",
+                    title=literal.html_text(title), height=300)
     figure.update_layout(margin=dict(l=10, r=10, t=40, b=10))
     st.plotly_chart(figure, width="stretch", key=key)
 
@@ -69,9 +74,10 @@ def bar_chart(frame: pd.DataFrame, *, x: str, y: str, color: str | None = None, 
 def timeline_chart(periods: pd.DataFrame, *, title: str, key: str | None = None) -> None:
     """State periods per instance as coloured bars (REBALANCING stands out in orange)."""
     if periods.empty:
-        st.info(f"{title}: no states recorded in this window")
+        st.info(f"{literal.markdown(title)}: no states recorded in this window")
         return
-    figure = px.timeline(periods, x_start="begin", x_end="end", y="instance", color="state", title=title,
+    figure = px.timeline(_shown(periods, "instance"), x_start="begin", x_end="end", y="instance", color="state",
+                         title=literal.html_text(title),
                          color_discrete_map=STATE_COLOURS, height=120 + 40 * periods["instance"].nunique())
     figure.update_layout(margin=dict(l=10, r=10, t=40, b=10))
     st.plotly_chart(figure, width="stretch", key=key)
@@ -79,14 +85,22 @@ def timeline_chart(periods: pd.DataFrame, *, title: str, key: str | None = None)
 
 def burn_down_chart(frame: pd.DataFrame, *, title: str, key: str | None = None) -> None:
     if frame.empty:
-        st.info(f"{title}: no evaluations in this window")
+        st.info(f"{literal.markdown(title)}: no evaluations in this window")
         return
     figure = go.Figure(go.Scatter(x=frame["time"], y=frame["error_budget_remaining"], mode="lines",
                                   name="budget remaining", fill="tozeroy"))
     figure.add_hline(y=0, line_dash="dash", line_color=COLOURS[CRIT], annotation_text="budget exhausted")
-    figure.update_layout(title=title, height=300, margin=dict(l=10, r=10, t=40, b=10), yaxis_tickformat=".0%",
+    figure.update_layout(title=literal.html_text(title), height=300,
+                         margin=dict(l=10, r=10, t=40, b=10), yaxis_tickformat=".0%",
                          yaxis_title="error budget remaining")
     st.plotly_chart(figure, width="stretch", key=key)
+
+
+def _shown(frame: pd.DataFrame, *columns: str | None) -> pd.DataFrame:
+    """``frame`` with the text of ``columns`` (legend entries, categories) as Plotly shows text."""
+    text = [c for c in columns if c is not None and c in frame]
+    return frame.assign(**{c: frame[c].map(lambda v: literal.html_text(v) if isinstance(v, str) else v)
+                           for c in text})
 
 
 def pager(key: str, matching: int, page_size: int = DEFAULT_PAGE_SIZE) -> int:

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 import pandas as pd
 import streamlit as st
 
+from dashboard import literal
 from dashboard.services.acks import AckStore, active
 from dashboard.services.alerts import firing_alerts
 from dashboard.services.kafka_admin import ClusterAdmin
@@ -33,14 +34,15 @@ SLO_STATUS_SECONDS = 15 * 60
 
 @contextmanager
 def shown_errors(what: str = "") -> Iterator[None]:
-    """Run a part of a page; any failure becomes one ``st.error`` line (traceback only in the log)."""
+    """Run a part of a page; any failure becomes one ``st.error`` line (traceback only in the log),
+    shown as text: errors quote topic and group names."""
     try:
         yield
     except DashboardError as error:
-        st.error(f"{what + ': ' if what else ''}{error}", icon=":material/error:")
+        st.error(f"{what + ': ' if what else ''}{literal.markdown(error)}", icon=":material/error:")
     except Exception as error:  # noqa: BLE001 - no traceback reaches the UI
         LOG.exception("dashboard error")
-        st.error(f"{what + ': ' if what else ''}{one_line(error)}", icon=":material/error:")
+        st.error(f"{what + ': ' if what else ''}{literal.markdown(one_line(error))}", icon=":material/error:")
 
 
 @st.cache_resource(show_spinner=False)

@@ -99,6 +99,15 @@ def _accept_config_after_the_command(commands) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; everything it prints shows control characters as escapes (a topic or group
+    name cannot drive the terminal)."""
+    from kpulse.printable import visible_output
+
+    with visible_output():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return _dispatch(args) or 0

@@ -358,6 +358,7 @@ def _approvals(args, operations) -> int | None:
 # --- audit and users -----------------------------------------------------------------------------
 
 def _audit_show(args, operations) -> None:
+    from kpulse.printable import visible
     from operations.time_specs import parse_duration_ms
 
     waiting = operations.audit.retry_spool()
@@ -371,6 +372,7 @@ def _audit_show(args, operations) -> None:
         print(json.dumps({"records": rows, "spooled": waiting}, indent=2, default=str))
         return
     for row in rows:
+        row = {key: visible(value) if isinstance(value, str) else value for key, value in row.items()}  # one line
         print(f"{row['time']:%Y-%m-%d %H:%M:%S}Z {row['cluster']} {row['actor']:<12} {row['action']:<18} "
               f"{row['target']:<28} {row['result']:<8} {row['error'] or ''}")
     print(f"{len(rows)} record(s)" + (f"; {waiting} waiting in the spool (lake not writable)" if waiting else ""))

@@ -1,7 +1,8 @@
 """A headless Chromium (Debian's ``chromium`` package) driven over the DevTools protocol with a
 tiny websocket client: open a URL, wait until the page shows some text, read the text, save a
 screenshot. Streamlit renders in the browser, so the text only exists after its websocket has run
-the script: this is what an operator sees."""
+the script: this is what an operator sees. ``record_requests()`` keeps the URL of every request the
+page makes (DevTools ``Network`` events), to prove it made none to another host."""
 
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ class Browser:
             [binary, *FLAGS, f"--user-data-dir={self._profile}", f"--remote-debugging-port={debugging_port}",
              "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._ids = itertools.count(1)
+        self.requests: list[str] = []
+        """URLs the page requested since :meth:`record_requests` (read as replies to calls arrive)."""
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -57,10 +60,21 @@ class Browser:
         self._ws.send(json.dumps({"id": call_id, "method": method, "params": params}))
         while True:
             message = json.loads(self._ws.recv())
+            if message.get("method") == "Network.requestWillBeSent":
+                self.requests.append(message["params"]["request"]["url"])
             if message.get("id") == call_id:
                 if "error" in message:
                     raise RuntimeError(f"{method}: {message['error']}")
                 return message.get("result", {})
+
+    def record_requests(self) -> None:
+        """From now on, keep every requested URL in :attr:`requests` (cache off: every load is seen)."""
+        self._call("Network.enable")
+        self._call("Network.setCacheDisabled", cacheDisabled=True)
+
+    def evaluate(self, expression: str):
+        """The value of a JavaScript expression in the page."""
+        return self._call("Runtime.evaluate", expression=expression, returnByValue=True).get("result", {}).get("value")
 
     def open(self, url: str) -> None:
         self._call("Page.navigate", url=url)

@@ -421,6 +421,13 @@ def test_consumer_group_selection_and_per_group_threshold():
     assert groups.lag_seconds_threshold_for("orders-api") == 30
 
 
+def test_the_default_selection_monitors_a_group_whose_id_holds_a_newline():
+    groups = parse_cluster().consumer_groups
+
+    assert groups.monitors("# ctl\x1b[31m\r\nnext #")
+    assert not parse_cluster(consumer_groups={"exclude": ["tmp-.*"]}).consumer_groups.monitors("tmp-\nx")
+
+
 def test_expected_instances_defaults_to_the_endpoint_count():
     app = {"application_id": "orders",
            "metrics_endpoints": ["http://a:1/m", "http://b:1/m", "http://c:1/m"]}

@@ -117,7 +117,7 @@ def test_sign_in_plan_confirm_and_nothing_runs_before_the_typed_name(dashboard, 
     assert committed(admin, GROUP) == before  # the plan changed nothing
 
     browser.click("Execute…")
-    browser.wait_for(["Confirm the change", f"Type {GROUP} to confirm.", "Name of the target"])
+    browser.wait_for(["Confirm the change", "Type this name to confirm:", GROUP, "Name of the target"])
     time.sleep(1.0)  # the dialog's opening animation
     browser.screenshot(SCREENSHOTS / "ops-confirm-dialog.png")
     assert committed(admin, GROUP) == before  # the open dialog changed nothing

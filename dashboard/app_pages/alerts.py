@@ -5,7 +5,7 @@ until when, persisted in the lake."""
 import streamlit as st
 
 from collectors.runbooks import RUNBOOKS, runbook_text
-from dashboard import components, frame
+from dashboard import components, frame, literal
 from dashboard.services import alerts
 from dashboard.services.acks import KINDS, new_ack
 from dashboard.services.health import human_age
@@ -41,18 +41,21 @@ with frame.shown_errors():
         keys = [alerts.alert_key(row) for row in firing.to_dict("records")]
         wanted = frame.entity_param("rule")
         first = next((i for i, key in enumerate(keys) if wanted and key.startswith(f"{wanted} · ")), 0)
-        chosen = st.selectbox("Open an alert", keys, index=first, key="alerts-chosen")
+        chosen = st.selectbox("Open an alert", keys, index=first, key="alerts-chosen", format_func=literal.visible)
         alert = firing.iloc[keys.index(chosen)]
-        st.subheader(f"{alert['rule']} · {alert['entity']}")
+        st.subheader(f"{literal.markdown(alert['rule'])} · {literal.markdown(alert['entity'])}")
         colour = "red" if alert["severity"] == "critical" else "orange"
-        st.markdown(f":{colour}[**{alert['severity'].upper()}**] · firing since "
-                    f"{alert['since']:%Y-%m-%d %H:%M:%S} UTC ({human_age(alert['age_seconds'])}) · {alert['summary']}")
+        st.markdown(f":{colour}[**{literal.markdown(alert['severity'].upper())}**] · firing since "
+                    f"{alert['since']:%Y-%m-%d %H:%M:%S} UTC ({human_age(alert['age_seconds'])}) · "
+                    f"{literal.markdown(alert['summary'])}")
         if alert["ack"]:
-            st.info(f"{alert['ack']}d by {alert['ack_by']} until {alert['ack_until']:%Y-%m-%d %H:%M} UTC")
+            st.info(f"{alert['ack']}d by {literal.markdown(alert['ack_by'])} until "
+                    f"{alert['ack_until']:%Y-%m-%d %H:%M} UTC")
 
         kind, name = alerts.parse_entity(alert["entity"])
         page, param = alerts.ENTITY_PAGES.get(kind, ("overview", None))
-        st.page_link(PAGE_FILES[page], label=f"Open {alert['entity']} on the {page} page", icon=":material/arrow_forward:",
+        st.page_link(PAGE_FILES[page], label=f"Open {literal.markdown(alert['entity'])} on the {page} page",
+                     icon=":material/arrow_forward:",
                      query_params={param: name} if param else None)
 
         with frame.shown_errors("context chart"):
@@ -70,7 +73,7 @@ with frame.shown_errors():
             bootstrap = frame.sources().config.cluster(frame.cluster()).bootstrap_servers.split(",")[0]
             st.code(runbook_text(alert["rule"], bootstrap), language="text")
         else:
-            st.write(f"No runbook for rule {alert['rule']}.")
+            st.markdown(f"No runbook for rule {literal.markdown(alert['rule'])}.")
 
         with st.form("alerts-ack", clear_on_submit=False):
             st.markdown("#### Acknowledge or silence")
@@ -85,5 +88,5 @@ with frame.shown_errors():
                 ack = new_ack(cluster=frame.cluster(), rule=alert["rule"], entity=alert["entity"], kind=action,
                               by=who, hours=hours, now=frame.now(), note=note)
                 frame.ack_store().add(ack, frame.now())
-                st.success(f"{action}d by {ack.by} for {hours:g} h")
+                st.success(f"{action}d by {literal.markdown(ack.by)} for {hours:g} h")
                 st.rerun()

@@ -3,7 +3,7 @@ group detail with per-partition lag and the lag history in offsets and seconds."
 
 import streamlit as st
 
-from dashboard import actions, components, frame
+from dashboard import actions, components, frame, literal
 from dashboard.services import groups
 from dashboard.services.paging import DEFAULT_PAGE_SIZE, search_sort_page
 
@@ -33,13 +33,14 @@ with frame.shown_errors():
     names = list(page.rows["group_id"])
     wanted = frame.entity_param("group")
     if wanted and wanted not in set(table["group_id"]):
-        st.warning(f"Consumer group {wanted!r} is not in the latest snapshot (unknown, deleted or not monitored).")
+        st.warning(f"Consumer group '{literal.markdown(wanted)}' is not in the latest snapshot (unknown, deleted or "
+                   "not monitored).")
     if wanted and wanted not in names and wanted in set(table["group_id"]):
         names.insert(0, wanted)
     if names:
         chosen = st.selectbox("Group detail", names, index=names.index(wanted) if wanted in names else 0,
-                              key="groups-chosen")
-        st.subheader(chosen)
+                              key="groups-chosen", format_func=literal.visible)
+        st.subheader(literal.markdown(chosen))
         group = next((g for g in (snap or {}).get("consumer_groups") or [] if g.get("group_id") == chosen), {})
         if note := groups.partial_note(group):
             st.caption(f"Partial: {note}. Each partition's why_null says why its value is unknown.")

@@ -5,7 +5,7 @@ import time
 
 import streamlit as st
 
-from dashboard import actions, auth, frame
+from dashboard import actions, auth, frame, literal
 from dashboard.services import plans
 from operations.access import allowed
 from operations.offset_plan import ResetPlan
@@ -26,15 +26,16 @@ with frame.shown_errors("approvals"):
     st.subheader("Approval requests")
     pending = operations.approvals.pending(cluster)
     if not pending:
-        st.caption(f"No request waits for approval on cluster {cluster}.")
+        st.caption(f"No request waits for approval on cluster {literal.markdown(cluster)}.")
     else:
         st.dataframe(plans.approvals_table(pending), hide_index=True, width="stretch", key="ops-approvals")
         chosen = st.selectbox("Request", [r.id for r in pending], key="ops-request",
-                              format_func=lambda i: next(f"{r.id} · {r.action} {r.target} by {r.requested_by}"
+                              format_func=lambda i: next(literal.visible(f"{r.id} · {r.action} {r.target} by "
+                                                                         f"{r.requested_by}")
                                                          for r in pending if r.id == i))
         request = next(r for r in pending if r.id == chosen)
         plan = PLAN_TYPES[request.action].from_dict(request.plan)
-        st.caption(plans.plan_summary(plan))
+        st.caption(plans.plan_summary(plan, literal.markdown))
         for number, (title, table) in enumerate(plans.plan_tables(plan).items()):
             if number == 0 or not table.empty:
                 st.markdown(title)
@@ -57,7 +58,7 @@ with frame.shown_errors("approvals"):
         if st.session_state.get(actions.CONFIRM_KEY) == APPROVE_KEY:
             actions.confirm(APPROVE_KEY)
         if approving.get("error"):
-            st.error(approving["error"], icon=":material/error:")
+            st.error(literal.markdown(approving["error"]), icon=":material/error:")
         if approving.get("done") is not None:
             actions.result(APPROVE_KEY, approving["done"], approving["plan"], operations)
 
@@ -69,15 +70,16 @@ with frame.shown_errors("audit log"):
     if not open_moves:
         st.caption("None started from kpulse in this window.")
     for number, plan in enumerate(open_moves):
-        st.markdown(f"{plan.goal} · planned {time.strftime('%Y-%m-%d %H:%M:%SZ', time.gmtime(plan.planned_at))}")
+        st.markdown(f"{literal.markdown(plan.goal)} · planned "
+                    f"{time.strftime('%Y-%m-%d %H:%M:%SZ', time.gmtime(plan.planned_at))}")
         actions.reassignment_progress(plan, f"ops-moves-{number}")
     st.subheader("Audit log")
     table = plans.audit_table(rows)
-    st.caption(f"{len(table)} record(s) on cluster {cluster} · newest first")
+    st.caption(f"{len(table)} record(s) on cluster {literal.markdown(cluster)} · newest first")
     st.dataframe(table.drop(columns=["action_id"]), hide_index=True, width="stretch", key="ops-audit")
     if len(table):
         chosen = st.selectbox("Details of", list(table["action_id"]), key="ops-audit-row",
-                              format_func=lambda i: " · ".join(str(v) for v in table.loc[
+                              format_func=lambda i: " · ".join(literal.visible(str(v)) for v in table.loc[
                                   table["action_id"] == i, ["time", "actor", "action", "target", "result"]].iloc[0]))
         details = plans.audit_details(rows, chosen)
         left, middle, right = st.columns(3)

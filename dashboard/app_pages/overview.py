@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import components, frame
+from dashboard import components, frame, literal
 from dashboard.services.groups import partial_groups
 from dashboard.services.health import overview_tiles
 from dashboard.services.sources import DashboardError
@@ -16,7 +16,8 @@ def live_tiles() -> None:
     with frame.shown_errors():
         snap = frame.snapshot()
         if snap is None:
-            st.warning(f"No snapshot of cluster {frame.cluster()} yet: start the collectors (`kpulse collect`).")
+            st.warning(f"No snapshot of cluster {literal.markdown(frame.cluster())} yet: start the collectors "
+                       "(`kpulse collect`).")
         try:
             slo = frame.slo_latest()
         except DashboardError:
@@ -32,7 +33,8 @@ def live_tiles() -> None:
                        + f" · {len(snap.get('streams_apps') or [])} Streams apps")
             down = [c for c in snap.get("collectors") or [] if not c.get("up")]
             for collector in down:
-                st.warning(f"collector {collector['name']} is down: {collector.get('error')}")
+                st.warning(f"collector {literal.markdown(collector['name'])} is down: "
+                           f"{literal.markdown(collector.get('error'))}")
 
 
 live_tiles()

@@ -3,7 +3,7 @@ orange), rebalance count and time spent rebalancing, internal topics."""
 
 import streamlit as st
 
-from dashboard import actions, components, frame
+from dashboard import actions, components, frame, literal
 from dashboard.services import streams, topics
 
 WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600, "1 day": 86400}
@@ -20,9 +20,9 @@ with frame.shown_errors():
     else:
         wanted = frame.entity_param("app")
         chosen = st.selectbox("Application", names, index=names.index(wanted) if wanted in names else 0,
-                              key="streams-chosen")
+                              key="streams-chosen", format_func=literal.visible)
         entry = streams.app(snap, chosen) or {}
-        st.subheader(chosen)
+        st.subheader(literal.markdown(chosen))
         st.dataframe(streams.instances_frame(entry), hide_index=True, width="stretch")
         window = WINDOWS[st.segmented_control("Timeline", list(WINDOWS), default="1 hour", key="streams-window")
                          or "1 hour"]
@@ -41,5 +41,5 @@ with frame.shown_errors():
         with frame.shown_errors("internal topics"):
             internal = topics.internal_topics({p["topic"] for p in frame.topic_partitions()}, chosen)
             st.markdown("**Internal topics** (repartition and changelog: deleted by a reset)")
-            st.write(", ".join(internal) if internal else "none found")
+            st.markdown(", ".join(literal.markdown(topic) for topic in internal) if internal else "none found")
         actions.slot("streams", frame.cluster(), chosen)

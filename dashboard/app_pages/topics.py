@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from dashboard import actions, components, frame
+from dashboard import actions, components, frame, literal
 from dashboard.services import topics
 from dashboard.services.paging import DEFAULT_PAGE_SIZE, search_sort_page
 
@@ -34,17 +34,17 @@ with frame.shown_errors():
     names = list(page.rows["topic"])
     wanted = frame.entity_param("topic")
     if wanted and wanted not in set(catalog["topic"]):
-        st.warning(f"Topic {wanted!r} does not exist in cluster {frame.cluster()}.")
+        st.warning(f"Topic '{literal.markdown(wanted)}' does not exist in cluster {literal.markdown(frame.cluster())}.")
     if wanted and wanted in set(catalog["topic"]) and wanted not in names:
         names.insert(0, wanted)
     if names:
         chosen = st.selectbox("Topic detail", names, index=names.index(wanted) if wanted in names else 0,
-                              key="topics-chosen")
+                              key="topics-chosen", format_func=literal.visible)
         chosen_configs = configs.get(chosen) or frame.admin().topic_configs([chosen]).get(chosen, {})
         min_isr_value = (chosen_configs.get("min.insync.replicas") or {}).get("value")
         numbers = list(partitions.loc[partitions["topic"] == chosen, "partition"])
         offsets = frame.admin().offsets(chosen, numbers)
-        st.subheader(f"Partitions of {chosen}")
+        st.subheader(f"Partitions of {literal.markdown(chosen)}")
         st.dataframe(topics.partition_detail(partitions, chosen, offsets,
                                              int(min_isr_value) if min_isr_value else None),
                      hide_index=True, width="stretch")

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 import tempfile
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
+from kpulse.printable import CONTROL
 from operations.access import User
 from operations.leaders import ElectionPlan
 from operations.offset_plan import STRATEGIES, ResetPlan, Scope, Strategy
@@ -105,19 +106,21 @@ def plan_tables(plan) -> dict[str, pd.DataFrame]:
                                         "removing"])}
 
 
-def plan_summary(plan) -> str:
+def plan_summary(plan, name: Callable[[str], str] = str) -> str:
+    """One sentence saying what ``plan`` changes; names, and anything else taken from the cluster or
+    the user, pass through ``name`` (the dashboard's makes them literal Markdown)."""
     if isinstance(plan, ResetPlan):
-        return (f"group {plan.group_id} ({plan.group_state}): {plan.strategy.describe()}, scope "
-                f"{plan.scope.describe() or 'from file'}; {len(plan.partitions)} partition(s), "
+        return (f"group {name(plan.group_id)} ({plan.group_state}): {name(plan.strategy.describe())}, scope "
+                f"{name(plan.scope.describe()) or 'from file'}; {len(plan.partitions)} partition(s), "
                 f"{plan.total_replayed} message(s) replayed, {plan.total_skipped} skipped")
     if isinstance(plan, StreamsResetPlan):
-        return (f"Streams application {plan.application_id} ({plan.group_state}): {plan.strategy.describe()} on "
-                f"{len(plan.input)} input and {len(plan.intermediate)} intermediate partition(s); "
-                f"{len(plan.delete_topics)} internal topic(s) deleted")
+        return (f"Streams application {name(plan.application_id)} ({plan.group_state}): "
+                f"{name(plan.strategy.describe())} on {len(plan.input)} input and {len(plan.intermediate)} "
+                f"intermediate partition(s); {len(plan.delete_topics)} internal topic(s) deleted")
     if isinstance(plan, ElectionPlan):
-        return (f"{len(plan.moves)} partition(s) of {plan.target} not led by their preferred replica, "
+        return (f"{len(plan.moves)} partition(s) of {name(plan.target)} not led by their preferred replica, "
                 f"{len(plan.electable)} electable now")
-    return f"{plan.goal}: {len(plan.moves)} partition(s) change, {plan.replicas_moved} replica(s) move"
+    return f"{name(plan.goal)}: {len(plan.moves)} partition(s) change, {plan.replicas_moved} replica(s) move"
 
 
 def outcome_table(done: Done) -> pd.DataFrame:
@@ -137,16 +140,17 @@ def outcome_table(done: Done) -> pd.DataFrame:
     return frame
 
 
-def outcome_text(done: Done) -> str:
+def outcome_text(done: Done, name: Callable[[str], str] = str) -> str:
+    """What executing gave, in a sentence; names and errors pass through ``name`` (as in :func:`plan_summary`)."""
     if done.request is not None:
-        return (f"approval request {done.request.id} created for {done.request.target}: nothing changed yet; "
+        return (f"approval request {done.request.id} created for {name(done.request.target)}: nothing changed yet; "
                 "another operator approves it on the Operations page")
     outcome = done.outcome
     parts = [f"{done.action}: {outcome.result}"]
     if getattr(outcome, "error", None):
-        parts.append(outcome.error)
+        parts.append(name(outcome.error))
     if getattr(outcome, "deleted", None):
-        parts.append(f"deleted {', '.join(outcome.deleted)}")
+        parts.append(f"deleted {', '.join(name(topic) for topic in outcome.deleted)}")
     if getattr(outcome, "throttles_removed", False):
         parts.append("replication throttles removed")
     return "; ".join(parts)
@@ -173,6 +177,23 @@ def confirmation_name(plan) -> str:
     if isinstance(plan, ElectionPlan):
         return plan.scope[0][0] if plan.scope else plan.cluster
     return plan.cluster
+
+
+def confirmed(typed: str, expected: str) -> bool:
+    """Whether ``typed`` names ``expected``: exactly, or but for spaces around it when the name
+    itself has none (a name that starts or ends with a space must be typed with it)."""
+    return typed == expected or (expected == expected.strip() and typed.strip() == expected)
+
+
+def name_note(expected: str) -> str:
+    """What the name to type is made of, where the eye could miss it."""
+    notes = [f"{len(expected)} character(s)"]
+    if expected != expected.strip():
+        notes.append("it starts or ends with a space")
+    if CONTROL.search(expected):
+        notes.append("control characters are shown as escapes (\\x1b): they cannot be typed here, "
+                     "use the command line")
+    return "; ".join(notes)
 
 
 def execute(operations, user: User, plan, throttle_bytes: int = DEFAULT_THROTTLE) -> Done:

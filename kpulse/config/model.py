@@ -123,7 +123,8 @@ class ConsumerGroupsConfig:
     """Which consumer groups are monitored, and when their lag is an alert."""
 
     include: tuple[str, ...] = (".*",)
-    """Regexes; a group is monitored when its whole id matches one of them..."""
+    """Regexes; a group is monitored when its whole id matches one of them (``.`` matches a newline
+    too: the default ``.*`` leaves no group out)..."""
     exclude: tuple[str, ...] = ()
     """...and matches none of these."""
     lag_seconds_threshold: float = 60.0
@@ -133,8 +134,8 @@ class ConsumerGroupsConfig:
 
     def monitors(self, group_id: str) -> bool:
         """Whether ``group_id`` is monitored (``re`` caches the compiled patterns)."""
-        return any(re.fullmatch(p, group_id) for p in self.include) and not any(
-            re.fullmatch(p, group_id) for p in self.exclude
+        return any(re.fullmatch(p, group_id, re.DOTALL) for p in self.include) and not any(
+            re.fullmatch(p, group_id, re.DOTALL) for p in self.exclude
         )
 
     def lag_seconds_threshold_for(self, group_id: str) -> float:
