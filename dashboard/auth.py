@@ -8,7 +8,7 @@ import os
 
 import streamlit as st
 
-from dashboard import frame
+from dashboard import frame, literal
 from dashboard.services import identity
 from dashboard.services.sources import DashboardError
 from operations.access import FAILED_LOGIN, User
@@ -73,7 +73,7 @@ def gate() -> identity.Identity | None:
 
 def sidebar(who: identity.Identity) -> None:
     """The signed-in user and role, sign out, and the no-users-file banner."""
-    st.markdown(f":material/account_circle: **{who.user.name}** · {who.user.role}")
+    st.markdown(f":material/account_circle: **{literal.markdown(who.user.name)}** · {who.user.role}")
     if identity.auth_mode(os.environ, _has_auth_secrets()) == "oidc":
         st.button("Sign out", key="sign-out", on_click=st.logout)
     elif USER_KEY in st.session_state:
@@ -89,7 +89,7 @@ def _sign_in() -> None:
         st.button("Sign in", key="oidc-sign-in", on_click=st.login, type="primary")
         return
     if st.session_state.get(SIGNED_OUT_KEY):
-        st.warning(f"Signed out: {st.session_state[SIGNED_OUT_KEY]}", icon=":material/logout:")
+        st.warning(f"Signed out: {literal.markdown(st.session_state[SIGNED_OUT_KEY])}", icon=":material/logout:")
     with st.form("sign-in", border=True):
         st.markdown("**Sign in**")
         name = st.text_input("User name", key="sign-in-name")
@@ -101,7 +101,7 @@ def _sign_in() -> None:
             st.session_state[USER_KEY] = users.authenticate(name.strip(), password)
         except LoginFailed as error:
             _audit_failed_login(users.failed_login_actor(name.strip()))
-            st.error(str(error), icon=":material/error:")
+            st.error(literal.markdown(str(error)), icon=":material/error:")
             return
         st.session_state.pop(SIGNED_OUT_KEY, None)
         st.rerun()
