@@ -188,6 +188,8 @@ def _reset_streams_app(args, operations) -> int | None:
         for p in rows:
             print(f"  {p.topic}-{p.partition}: {'-' if p.current is None else p.current} -> {p.new}")
     print("internal topics to delete: " + (", ".join(plan.delete_topics) or "none"))
+    for topic, owner in plan.foreign:
+        print(f"  {topic}: belongs to application {owner}, left alone")
     if plan.untouched:
         print("untouched (output, or not named): " + ", ".join(plan.untouched))
     if outcome is None:

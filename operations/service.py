@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kpulse import home
-from kpulse.kafka_clients import admin_client
+from kpulse.kafka_clients import admin_client, kafka_python_admin
 from operations import locks
 from operations.access import User, authorize
 from operations.approvals import APPROVABLE, ApprovalRequest, ApprovalStore
 from operations.audit import AuditLog, AuditRecord
 from operations.errors import NotAuthorized, OperationError, Refused
-from operations.kafka_reads import metadata
+from operations.kafka_reads import TIMEOUT, GroupListing, all_groups, metadata
 from operations.leaders import ElectionOutcome, ElectionPlan, execute_election, plan_election
 from operations.offset_plan import ResetPlan, Scope, Strategy
 from operations.offset_reset import ResetOutcome, execute_offset_reset, plan_offset_reset
@@ -99,7 +99,7 @@ class Operations:
                            strategy: Strategy | None = None) -> StreamsResetPlan:
         name = self.config.cluster(cluster).name
         return plan_streams_reset(self.admin(name), name, application_id, input_topics, intermediate_topics,
-                                  internal_topics, strategy, clock=self._clock)
+                                  internal_topics, strategy, clock=self._clock, list_groups=self._group_listing(name))
 
     def reset_streams_app(self, actor: User, plan: StreamsResetPlan, *,
                           approved_by: str | None = None) -> StreamsResetOutcome:
@@ -107,12 +107,18 @@ class Operations:
                   "topics": list(plan.delete_topics)}
 
         def apply():
-            outcome = execute_streams_reset(self.admin(plan.cluster), plan)
+            outcome = execute_streams_reset(self.admin(plan.cluster), plan, list_groups=self._group_listing(plan.cluster))
             return outcome, {"offsets": {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions},
                              "deleted": list(outcome.deleted)}
 
         return self.run(actor, "reset-streams-app", plan.cluster, plan.target, plan.to_dict(), before, apply,
                         approved_by=approved_by, lock=f"group {plan.application_id}")
+
+    def _group_listing(self, cluster: str) -> Callable[[], dict[str, GroupListing]]:
+        """Every group of every type, streams-protocol ones included (:func:`all_groups`)."""
+        config = self.config.cluster(cluster)
+        return lambda: all_groups(self.admin(config.name), lambda: kafka_python_admin(
+            config, client_id="kpulse-operations", timeout=TIMEOUT))
 
     # --- partition reassignment -----------------------------------------------------------------
 

@@ -5,6 +5,7 @@ application's topics); afterwards both leave the same offsets and delete the sam
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 
@@ -13,7 +14,10 @@ import pytest
 from operations.access import User
 from operations.errors import BadInput, Refused
 from operations.offset_plan import Strategy
-from tests.test_ops_support import admin_for, commit, committed, create_topic, official, operations_for, produce
+from tests.conftest import kpulse, one_error_line
+from tests.test_ops_support import (
+    admin_for, commit, committed, config_file, create_topic, official, operations_for, produce,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -117,3 +121,91 @@ def test_a_running_application_is_refused_and_nothing_is_deleted(shared_topics, 
         consumer.close()
     assert f"{app}-counts-changelog" in shared_topics.list_topics(timeout=10).topics
     assert committed(shared_topics, app)[(IN, 0)] == 7
+
+
+# --- a prefix of another application's id (issue 13, item 1) ----------------------------------------
+
+@contextlib.contextmanager
+def active_member(bootstrap: str, group: str, topic: str = IN):
+    """A running instance: a classic consumer in ``group`` with partitions assigned."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "instance-1",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        assert consumer.assignment(), f"{group} got no assignment"
+        yield consumer
+    finally:
+        consumer.close()
+
+
+def running_app_behind_a_prefix(admin, bootstrap) -> tuple[str, str]:
+    """``X-app``'s internal topics and offsets, and a prefix ``X`` of its id (no group, no topic of
+    its own)."""
+    prefix = f"ops-pfx{next(_counter)}"
+    app_with_topics(admin, bootstrap, prefix + "-app")
+    return prefix, prefix + "-app"
+
+
+def cli_config(tmp_path, bootstrap):
+    return str(config_file(tmp_path / "kpulse.yaml", bootstrap, tmp_path / "lake"))
+
+
+def test_a_prefix_that_is_no_application_is_unknown_and_deletes_nothing_of_the_running_app(
+        shared_topics, operations, bootstrap, tmp_path):
+    prefix, app = running_app_behind_a_prefix(shared_topics, bootstrap)
+    with active_member(bootstrap, app):
+        with pytest.raises(BadInput, match=f"^unknown application id '{prefix}'"):
+            operations.plan_streams_reset("test", prefix, [IN], [])
+        line = one_error_line(kpulse("--config", cli_config(tmp_path, bootstrap), "reset-streams-app",
+                                     "--application-id", prefix, "--input-topics", IN, "--execute", check=False))
+    assert line.startswith(f"kpulse: error: unknown application id '{prefix}'")
+    assert topics_of(shared_topics, app) == {"APP-by-key-repartition", "APP-counts-changelog", "APP-notes",
+                                             "APPx-counts-changelog"}
+    assert committed(shared_topics, app)[(IN, 0)] == 7
+
+
+def test_a_prefix_that_is_an_application_too_is_refused_while_the_longer_one_runs(
+        shared_topics, operations, bootstrap, tmp_path):
+    prefix, app = running_app_behind_a_prefix(shared_topics, bootstrap)
+    commit(shared_topics, prefix, {(IN, 0): 3})
+    stale = operations.plan_streams_reset("test", prefix, [IN], [])  # before the other app started
+    with active_member(bootstrap, app):
+        with pytest.raises(Refused, match=f"application '{app}' .*active members instance-1@"):
+            operations.plan_streams_reset("test", prefix, [IN], [])
+        with pytest.raises(Refused, match=f"application '{app}' .*active members instance-1@"):
+            operations.reset_streams_app(ADMIN, stale)
+        line = one_error_line(kpulse("--config", cli_config(tmp_path, bootstrap), "reset-streams-app",
+                                     "--application-id", prefix, "--input-topics", IN, "--execute", check=False))
+    assert line.startswith("kpulse: error: cannot reset the Streams application") and f"'{app}'" in line
+    assert f"{app}-counts-changelog" in shared_topics.list_topics(timeout=10).topics
+    assert committed(shared_topics, prefix) == {(IN, 0): 3}
+
+
+def test_topics_of_a_longer_application_id_are_left_alone_and_a_stale_plan_that_would_delete_them_is_refused(
+        shared_topics, operations, bootstrap):
+    prefix, app = running_app_behind_a_prefix(shared_topics, bootstrap)
+    create_topic(shared_topics, prefix + "-own-changelog", 1)
+    commit(shared_topics, prefix, {(IN, 0): 3})
+    plan = operations.plan_streams_reset("test", prefix, [IN], [])
+    # no application is called prefix-appx: its look-alike topic is the prefix's own
+    assert plan.delete_topics == (prefix + "-appx-counts-changelog", prefix + "-own-changelog")
+    assert dict(plan.foreign) == {f"{app}-by-key-repartition": app, f"{app}-counts-changelog": app}
+
+    other = f"{prefix}-late"  # an application that appears after the plan: its topics are not ours
+    create_topic(shared_topics, other + "-store-changelog", 1)
+    stale = operations.plan_streams_reset("test", prefix, [IN], [])
+    assert other + "-store-changelog" in stale.delete_topics
+    commit(shared_topics, other, {(IN, 0): 1})
+    with pytest.raises(Refused, match=f"{other}-store-changelog belongs to application '{other}'"):
+        operations.reset_streams_app(ADMIN, stale)
+    assert other + "-store-changelog" in shared_topics.list_topics(timeout=10).topics
+    assert committed(shared_topics, prefix) == {(IN, 0): 3}
+
+    outcome = operations.reset_streams_app(ADMIN, operations.plan_streams_reset("test", prefix, [IN], []))
+    assert outcome.result == "ok" and outcome.deleted == plan.delete_topics
+    assert topics_of(shared_topics, app) == {"APP-by-key-repartition", "APP-counts-changelog", "APP-notes"}
