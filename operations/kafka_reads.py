@@ -111,7 +111,7 @@ def all_groups(admin, legacy_admin_factory=None) -> dict[str, GroupListing]:
         if legacy is not None:
             try:
                 return {g["group_id"]: GroupListing(g["group_id"], g.get("group_type") or "", g.get("group_state") or "")
-                        for g in legacy.list_groups()}
+                        for g in _retried(legacy.list_groups)}
             except Exception as error:  # noqa: BLE001
                 raise OperationError(f"cannot list the groups: {error_text(error)}") from None
             finally:
@@ -120,6 +120,18 @@ def all_groups(admin, legacy_admin_factory=None) -> dict[str, GroupListing]:
     types = {"CLASSIC": "classic", "CONSUMER": "consumer"}
     return {g.group_id: GroupListing(g.group_id, types.get(getattr(g.type, "name", ""), ""), group_state_name(g.state))
             for g in listed.valid}
+
+
+def _retried(call, attempts: int = 8):
+    """``call()`` asked again while kafka-python says the error is retriable (a coordinator
+    loading, as on a fresh cluster)."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except Exception as error:  # noqa: BLE001
+            if attempt + 1 == attempts or not getattr(error, "retriable", False):
+                raise
+            time.sleep(0.25 * (attempt + 1))
 
 
 def committed_offsets(admin, group_id: str, partitions: list[TopicPartition] | None = None) -> dict[TopicPartition, int]:

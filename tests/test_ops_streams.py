@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -209,3 +211,54 @@ def test_topics_of_a_longer_application_id_are_left_alone_and_a_stale_plan_that_
     outcome = operations.reset_streams_app(ADMIN, operations.plan_streams_reset("test", prefix, [IN], []))
     assert outcome.result == "ok" and outcome.deleted == plan.delete_topics
     assert topics_of(shared_topics, app) == {"APP-by-key-repartition", "APP-counts-changelog", "APP-notes"}
+
+
+@pytest.fixture(scope="module")
+def streams_protocol_app(shared_topics, bootstrap, tmp_path_factory):
+    """A running Kafka Streams application on the streams protocol (KIP-1071), whose group
+    librdkafka shows as Dead with no members; yields its application id once the cluster lists
+    its group as a stable streams group."""
+    from kpulse.kafka_clients import kafka_python_admin
+    from kpulse.runtime import ensure_runtime, java_command
+    from operations.kafka_reads import all_groups
+
+    runtime = ensure_runtime()
+    root = tmp_path_factory.mktemp("streams-protocol-app")
+    source = Path(__file__).parent / "java" / "StreamsProtocolApp.java"
+    subprocess.run(["javac", "-cp", runtime.classpath, "-d", str(root / "classes"), str(source)], check=True)
+    app = "ops-kip1071-app"
+    log = open(root / "app.log", "w")
+    process = subprocess.Popen(java_command(runtime, "StreamsProtocolApp", [bootstrap, app, IN, str(root / "state")],
+                                            extra_classpath=[root / "classes"]), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        config = operations_for(root, bootstrap).config.cluster(None)
+        deadline = time.monotonic() + 90
+        while not any(g.group_id == app and g.group_type == "streams" and g.state == "Stable"
+                      for g in all_groups(shared_topics, lambda: kafka_python_admin(config, client_id="test", timeout=15)).values()):
+            assert time.monotonic() < deadline and process.poll() is None, (root / "app.log").read_text()[-3000:]
+            time.sleep(0.5)
+        yield app
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def test_a_running_streams_protocol_application_is_refused_though_librdkafka_shows_it_dead(
+        shared_topics, operations, bootstrap, streams_protocol_app, tmp_path):
+    from operations import kafka_reads
+
+    app = streams_protocol_app
+    internal = {f"{app}-by-value-repartition", f"{app}-counts-changelog"}
+    assert internal <= set(shared_topics.list_topics(timeout=10).topics)
+    assert kafka_reads.describe_group(shared_topics, app).state == "Dead"  # what made it look stopped
+
+    with pytest.raises(Refused, match=f"'{app}': it is a streams group \\(Stable\\) whose members kpulse cannot read"):
+        operations.plan_streams_reset("test", app, [IN], [])
+    prefix = app.removesuffix("-app")
+    commit(shared_topics, prefix, {(IN, 0): 1})
+    line = one_error_line(kpulse("--config", cli_config(tmp_path, bootstrap), "reset-streams-app",
+                                 "--application-id", prefix, "--input-topics", IN, "--execute", check=False))
+    assert f"application '{app}' (whose internal topics start with {prefix}-) is a streams group" in line
+    assert internal <= set(shared_topics.list_topics(timeout=10).topics)
+    assert committed(shared_topics, prefix) == {(IN, 0): 1}
