@@ -106,13 +106,13 @@ def _reset_offsets(args, operations) -> int | None:
         if args.strategy is None:
             raise BadInput("a reset strategy is needed: --" + ", --".join(STRATEGIES))
         plan = operations.plan_reset_offsets(cluster, args.group, Scope.parse(args.all_topics, args.topic),
-                                             Strategy(*args.strategy))
+                                             Strategy(*args.strategy), include_internal=args.include_internal)
     outcome = None
     if args.execute:
         actor = cli_actor(operations.config, args.as_user)
         if operations.needs_approval(cluster, "reset-offsets"):
-            return _requested(operations.request_approval(actor, "reset-offsets", plan))
-        outcome = operations.reset_offsets(actor, plan)
+            return _requested(operations.request_approval(actor, "reset-offsets", plan, _run_options(args)))
+        outcome = operations.reset_offsets(actor, plan, include_internal=args.include_internal)
     if args.export:
         print(plan.to_csv(), end="")
     elif args.json:
@@ -124,6 +124,11 @@ def _reset_offsets(args, operations) -> int | None:
         else:
             _print_reset_outcome(outcome)
     return 1 if outcome is not None and outcome.result != "ok" else None
+
+
+def _run_options(args, **options) -> dict:
+    """How an approved request is to run: the CLI's execution flags."""
+    return {**options, **({"include_internal": True} if args.include_internal else {})}
 
 
 def _print_reset_plan(plan) -> None:
@@ -171,13 +176,14 @@ def _reset_streams_app(args, operations) -> int | None:
     cluster = operations.config.cluster(args.cluster).name
     strategy = Strategy(*args.strategy) if args.strategy else None
     plan = operations.plan_streams_reset(cluster, args.application_id, _topics(args.input_topics),
-                                         _topics(args.intermediate_topics), _topics(args.internal_topics), strategy)
+                                         _topics(args.intermediate_topics), _topics(args.internal_topics), strategy,
+                                         include_internal=args.include_internal)
     outcome = None
     if args.execute:
         actor = cli_actor(operations.config, args.as_user)
         if operations.needs_approval(cluster, "reset-streams-app"):
-            return _requested(operations.request_approval(actor, "reset-streams-app", plan))
-        outcome = operations.reset_streams_app(actor, plan)
+            return _requested(operations.request_approval(actor, "reset-streams-app", plan, _run_options(args)))
+        outcome = operations.reset_streams_app(actor, plan, include_internal=args.include_internal)
     if args.json:
         print(json.dumps({"plan": plan.to_dict(), "result": outcome.to_dict() if outcome else None}, indent=2))
         return 1 if outcome is not None and outcome.result != "ok" else None
@@ -228,8 +234,9 @@ def _election_scope(args) -> tuple:
 
 def _elect_leaders(args, operations) -> int | None:
     cluster = operations.config.cluster(args.cluster).name
-    plan = operations.plan_election(cluster, _election_scope(args))
-    outcome = operations.elect_leaders(cli_actor(operations.config, args.as_user), plan) if args.execute else None
+    plan = operations.plan_election(cluster, _election_scope(args), include_internal=args.include_internal)
+    outcome = (operations.elect_leaders(cli_actor(operations.config, args.as_user), plan,
+                                        include_internal=args.include_internal) if args.execute else None)
     if args.json:
         print(json.dumps({"plan": plan.to_dict(), "result": outcome.to_dict() if outcome else None}, indent=2))
     else:
@@ -261,7 +268,8 @@ def _reassign(args, operations) -> int | None:
 
     cluster = operations.config.cluster(args.cluster).name
     if args.action == "generate":
-        plan = operations.plan_reassignment(cluster, _topics(args.topics), _brokers(args.broker_list) or None, args.drain)
+        plan = operations.plan_reassignment(cluster, _topics(args.topics), _brokers(args.broker_list) or None, args.drain,
+                                            include_internal=args.include_internal)
         if args.output:
             Path(args.output).write_text(json.dumps(plan.to_dict(), indent=2))
         if args.json:
@@ -278,14 +286,15 @@ def _reassign(args, operations) -> int | None:
         if plan.cluster != cluster:
             raise BadInput(f"the plan in {args.plan} is for cluster {plan.cluster!r}")
     else:
-        plan = operations.plan_reassignment(cluster, [], official_json=json.dumps(data))
+        plan = operations.plan_reassignment(cluster, [], official_json=json.dumps(data),
+                                            include_internal=args.include_internal)
     actor = cli_actor(operations.config, args.as_user)
     progress = Progress()
     if args.action == "execute":
         if operations.needs_approval(cluster, "reassign:execute"):
             return _requested(operations.request_approval(actor, "reassign:execute", plan,
-                                                          {"throttle_bytes": args.throttle}))
-        status = operations.start_reassignment(actor, plan, args.throttle)
+                                                          _run_options(args, throttle_bytes=args.throttle)))
+        status = operations.start_reassignment(actor, plan, args.throttle, include_internal=args.include_internal)
         if args.wait and status.result == "in-progress":
             reassigner = operations.reassigner(cluster)
             status = reassigner.wait(plan, args.timeout, lambda s: progress.note(

@@ -10,6 +10,7 @@ from typing import Callable
 
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
+from operations.internal_topics import refuse_internal_topics
 from operations.offset_plan import (
     TIMESTAMP_STRATEGIES, PartitionReset, ResetPlan, Scope, Strategy, TopicPartition, choose_offsets,
     parse_reset_csv,
@@ -47,9 +48,10 @@ def refuse_unless_inactive(group: kafka_reads.GroupView, what: str = "the offset
 
 
 def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy: Strategy, *,
-                      clock: Callable[[], float] = time.time) -> ResetPlan:
+                      clock: Callable[[], float] = time.time, include_internal: bool = False) -> ResetPlan:
     """The reset ``strategy`` would do on ``scope``; raises :class:`BadInput` (unknown group,
-    topic or partition, malformed value) or :class:`Refused` (group active)."""
+    topic or partition, malformed value) or :class:`Refused` (group active, an internal topic
+    without ``include_internal``)."""
     timestamp_ms = strategy_timestamp_ms(strategy, clock)
     file_offsets = read_plan_file(strategy.value, group_id) if strategy.name == "from-file" else None
     if file_offsets is None and not scope.all_topics and not scope.topics:
@@ -60,6 +62,7 @@ def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy
         raise unknown("consumer group", group_id, kafka_reads.group_ids(admin))
     refuse_unless_inactive(group)
     partitions = _scope_partitions(admin, scope, committed, file_offsets)
+    refuse_internal_topics((t for t, _ in partitions), include_internal, "resetting offsets")
     log_start = kafka_reads.log_offsets(admin, partitions, "earliest")
     log_end = kafka_reads.log_offsets(admin, partitions, "latest")
     at_time = kafka_reads.log_offsets(admin, partitions, timestamp_ms) if timestamp_ms is not None else None
@@ -113,12 +116,14 @@ def _scope_partitions(admin, scope: Scope, committed: dict[TopicPartition, int],
     return wanted
 
 
-def execute_offset_reset(admin, plan: ResetPlan) -> ResetOutcome:
-    """Apply ``plan``: re-check that the group is inactive and its offsets are those the plan
-    saw, commit the new offsets, read them back. Raises :class:`Refused` when a re-check fails
-    (nothing changed); per-partition failures are in the outcome."""
+def execute_offset_reset(admin, plan: ResetPlan, *, include_internal: bool = False) -> ResetOutcome:
+    """Apply ``plan``: re-check that it names no internal topic (unless ``include_internal``),
+    that the group is inactive and its offsets are those the plan saw, commit the new offsets,
+    read them back. Raises :class:`Refused` when a re-check fails (nothing changed); per-partition
+    failures are in the outcome."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
 
+    refuse_internal_topics((p.topic for p in plan.partitions), include_internal, "resetting offsets")
     refuse_unless_inactive(kafka_reads.describe_group(admin, plan.group_id))
     keys = [(p.topic, p.partition) for p in plan.partitions]
     now = kafka_reads.committed_offsets(admin, plan.group_id, keys)

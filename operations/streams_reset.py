@@ -36,6 +36,7 @@ from typing import Callable
 from kpulse.kafka_clients import error_text
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
+from operations.internal_topics import refuse_internal_topics
 from operations.offset_plan import PartitionReset, Strategy, choose_offsets
 from operations.offset_reset import read_plan_file, strategy_timestamp_ms
 
@@ -132,15 +133,18 @@ class StreamsResetOutcome:
 def plan_streams_reset(admin, cluster: str, application_id: str, input_topics: list[str],
                        intermediate_topics: list[str], internal_topics: list[str] | None = None,
                        strategy: Strategy | None = None, *, clock: Callable[[], float] = time.time,
-                       list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None = None) -> StreamsResetPlan:
+                       list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None = None,
+                       include_internal: bool = False) -> StreamsResetPlan:
     """``list_groups()`` lists every group of every type (default: librdkafka's listing, which
-    leaves out streams- and share-protocol groups; see :func:`kafka_reads.all_groups`)."""
+    leaves out streams- and share-protocol groups; see :func:`kafka_reads.all_groups`). Kafka's
+    internal topics are refused unless ``include_internal``."""
     strategy = strategy or Strategy("to-earliest")
     if strategy.name not in STREAMS_STRATEGIES:
         raise BadInput(f"--{strategy.name} is not a Streams reset strategy; one of --{', --'.join(STREAMS_STRATEGIES)}")
     both = set(input_topics) & set(intermediate_topics)
     if both:
         raise BadInput(f"topic(s) {', '.join(sorted(both))} named as both input and intermediate")
+    refuse_internal_topics(input_topics + intermediate_topics, include_internal, "a Streams reset")
     timestamp_ms = strategy_timestamp_ms(strategy, clock)
     file_offsets = read_plan_file(strategy.value, application_id) if strategy.name == "from-file" else None
     topics = kafka_reads.all_topics(admin)
@@ -176,6 +180,7 @@ def plan_streams_reset(admin, cluster: str, application_id: str, input_topics: l
         return PartitionReset(tp[0], tp[1], committed.get(tp), log_start[tp], log_end[tp], new, requested)
 
     delete = tuple(internal_topics) if internal_topics else tuple(inferred)
+    refuse_internal_topics(delete, include_internal, "a Streams reset")
     untouched = sorted({t for t, _ in committed} - named - set(inferred) - set(application.foreign))
     return StreamsResetPlan(
         cluster=cluster, application_id=application_id, group_state=application.state, strategy=strategy,
@@ -226,13 +231,16 @@ def _stopped_group(admin, application_id: str, group_id: str,
 
 
 def execute_streams_reset(admin, plan: StreamsResetPlan, *, settle_seconds: float = 30.0,
-                          list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None = None) -> StreamsResetOutcome:
-    """Re-check (the application and every longer application that could own its topics exist as
-    planned and have no active member, each topic to delete is still the application's own, offsets
-    as planned), commit the offsets, delete the internal topics, read offsets and topics back."""
+                          list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None = None,
+                          include_internal: bool = False) -> StreamsResetOutcome:
+    """Re-check (no Kafka internal topic unless ``include_internal``; the application and every
+    longer application that could own its topics exist as planned and have no active member, each
+    topic to delete is still the application's own, offsets as planned), commit the offsets,
+    delete the internal topics, read offsets and topics back."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
 
     rows = plan.input + plan.intermediate
+    refuse_internal_topics([p.topic for p in rows] + list(plan.delete_topics), include_internal, "a Streams reset")
     named = {p.topic for p in rows}
     topics = kafka_reads.all_topics(admin)
     application = _check_application(admin, list_groups, plan.application_id, {**topics, **dict.fromkeys(plan.delete_topics)},
