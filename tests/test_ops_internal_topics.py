@@ -184,3 +184,33 @@ def test_reassignment_refuses_internal_topics_when_generated_from_official_json_
     with pytest.raises(Refused, match=REFUSED):
         operations.start_reassignment(ADMIN, ReassignmentPlan.from_dict(saved), 1_000_000)
     assert list(admin.list_topics(timeout=10).topics[OFFSETS].partitions[0].replicas) == replicas
+
+
+def test_an_approval_request_keeps_include_internal_and_one_without_it_is_refused_when_approved(
+        admin, group, tmp_path, bootstrap, monkeypatch):
+    from kpulse.config import load_config
+    from operations.access import UsersFile
+    from operations.service import Operations
+
+    users = tmp_path / "users.yaml"
+    config = config_file(tmp_path / "kpulse.yaml", bootstrap, tmp_path / "lake", users_file=users)
+    config.write_text(config.read_text().replace("    read_only: false\n", "    read_only: false\n    require_approval: true\n"))
+    for name, role in (("otto", "operator"), ("olga", "operator")):
+        UsersFile(users).add(name, role, f"{name}-secret")
+    operations = Operations(load_config(config), state_dir=tmp_path / "state")
+    monkeypatch.setenv("KPULSE_PASSWORD", "otto-secret")
+
+    requested = kpulse("--config", str(config), "reset-offsets", "--group", group, "--topic", f"{OFFSETS}:0",
+                       "--to-earliest", "--execute", "--include-internal", "--as", "otto")
+    request = operations.approvals.get(requested.stdout.split("approval request ")[1].split()[0])
+    assert request.options == {"include_internal": True}
+    outcome = operations.approve(User("olga", "operator"), request.id)
+    assert outcome.result == "ok" and committed(admin, group)[(OFFSETS, 0)] == outcome.partitions[0].new
+
+    plan = operations.plan_reset_offsets("test", group, Scope.parse(False, [f"{OFFSETS}:1"]), Strategy("to-earliest"),
+                                         include_internal=True)
+    unflagged = operations.request_approval(User("otto", "operator"), "reset-offsets", plan)
+    with pytest.raises(Refused, match=REFUSED):
+        operations.approve(User("olga", "operator"), unflagged.id)
+    assert operations.approvals.get(unflagged.id).status == "failed"
+    assert (OFFSETS, 1) not in committed(admin, group)
