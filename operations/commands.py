@@ -268,8 +268,8 @@ def _reassign(args, operations) -> int | None:
 
     cluster = operations.config.cluster(args.cluster).name
     if args.action == "generate":
-        plan = operations.plan_reassignment(cluster, _topics(args.topics), _brokers(args.broker_list) or None, args.drain,
-                                            include_internal=args.include_internal)
+        plan = operations.plan_reassignment(cluster, _topics(args.topics), _brokers(args.broker_list) or None,
+                                            args.drain, include_internal=args.include_internal)
         if args.output:
             Path(args.output).write_text(json.dumps(plan.to_dict(), indent=2))
         if args.json:

@@ -21,16 +21,16 @@ from operations.errors import Refused
 INTERNAL_PREFIX = "__"
 KAFKA_INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata",
                          "__remote_log_metadata")
-"""Kafka's own internal topics (for documentation and tests: :func:`is_internal_topic` decides)."""
+"""Kafka's own internal topics (for documentation and tests: :func:`is_kafka_internal_topic` decides)."""
 
 
-def is_internal_topic(topic: str) -> bool:
+def is_kafka_internal_topic(topic: str) -> bool:
     return topic.startswith(INTERNAL_PREFIX)
 
 
 def refuse_internal_topics(topics: Iterable[str], include_internal: bool, action: str) -> None:
     """:class:`Refused` naming the internal topics among ``topics`` unless ``include_internal``."""
-    internal = sorted({t for t in topics if is_internal_topic(t)})
+    internal = sorted({t for t in topics if is_kafka_internal_topic(t)})
     if internal and not include_internal:
         shown = ", ".join(internal[:5]) + (f" and {len(internal) - 5} more" if len(internal) > 5 else "")
         raise Refused(f"{shown}: {action} refused on Kafka's internal topic(s) (names starting with "

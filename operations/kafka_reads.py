@@ -110,8 +110,9 @@ def all_groups(admin, legacy_admin_factory=None) -> dict[str, GroupListing]:
             raise OperationError(f"cannot list the groups: {error_text(error)}") from None
         if legacy is not None:
             try:
+                listed = _retried(legacy.list_groups)
                 return {g["group_id"]: GroupListing(g["group_id"], g.get("group_type") or "", g.get("group_state") or "")
-                        for g in _retried(legacy.list_groups)}
+                        for g in listed}
             except Exception as error:  # noqa: BLE001
                 raise OperationError(f"cannot list the groups: {error_text(error)}") from None
             finally:

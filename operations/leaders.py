@@ -15,7 +15,7 @@ from typing import Callable
 from kpulse.kafka_clients import error_text
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, unknown
-from operations.internal_topics import is_internal_topic, refuse_internal_topics
+from operations.internal_topics import is_kafka_internal_topic, refuse_internal_topics
 
 TopicPartition = tuple[str, int]
 
@@ -81,7 +81,7 @@ def plan_election(metadata_topics: dict, cluster: str, scope, *, clock: Callable
 
 def _wanted(topics: dict, scope, include_internal: bool) -> list[TopicPartition]:
     if not scope:
-        return sorted((t, p) for t, meta in topics.items() if include_internal or not is_internal_topic(t)
+        return sorted((t, p) for t, meta in topics.items() if include_internal or not is_kafka_internal_topic(t)
                       for p in meta.partitions)
     refuse_internal_topics((t for t, _ in scope), include_internal, "leader election")
     wanted = []

@@ -21,7 +21,7 @@ from typing import Callable
 from kpulse.kafka_clients import KafkaPythonUnsupported, error_text, kafka_python_admin
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
-from operations.internal_topics import is_internal_topic, refuse_internal_topics
+from operations.internal_topics import is_kafka_internal_topic, refuse_internal_topics
 from operations.reassign_plan import (
     PartitionMove, ReassignmentPlan, balance, drain, moves_between, parse_official_json,
 )
@@ -60,7 +60,7 @@ def current_assignment(admin, topics: list[str] | None = None, *,
     """Replicas of ``topics``; without ``topics``, of every topic (Kafka's internal topics only
     with ``include_internal``)."""
     meta = kafka_reads.metadata(admin).topics
-    names = topics if topics else [t for t in meta if include_internal or not is_internal_topic(t)]
+    names = topics if topics else [t for t in meta if include_internal or not is_kafka_internal_topic(t)]
     for topic in names:
         if topic not in meta:
             raise unknown("topic", topic, set(meta))
@@ -129,7 +129,8 @@ class Reassigner:
             raise OperationError(f"cannot list partition reassignments: {error}") from None
         return {(tp.topic, tp.partition): state for tp, state in listed.items()}
 
-    def execute(self, plan: ReassignmentPlan, throttle_bytes: int, *, include_internal: bool = False) -> ReassignmentStatus:
+    def execute(self, plan: ReassignmentPlan, throttle_bytes: int, *,
+                include_internal: bool = False) -> ReassignmentStatus:
         """Re-check (no internal topic unless ``include_internal``, no reassignment in progress,
         replicas as planned), set the throttles, start."""
         from kafka.structs import TopicPartition

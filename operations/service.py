@@ -112,8 +112,8 @@ class Operations:
                   "topics": list(plan.delete_topics)}
 
         def apply():
-            outcome = execute_streams_reset(self.admin(plan.cluster), plan, list_groups=self._group_listing(plan.cluster),
-                                            include_internal=include_internal)
+            outcome = execute_streams_reset(self.admin(plan.cluster), plan, include_internal=include_internal,
+                                            list_groups=self._group_listing(plan.cluster))
             return outcome, {"offsets": {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions},
                              "deleted": list(outcome.deleted)}
 

@@ -201,11 +201,9 @@ def _check_application(admin, list_groups, application_id: str, topics, committe
     owners = topic_owners(application_id, candidates, listed)
     longer = sorted(g for g in listed if g.startswith(application_id + "-")
                     and any(t.startswith(g + "-") for t in candidates))
-    state = "Dead"
-    for group_id in [application_id] + longer:
-        view = _stopped_group(admin, application_id, group_id, listed.get(group_id))
-        if group_id == application_id:
-            state = view.state
+    state = _stopped_group(admin, application_id, application_id, listed.get(application_id)).state
+    for group_id in longer:
+        _stopped_group(admin, application_id, group_id, listed.get(group_id))
     return _Application(state, tuple(t for t in candidates if owners[t] == application_id),
                         {t: g for t, g in owners.items() if g != application_id})
 
@@ -214,7 +212,8 @@ def _stopped_group(admin, application_id: str, group_id: str,
                    listing: kafka_reads.GroupListing | None) -> kafka_reads.GroupView:
     """The group's view when it has no active member; otherwise :class:`Refused`, naming the
     group and its members, or saying why they cannot be read."""
-    who = "it" if group_id == application_id else f"application {group_id!r} (whose internal topics start with {application_id}-)"
+    who = ("it" if group_id == application_id
+           else f"application {group_id!r} (whose internal topics start with {application_id}-)")
     refusal = f"cannot reset the Streams application {application_id!r}: {who}"
     if listing is not None and not listing.describable:
         tool = "kafka-streams-groups" if listing.group_type == "streams" else f"kafka-{listing.group_type}-groups"
@@ -222,8 +221,9 @@ def _stopped_group(admin, application_id: str, group_id: str,
                       f"kpulse cannot read; nothing changed (use {tool} for {listing.group_type} groups)")
     view = kafka_reads.describe_group(admin, group_id)
     if listing is not None and view.state == "Dead":
-        raise Refused(f"{refusal} is listed by the cluster ({listing.group_type or 'group'}, {listing.state or 'state unknown'}) "
-                      "but described as Dead: its members cannot be read; nothing changed, plan again")
+        raise Refused(f"{refusal} is listed by the cluster ({listing.group_type or 'group'}, "
+                      f"{listing.state or 'state unknown'}) but described as Dead: its members cannot be read; "
+                      "nothing changed, plan again")
     if not view.inactive:
         raise Refused(f"{refusal} is {view.state} with active members {view.members_text()}; stop them first "
                       "(the group must be Empty or Dead)")
@@ -242,8 +242,8 @@ def execute_streams_reset(admin, plan: StreamsResetPlan, *, settle_seconds: floa
     rows = plan.input + plan.intermediate
     refuse_internal_topics([p.topic for p in rows] + list(plan.delete_topics), include_internal, "a Streams reset")
     named = {p.topic for p in rows}
-    topics = kafka_reads.all_topics(admin)
-    application = _check_application(admin, list_groups, plan.application_id, {**topics, **dict.fromkeys(plan.delete_topics)},
+    topics = {**kafka_reads.all_topics(admin), **dict.fromkeys(plan.delete_topics)}
+    application = _check_application(admin, list_groups, plan.application_id, topics,
                                      kafka_reads.committed_offsets(admin, plan.application_id), named)
     for topic in plan.delete_topics:
         if topic in application.foreign:

@@ -15,7 +15,7 @@ import pytest
 from operations import kafka_reads
 from operations.access import User
 from operations.errors import Refused
-from operations.internal_topics import is_internal_topic
+from operations.internal_topics import is_kafka_internal_topic
 from operations.leaders import ElectionPlan, LeaderMove, plan_election
 from operations.offset_plan import ResetPlan, Scope, Strategy
 from operations.reassign_plan import ReassignmentPlan
@@ -73,8 +73,8 @@ def test_every_topic_kafka_flags_internal_is_internal_for_kpulse(admin, group):
     described = admin.describe_topics(TopicCollection(names), request_timeout=15)
     flagged = {name for name, future in described.items() if future.result(timeout=20).is_internal}
     assert OFFSETS in flagged
-    assert all(is_internal_topic(name) for name in flagged)
-    assert not is_internal_topic(TOPIC) and not is_internal_topic("_schemas")
+    assert all(is_kafka_internal_topic(name) for name in flagged)
+    assert not is_kafka_internal_topic(TOPIC) and not is_kafka_internal_topic("_schemas")
 
 
 @pytest.mark.parametrize("scope", [["--topic", OFFSETS], ["--topic", f"{OFFSETS}:0,1"], ["--from-file", "CSV"]])
@@ -197,7 +197,7 @@ def test_an_approval_request_keeps_include_internal_and_one_without_it_is_refuse
     config.write_text(config.read_text().replace("    read_only: false\n", "    read_only: false\n    require_approval: true\n"))
     for name, role in (("otto", "operator"), ("olga", "operator")):
         UsersFile(users).add(name, role, f"{name}-secret")
-    operations = Operations(load_config(config), state_dir=tmp_path / "state")
+    operations = Operations(load_config(config))  # the state directory of the CLI runs below (approvals)
     monkeypatch.setenv("KPULSE_PASSWORD", "otto-secret")
 
     requested = kpulse("--config", str(config), "reset-offsets", "--group", group, "--topic", f"{OFFSETS}:0",

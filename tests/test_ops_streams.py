@@ -188,20 +188,29 @@ def test_a_prefix_that_is_an_application_too_is_refused_while_the_longer_one_run
     assert committed(shared_topics, prefix) == {(IN, 0): 3}
 
 
+def plan_once_every_broker_knows(operations, application_id: str, new_topic: str):
+    """The plan of ``application_id`` once it deletes ``new_topic``, just created (a broker's
+    metadata can lag a moment behind the controller's)."""
+    deadline = time.monotonic() + 30
+    while new_topic not in (plan := operations.plan_streams_reset("test", application_id, [IN], [])).delete_topics:
+        assert time.monotonic() < deadline, plan
+        time.sleep(0.3)
+    return plan
+
+
 def test_topics_of_a_longer_application_id_are_left_alone_and_a_stale_plan_that_would_delete_them_is_refused(
         shared_topics, operations, bootstrap):
     prefix, app = running_app_behind_a_prefix(shared_topics, bootstrap)
     create_topic(shared_topics, prefix + "-own-changelog", 1)
     commit(shared_topics, prefix, {(IN, 0): 3})
-    plan = operations.plan_streams_reset("test", prefix, [IN], [])
+    plan = plan_once_every_broker_knows(operations, prefix, prefix + "-own-changelog")
     # no application is called prefix-appx: its look-alike topic is the prefix's own
     assert plan.delete_topics == (prefix + "-appx-counts-changelog", prefix + "-own-changelog")
     assert dict(plan.foreign) == {f"{app}-by-key-repartition": app, f"{app}-counts-changelog": app}
 
     other = f"{prefix}-late"  # an application that appears after the plan: its topics are not ours
     create_topic(shared_topics, other + "-store-changelog", 1)
-    stale = operations.plan_streams_reset("test", prefix, [IN], [])
-    assert other + "-store-changelog" in stale.delete_topics
+    stale = plan_once_every_broker_knows(operations, prefix, other + "-store-changelog")
     commit(shared_topics, other, {(IN, 0): 1})
     with pytest.raises(Refused, match=f"{other}-store-changelog belongs to application '{other}'"):
         operations.reset_streams_app(ADMIN, stale)
