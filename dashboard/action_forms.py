@@ -12,6 +12,7 @@ import streamlit as st
 from dashboard import frame
 from dashboard.services import plans
 from dashboard.services.sources import DashboardError
+from operations.internal_topics import is_kafka_internal_topic
 from operations.numbers import PARTITION, parse_integer
 
 
@@ -19,7 +20,7 @@ def _topics() -> list[str]:
     """Topic names to pick from; none when the cluster does not answer (the page already says so,
     and the pickers accept typed names)."""
     try:
-        return sorted({p["topic"] for p in frame.topic_partitions() if not p["topic"].startswith("__")})
+        return sorted({p["topic"] for p in frame.topic_partitions() if not is_kafka_internal_topic(p["topic"])})
     except DashboardError:
         return []
 

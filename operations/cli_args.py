@@ -30,6 +30,7 @@ def add_parsers(commands) -> None:
                             "(repeatable; stops a relative reset from applying twice)")
     _mode_flags(reset)
     reset.add_argument("--export", action="store_true", help="print the plan as the official tool's CSV (topic,partition,offset)")
+    _include_internal(reset)
 
     streams = commands.add_parser(
         "reset-streams-app", help="reset a Kafka Streams application (dry run unless --execute)",
@@ -44,6 +45,7 @@ def add_parsers(commands) -> None:
                          help="delete only these internal topics (a subset of those found)")
     _strategy_flags(streams, required=False)
     _mode_flags(streams)
+    _include_internal(streams)
 
     elect = commands.add_parser(
         "elect-leaders", help="preferred leader election (plan unless --execute)",
@@ -57,6 +59,7 @@ def add_parsers(commands) -> None:
                              help='{"partitions": [{"topic": "t", "partition": 0}, ...]}')
     elect.add_argument("--partition", help="with --topic: one partition")
     _mode_flags(elect)
+    _include_internal(elect, "; --all-topic-partitions leaves them out without it")
 
     reassign = commands.add_parser("reassign", help="partition reassignment: generate, execute, verify, cancel")
     reassign_commands = reassign.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -67,6 +70,7 @@ def add_parsers(commands) -> None:
     generate.add_argument("--drain", metavar="BROKER", help="move every replica off this broker")
     generate.add_argument("--output", "-o", metavar="FILE", help="write the plan (kpulse JSON) to this file")
     generate.add_argument("--json", action="store_true", help="print the plan as JSON")
+    _include_internal(generate, "; all topics (no --topics) leaves them out without it")
     for action, text in (("execute", "start a planned reassignment under a replication throttle"),
                          ("verify", "progress; when complete, remove the throttles"),
                          ("cancel", "cancel the moves still in progress and remove the throttles")):
@@ -75,6 +79,7 @@ def add_parsers(commands) -> None:
         command.add_argument("--plan", required=True, metavar="FILE",
                              help="kpulse plan from generate, or the official tool's reassignment JSON (execute)")
         command.add_argument("--json", action="store_true")
+        _include_internal(command)
         if action == "execute":
             command.add_argument("--throttle", default=str(DEFAULT_THROTTLE), metavar="BYTES_PER_SEC",
                                  help=f"replication throttle while moving (default {DEFAULT_THROTTLE})")
@@ -113,6 +118,12 @@ def add_parsers(commands) -> None:
 def _cluster_and_actor(parser) -> None:
     parser.add_argument("--cluster", help="configured cluster name (default: the first)")
     parser.add_argument("--as", dest="as_user", metavar="USER", help="act as this user of the users file")
+
+
+def _include_internal(parser, more: str = "") -> None:
+    parser.add_argument("--include-internal", action="store_true",
+                        help="allow Kafka's internal topics (names starting with __, e.g. __consumer_offsets), "
+                             "refused without it" + more)
 
 
 def _strategy_flags(parser, required: bool) -> None:

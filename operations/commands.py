@@ -38,7 +38,7 @@ def run(args: argparse.Namespace, config_path: str | None) -> int | None:
         return _audit_show(args, operations)
     try:
         return _change(args, operations)
-    except LoginFailed as error:
+    except LoginFailed:
         from operations.audit import AuditRecord
 
         cluster = operations.config.cluster(getattr(args, "cluster", None)).name
@@ -105,14 +105,14 @@ def _reset_offsets(args, operations) -> int | None:
         if args.strategy is None:
             raise BadInput("a reset strategy is needed: --" + ", --".join(STRATEGIES))
         plan = operations.plan_reset_offsets(cluster, args.group, Scope.parse(args.all_topics, args.topic),
-                                             Strategy(*args.strategy))
+                                             Strategy(*args.strategy), include_internal=args.include_internal)
     outcome = None
     if args.execute:
         actor = cli_actor(operations.config, args.as_user)
         if operations.needs_approval(cluster, "reset-offsets"):
-            options = {"expect_current": [[t, p, o] for (t, p), o in sorted(expected.items())]} if expected else None
-            return _requested(operations.request_approval(actor, "reset-offsets", plan, options))
-        outcome = operations.reset_offsets(actor, plan, expect_current=expected)
+            options = {"expect_current": [[t, p, o] for (t, p), o in sorted(expected.items())]} if expected else {}
+            return _requested(operations.request_approval(actor, "reset-offsets", plan, _run_options(args, **options)))
+        outcome = operations.reset_offsets(actor, plan, expect_current=expected, include_internal=args.include_internal)
     if args.export:
         print(plan.to_csv(), end="")
     elif args.json:
@@ -124,6 +124,11 @@ def _reset_offsets(args, operations) -> int | None:
         else:
             _print_reset_outcome(outcome)
     return 1 if outcome is not None and outcome.result != "ok" else None
+
+
+def _run_options(args, **options) -> dict:
+    """How an approved request is to run: the CLI's execution flags."""
+    return {**options, **({"include_internal": True} if args.include_internal else {})}
 
 
 def _print_reset_plan(plan) -> None:
@@ -176,13 +181,14 @@ def _reset_streams_app(args, operations) -> int | None:
     cluster = operations.config.cluster(args.cluster).name
     strategy = Strategy(*args.strategy) if args.strategy else None
     plan = operations.plan_streams_reset(cluster, args.application_id, _topics(args.input_topics),
-                                         _topics(args.intermediate_topics), _topics(args.internal_topics), strategy)
+                                         _topics(args.intermediate_topics), _topics(args.internal_topics), strategy,
+                                         include_internal=args.include_internal)
     outcome = None
     if args.execute:
         actor = cli_actor(operations.config, args.as_user)
         if operations.needs_approval(cluster, "reset-streams-app"):
-            return _requested(operations.request_approval(actor, "reset-streams-app", plan))
-        outcome = operations.reset_streams_app(actor, plan)
+            return _requested(operations.request_approval(actor, "reset-streams-app", plan, _run_options(args)))
+        outcome = operations.reset_streams_app(actor, plan, include_internal=args.include_internal)
     if args.json:
         print(json.dumps({"plan": plan.to_dict(), "result": outcome.to_dict() if outcome else None}, indent=2))
         return 1 if outcome is not None and outcome.result != "ok" else None
@@ -193,6 +199,8 @@ def _reset_streams_app(args, operations) -> int | None:
         for p in rows:
             print(f"  {p.topic}-{p.partition}: {'-' if p.current is None else p.current} -> {p.new}")
     print("internal topics to delete: " + (", ".join(plan.delete_topics) or "none"))
+    for topic, owner in plan.foreign:
+        print(f"  {topic}: belongs to application {owner}, left alone")
     if plan.untouched:
         print("untouched (output, or not named): " + ", ".join(plan.untouched))
     if outcome is None:
@@ -232,8 +240,9 @@ def _election_scope(args) -> tuple:
 
 def _elect_leaders(args, operations) -> int | None:
     cluster = operations.config.cluster(args.cluster).name
-    plan = operations.plan_election(cluster, _election_scope(args))
-    outcome = operations.elect_leaders(cli_actor(operations.config, args.as_user), plan) if args.execute else None
+    plan = operations.plan_election(cluster, _election_scope(args), include_internal=args.include_internal)
+    outcome = (operations.elect_leaders(cli_actor(operations.config, args.as_user), plan,
+                                        include_internal=args.include_internal) if args.execute else None)
     if args.json:
         print(json.dumps({"plan": plan.to_dict(), "result": outcome.to_dict() if outcome else None}, indent=2))
     else:
@@ -263,7 +272,8 @@ def _reassign(args, operations) -> int | None:
     cluster = operations.config.cluster(args.cluster).name
     if args.action == "generate":
         drain = None if args.drain is None else parse_integer(args.drain, "--drain", PARTITION)
-        plan = operations.plan_reassignment(cluster, _topics(args.topics), _brokers(args.broker_list) or None, drain)
+        plan = operations.plan_reassignment(cluster, _topics(args.topics), _brokers(args.broker_list) or None, drain,
+                                            include_internal=args.include_internal)
         if args.output:
             try:
                 Path(args.output).write_text(json.dumps(plan.to_dict(), indent=2))
@@ -283,7 +293,8 @@ def _reassign(args, operations) -> int | None:
         if plan.cluster != cluster:
             raise BadInput(f"the plan in {args.plan} is for cluster {plan.cluster!r}")
     else:
-        plan = operations.plan_reassignment(cluster, [], official_json=json.dumps(data))
+        plan = operations.plan_reassignment(cluster, [], official_json=json.dumps(data),
+                                            include_internal=args.include_internal)
     actor = cli_actor(operations.config, args.as_user)
     progress = Progress()
     if args.action == "execute":
@@ -292,8 +303,8 @@ def _reassign(args, operations) -> int | None:
             raise BadInput(f"--timeout must be a positive number of seconds, got {args.timeout}")
         if operations.needs_approval(cluster, "reassign:execute"):
             return _requested(operations.request_approval(actor, "reassign:execute", plan,
-                                                          {"throttle_bytes": throttle}))
-        status = operations.start_reassignment(actor, plan, throttle)
+                                                          _run_options(args, throttle_bytes=throttle)))
+        status = operations.start_reassignment(actor, plan, throttle, include_internal=args.include_internal)
         if args.wait and status.result == "in-progress":
             reassigner = operations.reassigner(cluster)
             status = reassigner.wait(plan, args.timeout, lambda s: progress.note(

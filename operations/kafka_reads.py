@@ -74,10 +74,68 @@ def describe_group(admin, group_id: str) -> GroupView:
     return GroupView(group_id, group_state_name(described.state), members)
 
 
-
 def group_ids(admin) -> set[str]:
     listed = await_result(admin.list_consumer_groups(request_timeout=TIMEOUT), "cannot list consumer groups", admin)
     return {g.group_id for g in listed.valid}
+
+
+@dataclass(frozen=True)
+class GroupListing:
+    """One group as the cluster lists it."""
+
+    group_id: str
+    group_type: str
+    """``classic``, ``consumer`` (KIP-848), ``streams`` (KIP-1071), ``share`` (KIP-932); ``""`` when
+    not known."""
+    state: str
+    """As the broker spells it for the group's type (Empty, Stable, NotReady, ...)."""
+
+    @property
+    def describable(self) -> bool:
+        """Whether :func:`describe_group` reads its state and members: classic and consumer groups
+        only (librdkafka shows a streams or share group as Dead, with no members, even while it runs)."""
+        return self.group_type in ("classic", "consumer", "")
+
+
+def all_groups(admin, legacy_admin_factory=None) -> dict[str, GroupListing]:
+    """Every group of every type. librdkafka 2.16 lists only classic and consumer groups (a
+    running streams-protocol application is not listed at all), so the listing goes through
+    kafka-python's ListGroups (v5, every type) when ``legacy_admin_factory`` builds its client;
+    without it (or on a cluster kafka-python cannot reach: OAUTHBEARER) librdkafka's listing."""
+    from kpulse.kafka_clients import KafkaPythonUnsupported
+
+    if legacy_admin_factory is not None:
+        try:
+            legacy = legacy_admin_factory()
+        except KafkaPythonUnsupported:
+            legacy = None
+        except Exception as error:  # noqa: BLE001
+            raise OperationError(f"cannot list the groups: {error_text(error)}") from None
+        if legacy is not None:
+            try:
+                listed = _retried(legacy.list_groups)
+                return {g["group_id"]: GroupListing(g["group_id"], g.get("group_type") or "", g.get("group_state") or "")
+                        for g in listed}
+            except Exception as error:  # noqa: BLE001
+                raise OperationError(f"cannot list the groups: {error_text(error)}") from None
+            finally:
+                legacy.close()
+    listed = await_result(admin.list_consumer_groups(request_timeout=TIMEOUT), "cannot list consumer groups")
+    types = {"CLASSIC": "classic", "CONSUMER": "consumer"}
+    return {g.group_id: GroupListing(g.group_id, types.get(getattr(g.type, "name", ""), ""), group_state_name(g.state))
+            for g in listed.valid}
+
+
+def _retried(call, attempts: int = 8):
+    """``call()`` asked again while kafka-python says the error is retriable (a coordinator
+    loading, as on a fresh cluster)."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except Exception as error:  # noqa: BLE001
+            if attempt + 1 == attempts or not getattr(error, "retriable", False):
+                raise
+            time.sleep(0.25 * (attempt + 1))
 
 
 def committed_offsets(admin, group_id: str, partitions: list[TopicPartition] | None = None) -> dict[TopicPartition, int]:

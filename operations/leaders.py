@@ -15,6 +15,7 @@ from typing import Callable
 from kpulse.kafka_clients import error_text
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, unknown
+from operations.internal_topics import is_kafka_internal_topic, refuse_internal_topics
 
 TopicPartition = tuple[str, int]
 
@@ -62,9 +63,12 @@ class ElectionOutcome:
         return asdict(self)
 
 
-def plan_election(metadata_topics: dict, cluster: str, scope, *, clock: Callable[[], float] = time.time) -> ElectionPlan:
-    """Pure: ``metadata_topics`` is ``admin.list_topics().topics`` (or the same shape)."""
-    wanted = _wanted(metadata_topics, scope)
+def plan_election(metadata_topics: dict, cluster: str, scope, *, clock: Callable[[], float] = time.time,
+                  include_internal: bool = False) -> ElectionPlan:
+    """Pure: ``metadata_topics`` is ``admin.list_topics().topics`` (or the same shape). Kafka's
+    internal topics: a named one is refused, and every topic (an empty ``scope``) leaves them out,
+    unless ``include_internal``."""
+    wanted = _wanted(metadata_topics, scope, include_internal)
     moves = []
     for topic, partition in wanted:
         meta = metadata_topics[topic].partitions[partition]
@@ -75,9 +79,11 @@ def plan_election(metadata_topics: dict, cluster: str, scope, *, clock: Callable
     return ElectionPlan(cluster, tuple(scope), tuple(moves), clock())
 
 
-def _wanted(topics: dict, scope) -> list[TopicPartition]:
+def _wanted(topics: dict, scope, include_internal: bool) -> list[TopicPartition]:
     if not scope:
-        return sorted((t, p) for t, meta in topics.items() if not t.startswith("__") for p in meta.partitions)
+        return sorted((t, p) for t, meta in topics.items() if include_internal or not is_kafka_internal_topic(t)
+                      for p in meta.partitions)
+    refuse_internal_topics((t for t, _ in scope), include_internal, "leader election")
     wanted = []
     for topic, partitions in scope:
         if topic not in topics:
@@ -91,16 +97,19 @@ def _wanted(topics: dict, scope) -> list[TopicPartition]:
     return wanted
 
 
-def read_plan(admin, cluster: str, scope) -> ElectionPlan:
-    return plan_election(kafka_reads.metadata(admin).topics, cluster, scope)
+def read_plan(admin, cluster: str, scope, include_internal: bool = False) -> ElectionPlan:
+    return plan_election(kafka_reads.metadata(admin).topics, cluster, scope, include_internal=include_internal)
 
 
-def execute_election(admin, plan: ElectionPlan, *, settle_seconds: float = 15.0) -> ElectionOutcome:
-    """Elect the preferred leader of every electable partition still not led by it, then read
-    the leaders back (waiting up to ``settle_seconds`` for metadata to show them)."""
+def execute_election(admin, plan: ElectionPlan, *, settle_seconds: float = 15.0,
+                     include_internal: bool = False) -> ElectionOutcome:
+    """Elect the preferred leader of every electable partition still not led by it (refused on an
+    internal topic unless ``include_internal``), then read the leaders back (waiting up to
+    ``settle_seconds`` for metadata to show them)."""
     from confluent_kafka import TopicPartition as KafkaTP
     from confluent_kafka import ElectionType
 
+    refuse_internal_topics((m.topic for m in plan.moves), include_internal, "leader election")
     topics = kafka_reads.metadata(admin).topics
     todo = [m for m in plan.electable
             if topics.get(m.topic) and topics[m.topic].partitions[m.partition].leader != m.preferred]

@@ -10,6 +10,7 @@ from typing import Callable
 
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
+from operations.internal_topics import refuse_internal_topics
 from operations.offset_plan import (
     TIMESTAMP_STRATEGIES, PartitionReset, ResetPlan, Scope, Strategy, TopicPartition, choose_offsets,
     parse_reset_csv,
@@ -54,9 +55,10 @@ def refuse_empty_id(value: str, what: str) -> None:
 
 
 def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy: Strategy, *,
-                      clock: Callable[[], float] = time.time) -> ResetPlan:
+                      clock: Callable[[], float] = time.time, include_internal: bool = False) -> ResetPlan:
     """The reset ``strategy`` would do on ``scope``; raises :class:`BadInput` (unknown group,
-    topic or partition, malformed value) or :class:`Refused` (group active)."""
+    topic or partition, malformed value) or :class:`Refused` (group active, an internal topic
+    without ``include_internal``)."""
     refuse_empty_id(group_id, "group id")
     timestamp_ms = strategy_timestamp_ms(strategy, clock)
     file_offsets = read_plan_file(strategy.value, group_id) if strategy.name == "from-file" else None
@@ -68,6 +70,7 @@ def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy
         raise unknown("consumer group", group_id, kafka_reads.group_ids(admin))
     refuse_unless_inactive(group)
     partitions = _scope_partitions(admin, scope, committed, file_offsets)
+    refuse_internal_topics((t for t, _ in partitions), include_internal, "resetting offsets")
     log_start = kafka_reads.log_offsets(admin, partitions, "earliest")
     log_end = kafka_reads.log_offsets(admin, partitions, "latest")
     at_time = offsets_at_time(admin, partitions, timestamp_ms, log_start) if timestamp_ms is not None else None
@@ -166,14 +169,17 @@ def refuse_unexpected_offsets(committed: dict[TopicPartition, int], expected: di
                       f"({'; '.join(differ[:10])}); nothing changed")
 
 
-def execute_offset_reset(admin, plan: ResetPlan, expect_current: dict[TopicPartition, int] | None = None) -> ResetOutcome:
-    """Apply ``plan``: re-check that the group is inactive, that the plan still fits the cluster
+def execute_offset_reset(admin, plan: ResetPlan, expect_current: dict[TopicPartition, int] | None = None, *,
+                         include_internal: bool = False) -> ResetOutcome:
+    """Apply ``plan``: re-check that it names no internal topic (unless ``include_internal``),
+    that the group is inactive, that the plan still fits the cluster
     (:func:`refuse_invalid_offsets`), that its offsets are those the plan saw and those of
     ``expect_current``; commit every new offset in one request, read them back. Raises
     :class:`Refused` when a re-check fails (nothing changed); the partitions whose read-back
     differs are named in the outcome."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
 
+    refuse_internal_topics((p.topic for p in plan.partitions), include_internal, "resetting offsets")
     refuse_unless_inactive(kafka_reads.describe_group(admin, plan.group_id))
     refuse_invalid_offsets(admin, plan.partitions, f"group {plan.group_id!r}")
     keys = [(p.topic, p.partition) for p in plan.partitions]

@@ -21,6 +21,7 @@ from typing import Callable
 from kpulse.kafka_clients import KafkaPythonUnsupported, error_text, kafka_python_admin
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
+from operations.internal_topics import is_kafka_internal_topic, refuse_internal_topics
 from operations.reassign_plan import (
     PartitionMove, ReassignmentPlan, balance, drain, moves_between, parse_official_json,
 )
@@ -54,9 +55,12 @@ def legacy_admin_client(cluster):
         raise BadInput("partition reassignment does not support OAUTHBEARER clusters yet") from None
 
 
-def current_assignment(admin, topics: list[str] | None = None) -> dict[tuple[str, int], list[int]]:
+def current_assignment(admin, topics: list[str] | None = None, *,
+                       include_internal: bool = False) -> dict[tuple[str, int], list[int]]:
+    """Replicas of ``topics``; without ``topics``, of every topic (Kafka's internal topics only
+    with ``include_internal``)."""
     meta = kafka_reads.metadata(admin).topics
-    names = topics if topics else [t for t in meta if not t.startswith("__")]
+    names = topics if topics else [t for t in meta if include_internal or not is_kafka_internal_topic(t)]
     for topic in names:
         if topic not in meta:
             raise unknown("topic", topic, set(meta))
@@ -70,13 +74,14 @@ def broker_racks(admin) -> dict[int, str | None]:
 
 
 def generate(admin, cluster: str, topics: list[str], brokers: list[int] | None = None, drain_broker: int | None = None,
-             *, clock: Callable[[], float] = time.time) -> ReassignmentPlan:
+             *, clock: Callable[[], float] = time.time, include_internal: bool = False) -> ReassignmentPlan:
+    refuse_internal_topics(topics, include_internal, "reassignment")
     racks = broker_racks(admin)
     chosen = sorted(brokers) if brokers else sorted(racks)
     missing = [b for b in chosen + ([drain_broker] if drain_broker is not None else []) if b not in racks]
     if missing:
         raise BadInput(f"unknown broker(s) {', '.join(map(str, missing))} (brokers: {', '.join(map(str, sorted(racks)))})")
-    current = current_assignment(admin, topics)
+    current = current_assignment(admin, topics, include_internal=include_internal)
     if drain_broker is not None:
         target, goal = drain(current, drain_broker, chosen, racks), f"drain broker {drain_broker}"
     else:
@@ -84,8 +89,10 @@ def generate(admin, cluster: str, topics: list[str], brokers: list[int] | None =
     return ReassignmentPlan(cluster, goal, moves_between(current, target), clock())
 
 
-def plan_from_official_json(admin, cluster: str, text: str, *, clock: Callable[[], float] = time.time) -> ReassignmentPlan:
+def plan_from_official_json(admin, cluster: str, text: str, *, clock: Callable[[], float] = time.time,
+                            include_internal: bool = False) -> ReassignmentPlan:
     target = parse_official_json(text)
+    refuse_internal_topics((t for t, _ in target), include_internal, "reassignment")
     current = current_assignment(admin, sorted({t for t, _ in target}))
     unknown_partitions = [f"{t}-{p}" for t, p in target if (t, p) not in current]
     if unknown_partitions:
@@ -141,11 +148,13 @@ class Reassigner:
             raise Refused(f"the reassignment plan is refused, nothing changed: {'; '.join(problems)}")
         return current
 
-    def execute(self, plan: ReassignmentPlan, throttle_bytes: int) -> ReassignmentStatus:
-        """Re-check (partitions and target brokers exist, no reassignment in progress, replicas
-        as planned), set the throttles, start."""
+    def execute(self, plan: ReassignmentPlan, throttle_bytes: int, *,
+                include_internal: bool = False) -> ReassignmentStatus:
+        """Re-check (no internal topic unless ``include_internal``, partitions and target brokers
+        exist, no reassignment in progress, replicas as planned), set the throttles, start."""
         from kafka.structs import TopicPartition
 
+        refuse_internal_topics((m.topic for m in plan.moves), include_internal, "reassignment")
         if throttle_bytes <= 0:
             raise BadInput("--throttle must be a positive number of bytes per second")
         if not plan.moves:

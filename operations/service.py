@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kpulse import home
-from kpulse.kafka_clients import admin_client
+from kpulse.kafka_clients import admin_client, kafka_python_admin
 from operations import locks
 from operations.access import User, UsersFile, authorize, users_file
 from operations.approvals import APPROVABLE, ApprovalRequest, ApprovalStore
 from operations.audit import AuditLog, AuditRecord
 from operations.errors import NotAuthorized, OperationError, Refused
-from operations.kafka_reads import metadata
+from operations.kafka_reads import TIMEOUT, GroupListing, all_groups, metadata
 from operations.leaders import ElectionOutcome, ElectionPlan, execute_election, plan_election
 from operations.offset_plan import ResetPlan, Scope, Strategy
 from operations.offset_reset import ResetOutcome, execute_offset_reset, plan_offset_reset
@@ -73,17 +73,21 @@ class Operations:
 
     # --- consumer group offsets ------------------------------------------------------------------
 
-    def plan_reset_offsets(self, cluster: str, group_id: str, scope: Scope, strategy: Strategy) -> ResetPlan:
+    def plan_reset_offsets(self, cluster: str, group_id: str, scope: Scope, strategy: Strategy, *,
+                           include_internal: bool = False) -> ResetPlan:
         name = self.config.cluster(cluster).name
-        return plan_offset_reset(self.admin(name), name, group_id, scope, strategy, clock=self._clock)
+        return plan_offset_reset(self.admin(name), name, group_id, scope, strategy, clock=self._clock,
+                                 include_internal=include_internal)
 
     def reset_offsets(self, actor: User, plan: ResetPlan, *, approved_by: str | None = None,
-                      expect_current: dict[tuple[str, int], int] | None = None) -> ResetOutcome:
+                      expect_current: dict[tuple[str, int], int] | None = None,
+                      include_internal: bool = False) -> ResetOutcome:
         """``expect_current`` (``--expect-current``): committed offsets the executor must find."""
         before = {f"{p.topic}-{p.partition}": p.current for p in plan.partitions}
 
         def apply() -> tuple[ResetOutcome, Any]:
-            outcome = execute_offset_reset(self.admin(plan.cluster), plan, expect_current)
+            outcome = execute_offset_reset(self.admin(plan.cluster), plan, expect_current,
+                                           include_internal=include_internal)
             return outcome, {f"{p.topic}-{p.partition}": p.after for p in outcome.partitions}
 
         return self.run(actor, "reset-offsets", plan.cluster, plan.target, plan.to_dict(), before, apply,
@@ -91,15 +95,16 @@ class Operations:
 
     # --- preferred leader election ---------------------------------------------------------------
 
-    def plan_election(self, cluster: str, scope=()) -> ElectionPlan:
+    def plan_election(self, cluster: str, scope=(), *, include_internal: bool = False) -> ElectionPlan:
         name = self.config.cluster(cluster).name
-        return plan_election(metadata(self.admin(name)).topics, name, scope, clock=self._clock)
+        return plan_election(metadata(self.admin(name)).topics, name, scope, clock=self._clock,
+                             include_internal=include_internal)
 
-    def elect_leaders(self, actor: User, plan: ElectionPlan) -> ElectionOutcome:
+    def elect_leaders(self, actor: User, plan: ElectionPlan, *, include_internal: bool = False) -> ElectionOutcome:
         before = {f"{m.topic}-{m.partition}": m.leader for m in plan.moves}
 
         def apply():
-            outcome = execute_election(self.admin(plan.cluster), plan)
+            outcome = execute_election(self.admin(plan.cluster), plan, include_internal=include_internal)
             return outcome, {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions}
 
         return self.run(actor, "elect-leaders", plan.cluster, plan.target, plan.to_dict(), before, apply)
@@ -108,23 +113,31 @@ class Operations:
 
     def plan_streams_reset(self, cluster: str, application_id: str, input_topics: list[str],
                            intermediate_topics: list[str], internal_topics: list[str] | None = None,
-                           strategy: Strategy | None = None) -> StreamsResetPlan:
+                           strategy: Strategy | None = None, *, include_internal: bool = False) -> StreamsResetPlan:
         name = self.config.cluster(cluster).name
         return plan_streams_reset(self.admin(name), name, application_id, input_topics, intermediate_topics,
-                                  internal_topics, strategy, clock=self._clock)
+                                  internal_topics, strategy, clock=self._clock, list_groups=self._group_listing(name),
+                                  include_internal=include_internal)
 
-    def reset_streams_app(self, actor: User, plan: StreamsResetPlan, *,
-                          approved_by: str | None = None) -> StreamsResetOutcome:
+    def reset_streams_app(self, actor: User, plan: StreamsResetPlan, *, approved_by: str | None = None,
+                          include_internal: bool = False) -> StreamsResetOutcome:
         before = {"offsets": {f"{p.topic}-{p.partition}": p.current for p in plan.input + plan.intermediate},
                   "topics": list(plan.delete_topics)}
 
         def apply():
-            outcome = execute_streams_reset(self.admin(plan.cluster), plan)
+            outcome = execute_streams_reset(self.admin(plan.cluster), plan, include_internal=include_internal,
+                                            list_groups=self._group_listing(plan.cluster))
             return outcome, {"offsets": {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions},
                              "deleted": list(outcome.deleted)}
 
         return self.run(actor, "reset-streams-app", plan.cluster, plan.target, plan.to_dict(), before, apply,
                         approved_by=approved_by, lock=f"group {plan.application_id}")
+
+    def _group_listing(self, cluster: str) -> Callable[[], dict[str, GroupListing]]:
+        """Every group of every type, streams-protocol ones included (:func:`all_groups`)."""
+        config = self.config.cluster(cluster)
+        return lambda: all_groups(self.admin(config.name), lambda: kafka_python_admin(
+            config, client_id="kpulse-operations", timeout=TIMEOUT))
 
     # --- partition reassignment -----------------------------------------------------------------
 
@@ -141,16 +154,19 @@ class Operations:
         self._reassigners.clear()
 
     def plan_reassignment(self, cluster: str, topics: list[str], brokers: list[int] | None = None,
-                          drain_broker: int | None = None, official_json: str | None = None) -> ReassignmentPlan:
+                          drain_broker: int | None = None, official_json: str | None = None, *,
+                          include_internal: bool = False) -> ReassignmentPlan:
         name = self.config.cluster(cluster).name
         if official_json is not None:
-            return plan_from_official_json(self.admin(name), name, official_json, clock=self._clock)
-        return generate(self.admin(name), name, topics, brokers, drain_broker, clock=self._clock)
+            return plan_from_official_json(self.admin(name), name, official_json, clock=self._clock,
+                                           include_internal=include_internal)
+        return generate(self.admin(name), name, topics, brokers, drain_broker, clock=self._clock,
+                        include_internal=include_internal)
 
     def start_reassignment(self, actor: User, plan: ReassignmentPlan, throttle_bytes: int, *,
-                           approved_by: str | None = None) -> ReassignmentStatus:
-        return self._reassign(actor, "reassign:execute", plan,
-                              lambda reassigner: reassigner.execute(plan, throttle_bytes), approved_by)
+                           approved_by: str | None = None, include_internal: bool = False) -> ReassignmentStatus:
+        return self._reassign(actor, "reassign:execute", plan, lambda reassigner: reassigner.execute(
+            plan, throttle_bytes, include_internal=include_internal), approved_by)
 
     def verify_reassignment(self, actor: User, plan: ReassignmentPlan) -> ReassignmentStatus:
         """Read-only while moves are in progress; once complete it removes the throttles (a change,
@@ -180,7 +196,8 @@ class Operations:
         return self.config.cluster(cluster).require_approval and action in APPROVABLE
 
     def request_approval(self, actor: User, action: str, plan, options: dict | None = None) -> ApprovalRequest:
-        """Record ``plan`` as a request another operator approves (nothing runs now)."""
+        """Record ``plan`` as a request another operator approves (nothing runs now). ``options``:
+        how it is to run (``throttle_bytes``, ``include_internal``)."""
         cluster = self.config.cluster(plan.cluster)
         record = dict(cluster=cluster.name, actor=actor.name, action=action, target=plan.target, plan=plan.to_dict())
         try:
@@ -210,16 +227,18 @@ class Operations:
                                               error=str(error), approved_by=approver.name))
                 raise type(error)(f"approval request {request_id} refused: {error}") from None
         request = self.approvals.decide(request_id, approver.name, "approved")
+        include_internal = (request.options or {}).get("include_internal") is True
         try:
             if request.action == "reset-offsets":
                 expected = {(t, p): o for t, p, o in (request.options or {}).get("expect_current", [])}
                 return self.reset_offsets(requester, ResetPlan.from_dict(request.plan), approved_by=approver.name,
-                                          expect_current=expected)
+                                          expect_current=expected, include_internal=include_internal)
             if request.action == "reset-streams-app":
                 return self.reset_streams_app(requester, StreamsResetPlan.from_dict(request.plan),
-                                              approved_by=approver.name)
+                                              approved_by=approver.name, include_internal=include_internal)
             return self.start_reassignment(requester, ReassignmentPlan.from_dict(request.plan),
-                                           int(request.options["throttle_bytes"]), approved_by=approver.name)
+                                           int(request.options["throttle_bytes"]), approved_by=approver.name,
+                                           include_internal=include_internal)
         except OperationError as error:
             self.approvals.mark_failed(request_id, str(error))
             raise

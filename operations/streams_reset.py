@@ -13,8 +13,17 @@
 4. output topics: untouched; local state: each instance must run ``KafkaStreams#cleanUp()`` (or
    delete ``<state.dir>/<application.id>``) before it starts again.
 
-Refused while the group has active members. Unlike the official tool, a typo (unknown
-application id, unknown topic) is an error with a did-you-mean, never a silent skip.
+An application id is a prefix of others' (``kpulse`` of ``kpulse-demo-streams``), so an internal
+topic belongs to the *longest* existing application id its name starts with (followed by ``-``):
+``kpulse-demo-streams-order-counts-changelog`` is never ``kpulse``'s while a group
+``kpulse-demo-streams`` exists. The application id must exist as a group (listed, or with
+committed offsets). Refused while the application, or any existing application whose id starts
+with ``<application.id>-`` and could own one of its candidate topics, has active members, or is a
+group whose members kpulse cannot read (a streams- or share-protocol group). The executor checks
+all of it again, so a stale, saved or approved plan deletes nothing another application owns.
+
+Unlike the official tool, a typo (unknown application id, unknown topic) is an error with a
+did-you-mean, never a silent skip.
 """
 
 from __future__ import annotations
@@ -27,9 +36,10 @@ from typing import Callable
 from kpulse.kafka_clients import error_text
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
+from operations.internal_topics import refuse_internal_topics
 from operations.offset_plan import PartitionReset, Strategy, choose_offsets, non_empty_id, partition_rows
 from operations.offset_reset import (
-    offsets_at_time, read_plan_file, refuse_empty_id, refuse_invalid_offsets, refuse_unless_inactive, strategy_timestamp_ms,
+    offsets_at_time, read_plan_file, refuse_empty_id, refuse_invalid_offsets, strategy_timestamp_ms,
 )
 from operations.plan_fields import PlanFields
 
@@ -41,7 +51,28 @@ _FK_JOIN = re.compile(r".+-KTABLE-FK-JOIN-SUBSCRIPTION-(REGISTRATION|RESPONSE)-\
 
 
 def is_internal_topic(application_id: str, topic: str) -> bool:
+    """Whether ``topic`` is named as an internal topic of ``application_id`` (see
+    :func:`topic_owners` for whose it is)."""
     return topic.startswith(application_id + "-") and (topic.endswith(_INTERNAL_SUFFIXES) or bool(_FK_JOIN.match(topic)))
+
+
+def topic_owners(application_id: str, topics, applications) -> dict[str, str]:
+    """Pure: each of ``topics`` (internal topic names of ``application_id``) -> the application
+    that owns it: the longest of ``applications`` (existing group ids) and ``application_id`` that
+    the name starts with, followed by ``-``."""
+    candidates = [g for g in applications if g.startswith(application_id + "-")] + [application_id]
+    return {t: max((g for g in candidates if t.startswith(g + "-")), key=len) for t in topics}
+
+
+@dataclass(frozen=True)
+class _Application:
+    """What the planner and the executor check before a reset (:func:`_check_application`)."""
+
+    state: str
+    own: tuple[str, ...]
+    """Internal topics of the application, by name and ownership."""
+    foreign: dict[str, str]
+    """Topics named like its internal topics that belong to a longer application id -> that id."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +88,9 @@ class StreamsResetPlan:
     untouched: tuple[str, ...]
     """Other topics the application has offsets on (output or forgotten input): left alone."""
     planned_at: float
+    foreign: tuple[tuple[str, str], ...] = ()
+    """(topic, application id): topics named like internal topics of this application that belong
+    to another application whose id is longer; left alone."""
 
     @property
     def target(self) -> str:
@@ -77,12 +111,17 @@ class StreamsResetPlan:
         """The plan ``to_dict`` wrote; every field's type checked (:mod:`operations.plan_fields`)."""
         fields = PlanFields(data, "a kpulse Streams reset plan")
         strategy = fields.section("strategy")
+        foreign = []
+        for index, pair in enumerate(fields.list("foreign", optional=True) or []):
+            if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+                fields.fail(f"foreign[{index}]", f"expected [topic, application id], got {pair!r}")
+            foreign.append((pair[0], pair[1]))
         return cls(cluster=fields.string("cluster"), application_id=non_empty_id(fields, "application_id"),
                    group_state=fields.string("group_state"),
                    strategy=Strategy(strategy.string("name"), strategy.string("value", optional=True)),
                    input=partition_rows(fields, "input"), intermediate=partition_rows(fields, "intermediate"),
                    delete_topics=tuple(fields.strings("delete_topics")), untouched=tuple(fields.strings("untouched")),
-                   planned_at=fields.number("planned_at"))
+                   planned_at=fields.number("planned_at"), foreign=tuple(foreign))
 
 
 @dataclass(frozen=True)
@@ -100,7 +139,12 @@ class StreamsResetOutcome:
 
 def plan_streams_reset(admin, cluster: str, application_id: str, input_topics: list[str],
                        intermediate_topics: list[str], internal_topics: list[str] | None = None,
-                       strategy: Strategy | None = None, *, clock: Callable[[], float] = time.time) -> StreamsResetPlan:
+                       strategy: Strategy | None = None, *, clock: Callable[[], float] = time.time,
+                       list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None = None,
+                       include_internal: bool = False) -> StreamsResetPlan:
+    """``list_groups()`` lists every group of every type (default: librdkafka's listing, which
+    leaves out streams- and share-protocol groups; see :func:`kafka_reads.all_groups`). Kafka's
+    internal topics are refused unless ``include_internal``."""
     refuse_empty_id(application_id, "application id")
     strategy = strategy or Strategy("to-earliest")
     if strategy.name not in STREAMS_STRATEGIES:
@@ -108,21 +152,22 @@ def plan_streams_reset(admin, cluster: str, application_id: str, input_topics: l
     both = set(input_topics) & set(intermediate_topics)
     if both:
         raise BadInput(f"topic(s) {', '.join(sorted(both))} named as both input and intermediate")
+    refuse_internal_topics(input_topics + intermediate_topics, include_internal, "a Streams reset")
     timestamp_ms = strategy_timestamp_ms(strategy, clock)
     file_offsets = read_plan_file(strategy.value, application_id) if strategy.name == "from-file" else None
     topics = kafka_reads.all_topics(admin)
-    group = kafka_reads.describe_group(admin, application_id)
     committed = kafka_reads.committed_offsets(admin, application_id)
     named = set(input_topics) | set(intermediate_topics)
-    inferred = sorted(t for t in topics if t not in named and is_internal_topic(application_id, t))
-    if group.state == "Dead" and not committed and not inferred:
-        known = kafka_reads.group_ids(admin)
-        raise unknown("application id", application_id, known)
-    refuse_unless_inactive(group, "the Streams application")
+    application = _check_application(admin, list_groups, application_id, topics, committed, named)
+    inferred = list(application.own)
     for topic in input_topics + intermediate_topics:
         if topic not in topics:
             raise unknown("topic", topic, set(topics))
     if internal_topics:
+        for topic in internal_topics:
+            if topic in application.foreign:
+                raise BadInput(f"--internal-topics {topic}: belongs to application {application.foreign[topic]!r}, "
+                               f"not {application_id!r}")
         extra = sorted(set(internal_topics) - set(inferred))
         if extra:
             raise BadInput(f"--internal-topics {', '.join(extra)}: not internal topics of {application_id} "
@@ -143,21 +188,77 @@ def plan_streams_reset(admin, cluster: str, application_id: str, input_topics: l
         return PartitionReset(tp[0], tp[1], committed.get(tp), log_start[tp], log_end[tp], new, requested)
 
     delete = tuple(internal_topics) if internal_topics else tuple(inferred)
-    untouched = sorted({t for t, _ in committed} - named - set(inferred))
+    refuse_internal_topics(delete, include_internal, "a Streams reset")
+    untouched = sorted({t for t, _ in committed} - named - set(inferred) - set(application.foreign))
     return StreamsResetPlan(
-        cluster=cluster, application_id=application_id, group_state=group.state, strategy=strategy,
+        cluster=cluster, application_id=application_id, group_state=application.state, strategy=strategy,
         input=tuple(row(tp, *chosen[tp]) for tp in sorted(chosen)),
         intermediate=tuple(row(tp, log_end[tp]) for tp in middle_parts),
-        delete_topics=delete, untouched=tuple(untouched), planned_at=clock())
+        delete_topics=delete, untouched=tuple(untouched), planned_at=clock(),
+        foreign=tuple(sorted(application.foreign.items())))
 
 
-def execute_streams_reset(admin, plan: StreamsResetPlan, *, settle_seconds: float = 30.0) -> StreamsResetOutcome:
-    """Re-check (no active member, offsets as planned), commit the offsets, delete the internal
-    topics, read offsets and topics back."""
+def _check_application(admin, list_groups, application_id: str, topics, committed, named) -> _Application:
+    """The application exists and is stopped, and so is every existing application whose id
+    starts with ``<application_id>-`` and could own one of the candidate internal topics
+    (``topics`` named like internal topics of ``application_id``, except those in ``named``)."""
+    listed = list_groups() if list_groups is not None else kafka_reads.all_groups(admin)
+    if application_id not in listed and not committed:
+        raise unknown("application id", application_id, set(listed))
+    candidates = sorted(t for t in topics if t not in named and is_internal_topic(application_id, t))
+    owners = topic_owners(application_id, candidates, listed)
+    longer = sorted(g for g in listed if g.startswith(application_id + "-")
+                    and any(t.startswith(g + "-") for t in candidates))
+    state = _stopped_group(admin, application_id, application_id, listed.get(application_id)).state
+    for group_id in longer:
+        _stopped_group(admin, application_id, group_id, listed.get(group_id))
+    return _Application(state, tuple(t for t in candidates if owners[t] == application_id),
+                        {t: g for t, g in owners.items() if g != application_id})
+
+
+def _stopped_group(admin, application_id: str, group_id: str,
+                   listing: kafka_reads.GroupListing | None) -> kafka_reads.GroupView:
+    """The group's view when it has no active member; otherwise :class:`Refused`, naming the
+    group and its members, or saying why they cannot be read."""
+    who = ("it" if group_id == application_id
+           else f"application {group_id!r} (whose internal topics start with {application_id}-)")
+    refusal = f"cannot reset the Streams application {application_id!r}: {who}"
+    if listing is not None and not listing.describable:
+        tool = "kafka-streams-groups" if listing.group_type == "streams" else f"kafka-{listing.group_type}-groups"
+        raise Refused(f"{refusal} is a {listing.group_type} group ({listing.state or 'state unknown'}) whose members "
+                      f"kpulse cannot read; nothing changed (use {tool} for {listing.group_type} groups)")
+    view = kafka_reads.describe_group(admin, group_id)
+    if listing is not None and view.state == "Dead":
+        raise Refused(f"{refusal} is listed by the cluster ({listing.group_type or 'group'}, "
+                      f"{listing.state or 'state unknown'}) but described as Dead: its members cannot be read; "
+                      "nothing changed, plan again")
+    if not view.inactive:
+        raise Refused(f"{refusal} is {view.state} with active members {view.members_text()}; stop them first "
+                      "(the group must be Empty or Dead)")
+    return view
+
+
+def execute_streams_reset(admin, plan: StreamsResetPlan, *, settle_seconds: float = 30.0,
+                          list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None = None,
+                          include_internal: bool = False) -> StreamsResetOutcome:
+    """Re-check (no Kafka internal topic unless ``include_internal``; the application and every
+    longer application that could own its topics exist as planned and have no active member, each
+    topic to delete is still the application's own, offsets as planned), commit the offsets,
+    delete the internal topics, read offsets and topics back."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
 
-    refuse_unless_inactive(kafka_reads.describe_group(admin, plan.application_id), "the Streams application")
     rows = plan.input + plan.intermediate
+    refuse_internal_topics([p.topic for p in rows] + list(plan.delete_topics), include_internal, "a Streams reset")
+    named = {p.topic for p in rows}
+    topics = {**kafka_reads.all_topics(admin), **dict.fromkeys(plan.delete_topics)}
+    application = _check_application(admin, list_groups, plan.application_id, topics,
+                                     kafka_reads.committed_offsets(admin, plan.application_id), named)
+    for topic in plan.delete_topics:
+        if topic in application.foreign:
+            raise Refused(f"{topic} belongs to application {application.foreign[topic]!r}, not "
+                          f"{plan.application_id!r}: the plan is stale; plan again (nothing changed)")
+        if topic not in application.own:
+            raise Refused(f"{topic} is not an internal topic of {plan.application_id!r}; nothing changed")
     refuse_invalid_offsets(admin, rows, f"the Streams application {plan.application_id!r}")
     keys = [(p.topic, p.partition) for p in rows]
     now = kafka_reads.committed_offsets(admin, plan.application_id, keys) if keys else {}

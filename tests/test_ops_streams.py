@@ -5,15 +5,21 @@ application's topics); afterwards both leave the same offsets and delete the sam
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from operations.access import User
 from operations.errors import BadInput, Refused
 from operations.offset_plan import Strategy
-from tests.test_ops_support import admin_for, commit, committed, create_topic, official, operations_for, produce
+from tests.conftest import kpulse, one_error_line
+from tests.test_ops_support import (
+    admin_for, commit, committed, config_file, create_topic, official, operations_for, produce,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -117,3 +123,151 @@ def test_a_running_application_is_refused_and_nothing_is_deleted(shared_topics, 
         consumer.close()
     assert f"{app}-counts-changelog" in shared_topics.list_topics(timeout=10).topics
     assert committed(shared_topics, app)[(IN, 0)] == 7
+
+
+# --- a prefix of another application's id (issue 13, item 1) ----------------------------------------
+
+@contextlib.contextmanager
+def active_member(bootstrap: str, group: str, topic: str = IN):
+    """A running instance: a classic consumer in ``group`` with partitions assigned."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "instance-1",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        assert consumer.assignment(), f"{group} got no assignment"
+        yield consumer
+    finally:
+        consumer.close()
+
+
+def running_app_behind_a_prefix(admin, bootstrap) -> tuple[str, str]:
+    """``X-app``'s internal topics and offsets, and a prefix ``X`` of its id (no group, no topic of
+    its own)."""
+    prefix = f"ops-pfx{next(_counter)}"
+    app_with_topics(admin, bootstrap, prefix + "-app")
+    return prefix, prefix + "-app"
+
+
+def cli_config(tmp_path, bootstrap):
+    return str(config_file(tmp_path / "kpulse.yaml", bootstrap, tmp_path / "lake"))
+
+
+def test_a_prefix_that_is_no_application_is_unknown_and_deletes_nothing_of_the_running_app(
+        shared_topics, operations, bootstrap, tmp_path):
+    prefix, app = running_app_behind_a_prefix(shared_topics, bootstrap)
+    with active_member(bootstrap, app):
+        with pytest.raises(BadInput, match=f"^unknown application id '{prefix}'"):
+            operations.plan_streams_reset("test", prefix, [IN], [])
+        line = one_error_line(kpulse("--config", cli_config(tmp_path, bootstrap), "reset-streams-app",
+                                     "--application-id", prefix, "--input-topics", IN, "--execute", check=False))
+    assert line.startswith(f"kpulse: error: unknown application id '{prefix}'")
+    assert topics_of(shared_topics, app) == {"APP-by-key-repartition", "APP-counts-changelog", "APP-notes",
+                                             "APPx-counts-changelog"}
+    assert committed(shared_topics, app)[(IN, 0)] == 7
+
+
+def test_a_prefix_that_is_an_application_too_is_refused_while_the_longer_one_runs(
+        shared_topics, operations, bootstrap, tmp_path):
+    prefix, app = running_app_behind_a_prefix(shared_topics, bootstrap)
+    commit(shared_topics, prefix, {(IN, 0): 3})
+    stale = operations.plan_streams_reset("test", prefix, [IN], [])  # before the other app started
+    with active_member(bootstrap, app):
+        with pytest.raises(Refused, match=f"application '{app}' .*active members instance-1@"):
+            operations.plan_streams_reset("test", prefix, [IN], [])
+        with pytest.raises(Refused, match=f"application '{app}' .*active members instance-1@"):
+            operations.reset_streams_app(ADMIN, stale)
+        line = one_error_line(kpulse("--config", cli_config(tmp_path, bootstrap), "reset-streams-app",
+                                     "--application-id", prefix, "--input-topics", IN, "--execute", check=False))
+    assert line.startswith("kpulse: error: cannot reset the Streams application") and f"'{app}'" in line
+    assert f"{app}-counts-changelog" in shared_topics.list_topics(timeout=10).topics
+    assert committed(shared_topics, prefix) == {(IN, 0): 3}
+
+
+def plan_once_every_broker_knows(operations, application_id: str, new_topic: str):
+    """The plan of ``application_id`` once it deletes ``new_topic``, just created (a broker's
+    metadata can lag a moment behind the controller's)."""
+    deadline = time.monotonic() + 30
+    while new_topic not in (plan := operations.plan_streams_reset("test", application_id, [IN], [])).delete_topics:
+        assert time.monotonic() < deadline, plan
+        time.sleep(0.3)
+    return plan
+
+
+def test_topics_of_a_longer_application_id_are_left_alone_and_a_stale_plan_that_would_delete_them_is_refused(
+        shared_topics, operations, bootstrap):
+    prefix, app = running_app_behind_a_prefix(shared_topics, bootstrap)
+    create_topic(shared_topics, prefix + "-own-changelog", 1)
+    commit(shared_topics, prefix, {(IN, 0): 3})
+    plan = plan_once_every_broker_knows(operations, prefix, prefix + "-own-changelog")
+    # no application is called prefix-appx: its look-alike topic is the prefix's own
+    assert plan.delete_topics == (prefix + "-appx-counts-changelog", prefix + "-own-changelog")
+    assert dict(plan.foreign) == {f"{app}-by-key-repartition": app, f"{app}-counts-changelog": app}
+
+    other = f"{prefix}-late"  # an application that appears after the plan: its topics are not ours
+    create_topic(shared_topics, other + "-store-changelog", 1)
+    stale = plan_once_every_broker_knows(operations, prefix, other + "-store-changelog")
+    commit(shared_topics, other, {(IN, 0): 1})
+    with pytest.raises(Refused, match=f"{other}-store-changelog belongs to application '{other}'"):
+        operations.reset_streams_app(ADMIN, stale)
+    assert other + "-store-changelog" in shared_topics.list_topics(timeout=10).topics
+    assert committed(shared_topics, prefix) == {(IN, 0): 3}
+
+    outcome = operations.reset_streams_app(ADMIN, operations.plan_streams_reset("test", prefix, [IN], []))
+    assert outcome.result == "ok" and outcome.deleted == plan.delete_topics
+    assert topics_of(shared_topics, app) == {"APP-by-key-repartition", "APP-counts-changelog", "APP-notes"}
+
+
+@pytest.fixture(scope="module")
+def streams_protocol_app(shared_topics, bootstrap, tmp_path_factory):
+    """A running Kafka Streams application on the streams protocol (KIP-1071), whose group
+    librdkafka shows as Dead with no members; yields its application id once the cluster lists
+    its group as a stable streams group."""
+    from kpulse.kafka_clients import kafka_python_admin
+    from kpulse.runtime import ensure_runtime, java_command
+    from operations.kafka_reads import all_groups
+
+    runtime = ensure_runtime()
+    root = tmp_path_factory.mktemp("streams-protocol-app")
+    source = Path(__file__).parent / "java" / "StreamsProtocolApp.java"
+    subprocess.run(["javac", "-cp", runtime.classpath, "-d", str(root / "classes"), str(source)], check=True)
+    app = "ops-kip1071-app"
+    log = open(root / "app.log", "w")
+    process = subprocess.Popen(java_command(runtime, "StreamsProtocolApp", [bootstrap, app, IN, str(root / "state")],
+                                            extra_classpath=[root / "classes"]), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        config = operations_for(root, bootstrap).config.cluster(None)
+        deadline = time.monotonic() + 90
+        while not any(g.group_id == app and g.group_type == "streams" and g.state == "Stable"
+                      for g in all_groups(shared_topics, lambda: kafka_python_admin(config, client_id="test", timeout=15)).values()):
+            assert time.monotonic() < deadline and process.poll() is None, (root / "app.log").read_text()[-3000:]
+            time.sleep(0.5)
+        yield app
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def test_a_running_streams_protocol_application_is_refused_though_librdkafka_shows_it_dead(
+        shared_topics, operations, bootstrap, streams_protocol_app, tmp_path):
+    from operations import kafka_reads
+
+    app = streams_protocol_app
+    internal = {f"{app}-by-value-repartition", f"{app}-counts-changelog"}
+    assert internal <= set(shared_topics.list_topics(timeout=10).topics)
+    assert kafka_reads.describe_group(shared_topics, app).state == "Dead"  # what made it look stopped
+
+    with pytest.raises(Refused, match=f"'{app}': it is a streams group \\(Stable\\) whose members kpulse cannot read"):
+        operations.plan_streams_reset("test", app, [IN], [])
+    prefix = app.removesuffix("-app")
+    commit(shared_topics, prefix, {(IN, 0): 1})
+    line = one_error_line(kpulse("--config", cli_config(tmp_path, bootstrap), "reset-streams-app",
+                                 "--application-id", prefix, "--input-topics", IN, "--execute", check=False))
+    assert f"application '{app}' (whose internal topics start with {prefix}-) is a streams group" in line
+    assert internal <= set(shared_topics.list_topics(timeout=10).topics)
+    assert committed(shared_topics, prefix) == {(IN, 0): 1}

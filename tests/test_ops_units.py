@@ -192,3 +192,30 @@ def test_an_election_plan_lists_misled_partitions_and_which_can_be_elected_now()
     assert [m.partition for m in plan.electable] == [1]
     with pytest.raises(BadInput, match="unknown topic 'u'"):
         plan_election(topics, "prod", (("u", None),))
+
+
+@pytest.mark.parametrize("application, topic, existing, owner", [
+    ("kpulse", "kpulse-demo-streams-order-counts-changelog", {"kpulse-demo-streams"}, "kpulse-demo-streams"),
+    ("kpulse", "kpulse-demo-streams-order-counts-changelog", set(), "kpulse"),  # no such app: the prefix's own
+    ("X", "X-app-v2-s-changelog", {"X-app", "X-app-v2"}, "X-app-v2"),  # the longest existing id
+    ("X", "X-appx-s-changelog", {"X-app"}, "X"),  # X-app is not a prefix of X-appx-
+    ("X", "X-app-changelog", {"X-app"}, "X-app"),  # X's store "app", or not: left alone, the safe side
+    ("X-app", "X-app-s-repartition", {"X"}, "X-app"),  # a shorter id never owns a longer one's topic
+])
+def test_an_internal_topic_belongs_to_the_longest_existing_application_id_it_starts_with(
+        application, topic, existing, owner):
+    from operations.streams_reset import topic_owners
+
+    assert topic_owners(application, [topic], existing) == {topic: owner}
+
+
+def test_internal_topics_are_refused_unless_included_and_named_in_one_line():
+    from operations.internal_topics import KAFKA_INTERNAL_TOPICS, is_kafka_internal_topic, refuse_internal_topics
+
+    assert all(is_kafka_internal_topic(t) for t in KAFKA_INTERNAL_TOPICS)
+    assert not any(is_kafka_internal_topic(t) for t in ("orders", "_schemas", "_confluent-metrics", "a__b"))
+    with pytest.raises(Refused, match=r"^__consumer_offsets, __transaction_state: resetting offsets refused .*"
+                                      r"--include-internal"):
+        refuse_internal_topics(["orders", "__transaction_state", "__consumer_offsets"], False, "resetting offsets")
+    refuse_internal_topics(["__consumer_offsets"], True, "resetting offsets")
+    refuse_internal_topics(["orders"], False, "resetting offsets")

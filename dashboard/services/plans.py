@@ -93,7 +93,10 @@ def plan_tables(plan) -> dict[str, pd.DataFrame]:
         return {"Input topics (reset)": reset_rows(plan.input),
                 "Intermediate topics (to the end)": reset_rows(plan.intermediate),
                 "Internal topics to delete": pd.DataFrame({"topic": list(plan.delete_topics)}, dtype="object"),
-                "Untouched (output, or not named)": pd.DataFrame({"topic": list(plan.untouched)}, dtype="object")}
+                "Untouched (output, or not named)": pd.DataFrame({"topic": list(plan.untouched)}, dtype="object"),
+                "Another application's, left alone": pd.DataFrame(
+                    {"topic": [t for t, _ in plan.foreign], "belongs to application": [g for _, g in plan.foreign]},
+                    dtype="object")}
     if isinstance(plan, ElectionPlan):
         return {"Partitions not led by their preferred replica": pd.DataFrame(
             [{"topic": m.topic, "partition": m.partition, "leader": m.leader, "preferred": m.preferred,
