@@ -1,5 +1,5 @@
 """The operations fuzz harness in its long mode: thousands of hostile cases per operation
-(``tests/fuzz_operations.py``; ``make test`` runs 80 of each), counted.
+(``tests/fuzz_operations.py``; ``make test`` runs 50 of each), counted.
 
 Run: ``.venv/bin/python bench/fuzz_operations.py`` (10,000 cases per operation; ``--cases N``,
 ``--operations reset-offsets,from-file``). It starts a three-node cluster of its own on ports
@@ -57,7 +57,8 @@ def main() -> int:
     cluster = None
     workdir = Path(tempfile.mkdtemp(prefix="kpulse-fuzz-"))
     began = time.monotonic()
-    tallies = []
+    tallies, running = [], []
+    # operations done, and the one running (its counts so far are shown when stopped)
     try:
         bootstrap, prefix = args.bootstrap, f"fz{int(time.time()) % 100_000}" if args.bootstrap else "fz"
         if bootstrap is None:
@@ -75,6 +76,7 @@ def main() -> int:
             started, shown = time.monotonic(), [time.monotonic()]
 
             def progress(tally, started=started, shown=shown):
+                running[:] = [tally]
                 if stopping:
                     raise KeyboardInterrupt
                 if time.monotonic() - shown[0] >= PROGRESS_SECONDS:
@@ -87,10 +89,12 @@ def main() -> int:
             tally = run_operation(world, operation, args.cases, derandomize=False, seed=args.seed,
                                   on_case=progress, log=log)
             tallies.append(tally)
+            running.clear()
             print(f"[{time.monotonic() - began:6.0f} s] {tally.line()}", flush=True)
         if log:
             log.close()
     except KeyboardInterrupt:
+        tallies += running
         print("stopped: counts so far", flush=True)
     finally:
         if cluster is not None:

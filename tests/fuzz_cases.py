@@ -348,7 +348,7 @@ def reassign_execute_cases(draw, w: World) -> Case:
                                              edit(target="1,2"), edit(target=[1.5, 2])]
     else:
         base, edits = official, [edit(replicas=[]), edit(replicas=[1, 1]), edit(replicas=[99]), edit(partition=99),
-                                 edit(topic="__consumer_offsets", partition=0, replicas=[3, 1, 2]),
+                                 edit(topic="__consumer_offsets", partition=0, replicas=w.internal_move),
                                  edit(topic=f"{w.prefix}.missing"), edit(replicas="1,2"), edit(partition="0"),
                                  lambda d, i: d.update(partitions={"topic": w.topic_r})]
     content = draw(edited_json(base, edits))
@@ -431,7 +431,7 @@ def seeds(w: World, operation: str) -> list[Case]:
                 for where in ("{dir}", "{missing}")]
     if operation == "reassign-execute":
         no_goal = {k: v for k, v in w.base_reassign_plan.items() if k != "goal"}
-        internal = {"version": 1, "partitions": [{"topic": "__consumer_offsets", "partition": 0, "replicas": [3, 1, 2]}]}
+        internal = {"version": 1, "partitions": [{"topic": "__consumer_offsets", "partition": 0, "replicas": w.internal_move}]}
         return [Case(("--config", cfg, "reassign", "execute", "--plan={file:reassign.json}"),
                      files=(("reassign.json", json.dumps(plan).encode()),)) for plan in (no_goal, internal)]
     if operation == "audit-show":

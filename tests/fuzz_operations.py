@@ -28,9 +28,9 @@ and, independently, checked:
   non-ASCII digits, impossible dates).
 
 What the harness must never do to the cluster it runs on: it executes offset resets only on its own
-groups (restored to their baseline after each case) and elections; Streams resets are dry runs, and
-``reassign execute`` runs with :meth:`Operations.start_reassignment` replaced by a stand-in that
-records the plan and changes nothing.
+groups (restored to their baseline after each case) and elections; Streams resets are dry runs; and
+``reassign execute`` runs its executor with the reassignment client replaced by one that records
+the reassignment instead of sending it, and the throttles left unset.
 
 Speed: ``main`` builds one ``Operations`` per call, which would build a new Admin client per case;
 :meth:`Harness.patched` replaces ``operations.service.admin_client`` with a cache keyed by the
@@ -83,7 +83,7 @@ class Harness:
         """kpulse as the harness runs it: one Admin client per config, plans recorded, Streams
         resets and reassignments never executed, state in the harness's directory."""
         import operations.service as service
-        from operations.reassign import ReassignmentStatus
+        from operations.reassign import Reassigner
         from operations.service import Operations
 
         cache: dict[str, Any] = {}
@@ -110,12 +110,21 @@ class Harness:
             self.captured.append(("reset", plan))
             return original_reset(operations, actor, plan, *args, **kwargs)
 
-        def start_reassignment(operations, actor, plan, throttle_bytes, **kwargs):
-            self.captured.append(("reassign", plan))
-            rows = tuple({"topic": m.topic, "partition": m.partition, "target": list(m.target),
-                          "replicas": list(m.current), "done": False, "moving": False, "error": None}
-                         for m in plan.moves)
-            return ReassignmentStatus("not-started", rows)
+        harness = self
+
+        class Unsent:
+            """kafka-python's admin client as the reassignment executor sees it: no reassignment in
+            progress; a started one is recorded, not sent."""
+
+            def list_partition_reassignments(self):
+                return {}
+
+            def alter_partition_reassignments(self, request):
+                harness.captured.append(("reassign-request", request))
+                return {tp: None for tp in request}
+
+            def close(self):
+                pass
 
         def never(operations, *args, **kwargs):
             raise AssertionError("the fuzz harness never executes a Streams reset")
@@ -123,9 +132,11 @@ class Harness:
         replaced = {"plan_reset_offsets": planned("reset", "plan_reset_offsets"),
                     "plan_streams_reset": planned("streams", "plan_streams_reset"),
                     "plan_reassignment": planned("reassign", "plan_reassignment"),
-                    "reset_offsets": reset_offsets, "start_reassignment": start_reassignment,
-                    "reset_streams_app": never}
+                    "reset_offsets": reset_offsets, "reset_streams_app": never}
+        unsent = {"_legacy_admin": lambda reassigner: Unsent(), "_set_throttles": lambda reassigner, *args: None,
+                  "remove_throttles": lambda reassigner, *args: None}
         saved = {name: getattr(Operations, name) for name in replaced}
+        saved_reassigner = {name: getattr(Reassigner, name) for name in unsent}
         environment = {k: os.environ.get(k) for k in ("KPULSE_STATE_DIR", "KPULSE_CONFIG", "KPULSE_DEBUG",
                                                       "KPULSE_PASSWORD")}
         os.environ["KPULSE_STATE_DIR"] = str(self.world.state)
@@ -134,12 +145,16 @@ class Harness:
         service.admin_client = cached_admin
         for name, function in replaced.items():
             setattr(Operations, name, function)
+        for name, function in unsent.items():
+            setattr(Reassigner, name, function)
         try:
             yield
         finally:
             service.admin_client = build
             for name, function in saved.items():
                 setattr(Operations, name, function)
+            for name, function in saved_reassigner.items():
+                setattr(Reassigner, name, function)
             for key, value in environment.items():
                 if value is None:
                     os.environ.pop(key, None)
@@ -210,8 +225,11 @@ class Harness:
     # --- checks ----------------------------------------------------------------------------------
 
     def _plan_problems(self, case: Case, out: str, argv: list[str], started: float, finished: float) -> list[str]:
-        plans = []
+        plans, problems = [], []
         for kind, plan in self.captured:
+            if kind == "reassign-request":
+                problems += ["reassignment started on an internal topic" for tp in plan if tp.topic.startswith("__")]
+                continue
             with contextlib.suppress(Exception):
                 plans.append((kind, plan.to_dict()))
         if "--json" in argv:
@@ -222,7 +240,7 @@ class Harness:
                     kind = ("reset" if "group_id" in plan else "streams" if "application_id" in plan
                             else "reassign" if "goal" in plan else "other")
                     plans.append((kind, plan))
-        problems = ["accepted an internal topic named on the command line"] if case.names_internal else []
+        problems += ["accepted an internal topic named on the command line"] if case.names_internal else []
         for kind, plan in plans:
             if kind == "reset":
                 problems += self._offset_problems(case, plan.get("partitions"), started, finished)
@@ -231,7 +249,7 @@ class Harness:
                 problems += self._offset_problems(None, plan.get("intermediate"), started, finished)
                 problems += self._delete_problems(plan)
             elif kind == "reassign":
-                problems += [f"reassignment moves internal topic {m.get('topic')!r}" for m in plan.get("moves") or []
+                problems += ["reassignment plan moves an internal topic" for m in plan.get("moves") or []
                              if isinstance(m, dict) and str(m.get("topic")).startswith("__")]
         return sorted(set(problems))
 
@@ -302,7 +320,7 @@ class Harness:
         changed = {tp for tp in set(before) | set(after) if before.get(tp) != after.get(tp)}
         if not changed:
             return []
-        planned = set()
+        planned = _named_partitions(case)  # the plan file's or the request's, whoever executes it
         for kind, plan in self.captured:
             if kind == "reset":
                 with contextlib.suppress(Exception):
@@ -323,6 +341,17 @@ class Harness:
         if any(not ranges[tp][0] <= after[tp] <= ranges[tp][1] for tp in known):
             problems.append("committed offset outside [log start, log end]")
         return problems
+
+
+def _named_partitions(case: Case) -> set[tuple[str, int]]:
+    texts = [content for name, content in case.files if name.endswith(".json")]
+    texts += [case.approval[1].encode()] if case.approval else []
+    named = set()
+    for text in texts:
+        with contextlib.suppress(ValueError, UnicodeDecodeError, RecursionError, TypeError, KeyError):
+            named |= {(row["topic"], row["partition"]) for row in json.loads(text)["partitions"]
+                      if isinstance(row, dict) and isinstance(row.get("topic"), str) and type(row.get("partition")) is int}
+    return named
 
 
 def run_cli(argv: list[str]) -> tuple[int | None, str, str, BaseException | None]:

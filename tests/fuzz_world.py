@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,8 @@ from tests.fuzz_inputs import FIRST_RECORD_MS, MINUTE_MS
 if TYPE_CHECKING:
     from tests.fuzz_operations import Harness
 
+LIBRDKAFKA_LOG = logging.getLogger("tests.fuzz.librdkafka")
+"""The harness's clients log here, not on stderr (a client outliving the cluster would complain)."""
 PASSWORD = "fuzz-password-1"
 """Of every user of the harness's users file (the OS user: admin; alice: operator; victor: viewer)."""
 
@@ -48,6 +51,8 @@ class World:
         self.admin = None
         self.base_reset_plans: dict[str, list[dict]] = {}
         self.base_reassign_plan: dict = {}
+        self.internal_move: list[int] = []
+        """Replicas of ``__consumer_offsets-0`` in another order (a reassignment that moves leadership)."""
 
     def build(self, harness: "Harness") -> None:
         from confluent_kafka import TopicPartition
@@ -56,7 +61,7 @@ class World:
         from operations.access import UsersFile
 
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap, "logger": LIBRDKAFKA_LOG})
         keep = {"retention.ms": "-1"}
         topics = [NewTopic(t, len(c), 3, config=keep) for t, c in self.counts.items() if t != self.topic_r]
         topics.append(NewTopic(self.topic_r, num_partitions=3, replica_assignment=[[1, 2], [1, 2], [1, 2]], config=keep))
@@ -68,8 +73,12 @@ class World:
         for (topic, partition), start in self.log_start.items():
             tp = TopicPartition(topic, partition, start)
             self.admin.delete_records([tp], request_timeout=30)[tp].result(timeout=40)
+        self._first_commits()
+        self._wait_for_offsets_topic()
+        replicas = list(self.admin.list_topics(timeout=15).topics["__consumer_offsets"].partitions[0].replicas)
+        self.internal_move = replicas[1:] + replicas[:1]
         for group in self.baseline:
-            self.restore(group, force=True)
+            self.restore(group)
         users = UsersFile(self.users)
         for name, role in ((self.os_user, "admin"), ("alice", "operator"), ("victor", "viewer")):
             users.add(name, role, PASSWORD)
@@ -99,7 +108,7 @@ class World:
     def _produce(self) -> None:
         from confluent_kafka import Producer
 
-        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 5})
+        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 5, "logger": LIBRDKAFKA_LOG})
         for topic, counts in self.counts.items():
             for partition, count in counts.items():
                 for j in range(count):
@@ -144,25 +153,69 @@ class World:
                 ends.setdefault((tp.topic, tp.partition), []).append(future.result(timeout=20).offset)
         return {tp: (start, end) for tp, (start, end) in ends.items()}
 
-    def restore(self, group: str, force: bool = False) -> None:
+    def restore(self, group: str) -> None:
         """Put a harness group back to its baseline offsets (delete the group, commit again); delete
         any other group a case created."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-
         wanted = self.baseline.get(group, {})
         now = self.committed(group)
-        if not force and (now is None or now == wanted):
+        if now is None or now == wanted:
             return
         if now:
             with contextlib.suppress(Exception):
                 self.admin.delete_consumer_groups([group], request_timeout=15)[group].result(timeout=20)
         if not wanted:
             return
-        request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in wanted.items()])
         for _ in range(30):
-            with contextlib.suppress(Exception):
-                self.admin.alter_consumer_group_offsets([request], request_timeout=15)[group].result(timeout=20)
+            self._commit(group, wanted)
             if self.committed(group) == wanted:
                 return
             time.sleep(0.5)
         raise AssertionError(f"cannot restore the offsets of {group}")
+
+    def _commit(self, group: str, offsets: dict[tuple[str, int], int]) -> None:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in offsets.items()])
+        for _ in range(60):  # a fresh cluster creates __consumer_offsets on the first commit
+            with contextlib.suppress(Exception):
+                answer = self.admin.alter_consumer_group_offsets([request], request_timeout=15)[group].result(timeout=20)
+                if all(tp.error is None for tp in answer.topic_partitions):
+                    return
+            time.sleep(0.5)
+        raise AssertionError(f"cannot commit the offsets of {group}")
+
+    def _first_commits(self) -> None:
+        """The baseline offsets, committed by consumers: on a fresh cluster the first group request
+        creates ``__consumer_offsets``, and the Admin API's group requests meet librdkafka's
+        assertion failures while the coordinators are not there yet; a consumer's commit waits."""
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        for group, offsets in self.baseline.items():
+            consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False,
+                                 "logger": LIBRDKAFKA_LOG})
+            try:
+                for attempt in range(60):
+                    try:
+                        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+                                        asynchronous=False)
+                        break
+                    except KafkaException:
+                        if attempt == 59:
+                            raise
+                        time.sleep(1)
+            finally:
+                consumer.close()
+
+    def _wait_for_offsets_topic(self, timeout: float = 90) -> None:
+        """Until every ``__consumer_offsets`` partition is led by its preferred replica with all
+        replicas in sync: librdkafka's OffsetFetch can crash the process when it is answered
+        NOT_COORDINATOR while group coordinators still move (librdkafka #5040; see tests/conftest.py)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            topic = self.admin.list_topics(timeout=10).topics.get("__consumer_offsets")
+            if topic and topic.partitions and all(p.leader == p.replicas[0] and len(p.isrs) == len(p.replicas)
+                                                  for p in topic.partitions.values()):
+                time.sleep(2)
+                return
+            time.sleep(0.5)
+        raise AssertionError("__consumer_offsets did not settle")

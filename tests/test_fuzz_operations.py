@@ -16,8 +16,8 @@ from tests.fuzz_operations import OPERATIONS, build_world, run_operation
 
 pytestmark = pytest.mark.cluster
 
-EXAMPLES = 80
-"""Per operation: about a minute for all of them on the test cluster."""
+EXAMPLES = 50
+"""Per operation: one to two minutes for all of them on the test cluster of a busy two-core machine."""
 
 
 @pytest.fixture(scope="module")
