@@ -32,17 +32,18 @@ class Case:
     argv: tuple[str, ...]
     """``{file:NAME}``, ``{dir}``, ``{missing}`` and ``{request}`` are replaced when run."""
     files: tuple[tuple[str, bytes], ...] = ()
+    """(name, content) written to the case directory before the run."""
     execute: bool = False
     group: str | None = None
     """The group whose committed offsets an ``--execute`` may change."""
     malformed: bool = False
+    """A value the official tools refuse is on the command line or in the CSV file."""
     names_internal: bool = False
     """An internal topic is named on the command line (refused unless --include-internal)."""
     oracle: tuple[str, int] | None = None
     """("offset" | "shift" | "timestamp" | "duration", value): where the strategy must land."""
     approval: tuple[str, str] | None = None
     """(requester, plan JSON) of an approval request created before the run."""
-
 
 
 RESET_MODES = ((), ("--dry-run",), ("--execute",), ("--execute",))
