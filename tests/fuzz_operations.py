@@ -113,11 +113,15 @@ class Harness:
             self.captured.append(("reset", plan))
             return original_reset(operations, actor, plan, *args, **kwargs)
 
-        harness = self
+        harness, real_legacy = self, []
 
         class Unsent:
             """kafka-python's admin client as the reassignment executor sees it: no reassignment in
-            progress; a started one is recorded, not sent."""
+            progress; a started one is recorded, not sent; any other call (a read) goes to a real
+            client."""
+
+            def __init__(self, factory):
+                self._factory = factory
 
             def list_partition_reassignments(self):
                 return {}
@@ -129,6 +133,11 @@ class Harness:
             def close(self):
                 pass
 
+            def __getattr__(self, name):
+                if not real_legacy:
+                    real_legacy.append(self._factory())
+                return getattr(real_legacy[0], name)
+
         def never(operations, *args, **kwargs):
             raise AssertionError("the fuzz harness never executes a Streams reset")
 
@@ -136,7 +145,7 @@ class Harness:
                     "plan_streams_reset": planned("streams", "plan_streams_reset"),
                     "plan_reassignment": planned("reassign", "plan_reassignment"),
                     "reset_offsets": reset_offsets, "reset_streams_app": never}
-        unsent = {"_legacy_admin": lambda reassigner: Unsent(), "_set_throttles": lambda reassigner, *args: None,
+        unsent = {"_legacy_admin": lambda reassigner: Unsent(reassigner._legacy_factory), "_set_throttles": lambda reassigner, *args: None,
                   "remove_throttles": lambda reassigner, *args: None}
         saved = {name: getattr(Operations, name) for name in replaced}
         saved_reassigner = {name: getattr(Reassigner, name) for name in unsent}
@@ -158,6 +167,8 @@ class Harness:
                 setattr(Operations, name, function)
             for name, function in saved_reassigner.items():
                 setattr(Reassigner, name, function)
+            for client in real_legacy:
+                client.close()
             for key, value in environment.items():
                 if value is None:
                     os.environ.pop(key, None)

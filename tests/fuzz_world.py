@@ -26,6 +26,7 @@ LIBRDKAFKA_LOG = logging.getLogger("tests.fuzz.librdkafka")
 PASSWORD = "fuzz-password-1"
 """Of every user of the harness's users file (the OS user: admin; alice: operator; victor: viewer)."""
 
+
 class World:
     """The harness's own topics and inactive groups on one cluster, its configs and users file."""
 
