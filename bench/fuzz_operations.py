@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -99,6 +100,7 @@ def main() -> int:
     finally:
         if cluster is not None:
             cluster.down(wipe=True)
+        shutil.rmtree(workdir, ignore_errors=True)
     print(f"\n{sum(t.cases for t in tallies)} cases in {time.monotonic() - began:.0f} s on {os.cpu_count()} cores")
     for tally in tallies:
         print(tally.line())
