@@ -1,0 +1,222 @@
+"""The fuzz harness's own corner of a cluster (:mod:`tests.fuzz_operations`): topics with known
+records, inactive groups with known committed offsets, a Streams-like application and a longer one
+that shares its prefix, a users file and configs; and the reads the harness checks kpulse with, made
+by a client of its own (never by kpulse's code under test).
+
+Record j of every harness partition is stamped ``FIRST_RECORD_MS + j`` minutes, so where a timestamp
+reset must land is known (:func:`tests.fuzz_inputs.first_offset_at`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tests.fuzz_inputs import FIRST_RECORD_MS, MINUTE_MS
+
+if TYPE_CHECKING:
+    from tests.fuzz_operations import Harness
+
+LIBRDKAFKA_LOG = logging.getLogger("tests.fuzz.librdkafka")
+"""The harness's clients log here, not on stderr (a client outliving the cluster would complain)."""
+PASSWORD = "fuzz-password-1"
+"""Of every user of the harness's users file (the OS user: admin; alice: operator; victor: viewer)."""
+
+
+class World:
+    """The harness's own topics and inactive groups on one cluster, its configs and users file."""
+
+    def __init__(self, bootstrap: str, workdir: Path, prefix: str = "fz"):
+        self.bootstrap, self.workdir, self.prefix = bootstrap, Path(workdir), prefix
+        p = prefix
+        self.topic_a, self.topic_b, self.topic_r = f"{p}.a", f"{p}.b", f"{p}.r"
+        self.app, self.app_x, self.app_in, self.app_mid = f"{p}s-app", f"{p}s-app-x", f"{p}s.in", f"{p}s.mid"
+        self.app_internal = (f"{p}s-app-store-changelog", f"{p}s-app-agg-repartition", f"{p}s-app-x-store-changelog")
+        self.counts = {self.topic_a: {0: 20, 1: 12, 2: 25}, self.topic_b: {0: 6, 1: 6},
+                       self.app_in: {0: 10, 1: 10}, self.app_mid: {0: 4}, self.topic_r: {0: 3, 1: 3, 2: 3}}
+        self.log_start = {(self.topic_a, 0): 3}
+        initial = {(self.topic_a, 0): 10, (self.topic_a, 1): 5, (self.topic_a, 2): 20, (self.topic_b, 0): 4}
+        self.groups = {name: f"{p}-{name}" for name in ("reset", "plan", "file", "approve")}
+        self.baseline = {group: dict(initial) for group in self.groups.values()}
+        self.baseline[self.app] = {(self.app_in, 0): 5, (self.app_in, 1): 5, (self.app_mid, 0): 2}
+        self.baseline[self.app_x] = {(self.app_in, 0): 7}
+        self.state = self.workdir / "state"
+        self.config = str(self.workdir / "kpulse.yaml")
+        self.audit_config = str(self.workdir / "audit.yaml")
+        self.users = self.workdir / "users.yaml"
+        self.os_user = getpass.getuser()
+        self.admin = None
+        self.base_reset_plans: dict[str, list[dict]] = {}
+        self.base_reassign_plan: dict = {}
+        self.internal_move: list[int] = []
+        """Replicas of ``__consumer_offsets-0`` in another order (a reassignment that moves leadership)."""
+
+    def build(self, harness: "Harness") -> None:
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        from operations.access import UsersFile
+
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap, "logger": LIBRDKAFKA_LOG})
+        keep = {"retention.ms": "-1"}
+        topics = [NewTopic(t, len(c), 3, config=keep) for t, c in self.counts.items() if t != self.topic_r]
+        topics.append(NewTopic(self.topic_r, num_partitions=3, replica_assignment=[[1, 2], [1, 2], [1, 2]], config=keep))
+        topics += [NewTopic(t, 1, 3, config=keep) for t in self.app_internal]
+        for future in self.admin.create_topics(topics, request_timeout=60).values():
+            future.result(timeout=90)
+        self._wait_for_leaders([t.topic for t in topics])
+        self._produce()
+        for (topic, partition), start in self.log_start.items():
+            tp = TopicPartition(topic, partition, start)
+            self.admin.delete_records([tp], request_timeout=30)[tp].result(timeout=40)
+        self._first_commits()
+        self._wait_for_offsets_topic()
+        replicas = list(self.admin.list_topics(timeout=15).topics["__consumer_offsets"].partitions[0].replicas)
+        self.internal_move = replicas[1:] + replicas[:1]
+        for group in self.baseline:
+            self.restore(group)
+        users = UsersFile(self.users)
+        for name, role in ((self.os_user, "admin"), ("alice", "operator"), ("victor", "viewer")):
+            users.add(name, role, PASSWORD)
+        for path, lake in ((self.config, "lake"), (self.audit_config, "audit-lake")):
+            Path(path).write_text(f"clusters:\n  - name: fuzz\n    bootstrap_servers: \"{self.bootstrap}\"\n"
+                                  f"    probe:\n      enabled: false\nlake:\n  path: {self.workdir / lake}\n"
+                                  f"dashboard:\n  users_file: {self.users}\n")
+        with harness.patched():
+            for group in (self.groups["plan"], self.groups["approve"]):
+                self.base_reset_plans[group] = [
+                    harness.plan_json(["--config", self.config, "reset-offsets", f"--group={group}", *args, "--json"])["plan"]
+                    for args in ([f"--topic={self.topic_a}", "--to-earliest"], ["--all-topics", "--shift-by=-3"],
+                                 [f"--topic={self.topic_a}:0,2", "--to-offset=7"], [f"--topic={self.topic_b}", "--to-latest"])]
+            self.base_reassign_plan = harness.plan_json(["--config", self.config, "reassign", "generate",
+                                                         f"--topics={self.topic_r}", "--json"])
+        assert self.base_reassign_plan["moves"], "the reassignment base plan must move something"
+
+    def _wait_for_leaders(self, names: list[str]) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            topics = self.admin.list_topics(timeout=10).topics
+            if all(n in topics and all(p.leader >= 0 for p in topics[n].partitions.values()) for n in names):
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"topics {names} have no leaders")
+
+    def _produce(self) -> None:
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 5, "logger": LIBRDKAFKA_LOG})
+        for topic, counts in self.counts.items():
+            for partition, count in counts.items():
+                for j in range(count):
+                    producer.produce(topic, value=f"{partition}-{j}".encode(), partition=partition,
+                                     timestamp=FIRST_RECORD_MS + j * MINUTE_MS)
+        assert producer.flush(60) == 0
+
+    # --- reads, by the harness's own client (not kpulse's code under test) -----------------------
+
+    def committed(self, group: str) -> dict[tuple[str, int], int] | None:
+        """The group's committed offsets; None when they cannot be read (e.g. an empty group id)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        for attempt in range(10):
+            try:
+                answer = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
+                                                                request_timeout=15)[group].result(timeout=20)
+                return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions if tp.offset >= 0}
+            except Exception as error:  # noqa: BLE001 - the coordinator may be moving; bad ids never read
+                if "COORDINATOR" not in str(error) or attempt == 9:
+                    return None
+                time.sleep(0.3 * (attempt + 1))
+        return None
+
+    def group_ids(self) -> set[str]:
+        listed = self.admin.list_consumer_groups(request_timeout=15).result(timeout=20)
+        return {g.group_id for g in listed.valid}
+
+    def partitions(self) -> dict[str, set[int]]:
+        return {name: set(t.partitions) for name, t in self.admin.list_topics(timeout=15).topics.items()}
+
+    def log_ranges(self, tps: set[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        if not tps:
+            return {}
+        ends = {}
+        for spec in (OffsetSpec.earliest(), OffsetSpec.latest()):
+            futures = self.admin.list_offsets({TopicPartition(t, p): spec for t, p in tps}, request_timeout=15)
+            for tp, future in futures.items():
+                ends.setdefault((tp.topic, tp.partition), []).append(future.result(timeout=20).offset)
+        return {tp: (start, end) for tp, (start, end) in ends.items()}
+
+    def restore(self, group: str) -> None:
+        """Put a harness group back to its baseline offsets (delete the group, commit again); delete
+        any other group a case created."""
+        wanted = self.baseline.get(group, {})
+        now = self.committed(group)
+        if now is None or now == wanted:
+            return
+        if now:
+            with contextlib.suppress(Exception):
+                self.admin.delete_consumer_groups([group], request_timeout=15)[group].result(timeout=20)
+        if not wanted:
+            return
+        for _ in range(30):
+            self._commit(group, wanted)
+            if self.committed(group) == wanted:
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"cannot restore the offsets of {group}")
+
+    def _commit(self, group: str, offsets: dict[tuple[str, int], int]) -> None:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in offsets.items()])
+        for _ in range(60):  # a fresh cluster creates __consumer_offsets on the first commit
+            with contextlib.suppress(Exception):
+                answer = self.admin.alter_consumer_group_offsets([request], request_timeout=15)[group].result(timeout=20)
+                if all(tp.error is None for tp in answer.topic_partitions):
+                    return
+            time.sleep(0.5)
+        raise AssertionError(f"cannot commit the offsets of {group}")
+
+    def _first_commits(self) -> None:
+        """The baseline offsets, committed by consumers: on a fresh cluster the first group request
+        creates ``__consumer_offsets``, and the Admin API's group requests meet librdkafka's
+        assertion failures while the coordinators are not there yet; a consumer's commit waits."""
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        for group, offsets in self.baseline.items():
+            consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False,
+                                 "logger": LIBRDKAFKA_LOG})
+            try:
+                for attempt in range(60):
+                    try:
+                        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+                                        asynchronous=False)
+                        break
+                    except KafkaException:
+                        if attempt == 59:
+                            raise
+                        time.sleep(1)
+            finally:
+                consumer.close()
+
+    def _wait_for_offsets_topic(self, timeout: float = 90) -> None:
+        """Until every ``__consumer_offsets`` partition is led by its preferred replica with all
+        replicas in sync: librdkafka's OffsetFetch can crash the process when it is answered
+        NOT_COORDINATOR while group coordinators still move (librdkafka #5040; see tests/conftest.py)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            topic = self.admin.list_topics(timeout=10).topics.get("__consumer_offsets")
+            if topic and topic.partitions and all(p.leader == p.replicas[0] and len(p.isrs) == len(p.replicas)
+                                                  for p in topic.partitions.values()):
+                time.sleep(2)
+                return
+            time.sleep(0.5)
+        raise AssertionError("__consumer_offsets did not settle")
