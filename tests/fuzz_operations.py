@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import inspect
 import json
 import os
 import time
@@ -92,10 +93,10 @@ class Harness:
         cache: dict[str, Any] = {}
         build = service.admin_client
 
-        def cached_admin(settings: dict):
-            key = json.dumps(settings, sort_keys=True, default=str)
+        def cached_admin(settings: dict, **options):
+            key = json.dumps([settings, options], sort_keys=True, default=str)
             if key not in cache:
-                cache[key] = build(settings)
+                cache[key] = build(settings, **options)
             return cache[key]
 
         def planned(kind: str, name: str):
@@ -232,8 +233,11 @@ class Harness:
 
         requester, plan = approval
         store = ApprovalStore(self.world.state / "approvals")
+        # the requester signed in from the users file (a keyword the code before issue 13 lacks)
+        source = ({"requested_source": "users-file"}
+                  if "requested_source" in inspect.signature(store.create).parameters else {})
         request = store.create("fuzz", "reset-offsets", f"group {self.world.groups['approve']}", json.loads(plan),
-                               requester, "operator", {})
+                               requester, "operator", {}, **source)
         return request.id
 
     # --- checks ----------------------------------------------------------------------------------
