@@ -64,7 +64,9 @@ def test_up_starts_the_main_job_and_down_stops_every_process_it_started(tmp_path
 
     result = run(env, "down", "--wipe")
     assert "stopped 3 kpulse service(s), the demo workload and 3 node(s)" in result.stdout
-    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
+    alive = [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    assert not alive, "still running after down: " + "; ".join(
+        f"{pid} {' '.join(psutil.Process(pid).cmdline())[:200]}" for pid in alive if psutil.pid_exists(pid))
     assert not any(port_open(port) for port in ports)
     assert not (tmp_path / "state" / "cluster").exists()
     after = json.loads(run(env, "cluster", "status", "--json").stdout)

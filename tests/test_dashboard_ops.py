@@ -331,7 +331,7 @@ def test_oidc_signs_in_with_st_login_and_takes_the_role_from_the_users_file(setu
 
     app.user = {"is_logged_in": True, "email": "olga@example.com", "name": "Olga"}
     app.run()
-    assert any("olga@example.com" in m.value and "operator" in m.value for m in app.sidebar.markdown)
+    assert any(literal.markdown("olga@example.com") in m.value and "operator" in m.value for m in app.sidebar.markdown)
     app.switch_page("app_pages/groups.py").run()
     assert "Plan (changes nothing)" in labels(app)
 

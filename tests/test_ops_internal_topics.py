@@ -204,13 +204,13 @@ def test_an_approval_request_keeps_include_internal_and_one_without_it_is_refuse
                        "--to-earliest", "--execute", "--include-internal", "--as", "otto")
     request = operations.approvals.get(requested.stdout.split("approval request ")[1].split()[0])
     assert request.options == {"include_internal": True}
-    outcome = operations.approve(User("olga", "operator"), request.id)
+    outcome = operations.approve(User("olga", "operator", "users-file"), request.id)
     assert outcome.result == "ok" and committed(admin, group)[(OFFSETS, 0)] == outcome.partitions[0].new
 
     plan = operations.plan_reset_offsets("test", group, Scope.parse(False, [f"{OFFSETS}:1"]), Strategy("to-earliest"),
                                          include_internal=True)
     unflagged = operations.request_approval(User("otto", "operator"), "reset-offsets", plan)
     with pytest.raises(Refused, match=REFUSED):
-        operations.approve(User("olga", "operator"), unflagged.id)
+        operations.approve(User("olga", "operator", "users-file"), unflagged.id)
     assert operations.approvals.get(unflagged.id).status == "failed"
     assert (OFFSETS, 1) not in committed(admin, group)
