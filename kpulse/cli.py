@@ -116,8 +116,11 @@ def _main(argv: list[str] | None) -> int:
     except KpulseError as error:
         if os.environ.get("KPULSE_DEBUG"):
             raise
+        from kpulse.printable import visible
+
         source = getattr(error, "source", None)
-        print(f"kpulse: error: {source + ': ' if source else ''}{error}", file=sys.stderr)
+        # one line, even when a name it quotes holds a newline
+        print(visible(f"kpulse: error: {source + ': ' if source else ''}{error}"), file=sys.stderr)
         return 1
 
 

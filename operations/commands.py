@@ -101,6 +101,10 @@ def _reset_offsets(args, operations) -> int | None:
         plan = ResetPlan.from_dict(_read_json(args.plan))
         if plan.group_id != args.group or plan.cluster != cluster:
             raise BadInput(f"the plan in {args.plan} is for group {plan.group_id!r} on cluster {plan.cluster!r}")
+        if not args.execute or operations.needs_approval(cluster, "reset-offsets"):
+            # a dry run shows, and a request waits on, only a plan that could run (an execution is
+            # checked, and audited, by the executor)
+            operations.check_reset_plan(plan, include_internal=args.include_internal)
     else:
         if args.strategy is None:
             raise BadInput("a reset strategy is needed: --" + ", --".join(STRATEGIES))

@@ -169,19 +169,25 @@ def refuse_unexpected_offsets(committed: dict[TopicPartition, int], expected: di
                       f"({'; '.join(differ[:10])}); nothing changed")
 
 
+def check_saved_plan(admin, plan: ResetPlan, *, include_internal: bool = False) -> None:
+    """What a plan made earlier (a ``--plan`` file, an approval request, the dashboard's) must still
+    be to run, or even to be shown as a dry run: no internal topic (unless ``include_internal``),
+    every partition there and every new offset inside the log now (:func:`refuse_invalid_offsets`)."""
+    refuse_internal_topics((p.topic for p in plan.partitions), include_internal, "resetting offsets")
+    refuse_invalid_offsets(admin, plan.partitions, f"group {plan.group_id!r}")
+
+
 def execute_offset_reset(admin, plan: ResetPlan, expect_current: dict[TopicPartition, int] | None = None, *,
                          include_internal: bool = False) -> ResetOutcome:
-    """Apply ``plan``: re-check that it names no internal topic (unless ``include_internal``),
-    that the group is inactive, that the plan still fits the cluster
-    (:func:`refuse_invalid_offsets`), that its offsets are those the plan saw and those of
+    """Apply ``plan``: re-check that it still fits the cluster (:func:`check_saved_plan`), that
+    the group is inactive, that its offsets are those the plan saw and those of
     ``expect_current``; commit every new offset in one request, read them back. Raises
     :class:`Refused` when a re-check fails (nothing changed); the partitions whose read-back
     differs are named in the outcome."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
 
-    refuse_internal_topics((p.topic for p in plan.partitions), include_internal, "resetting offsets")
+    check_saved_plan(admin, plan, include_internal=include_internal)
     refuse_unless_inactive(kafka_reads.describe_group(admin, plan.group_id))
-    refuse_invalid_offsets(admin, plan.partitions, f"group {plan.group_id!r}")
     keys = [(p.topic, p.partition) for p in plan.partitions]
     now = kafka_reads.committed_offsets(admin, plan.group_id, sorted(set(keys) | set(expect_current or {})))
     refuse_unexpected_offsets(now, expect_current or {}, f"group {plan.group_id!r}")

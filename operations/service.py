@@ -27,7 +27,7 @@ from operations.errors import NotAuthorized, OperationError, Refused
 from operations.kafka_reads import TIMEOUT, GroupListing, all_groups, metadata
 from operations.leaders import ElectionOutcome, ElectionPlan, execute_election, plan_election
 from operations.offset_plan import ResetPlan, Scope, Strategy
-from operations.offset_reset import ResetOutcome, execute_offset_reset, plan_offset_reset
+from operations.offset_reset import ResetOutcome, check_saved_plan, execute_offset_reset, plan_offset_reset
 from operations.reassign import Reassigner, ReassignmentStatus, generate, legacy_admin_client, plan_from_official_json
 from operations.reassign_plan import ReassignmentPlan
 from operations.streams_reset import StreamsResetOutcome, StreamsResetPlan, execute_streams_reset, plan_streams_reset
@@ -78,6 +78,11 @@ class Operations:
         name = self.config.cluster(cluster).name
         return plan_offset_reset(self.admin(name), name, group_id, scope, strategy, clock=self._clock,
                                  include_internal=include_internal)
+
+    def check_reset_plan(self, plan: ResetPlan, *, include_internal: bool = False) -> None:
+        """Refuse a plan made earlier (a ``--plan`` file) that no longer fits the cluster, before it
+        is shown or run (:func:`check_saved_plan`; the executor checks again)."""
+        check_saved_plan(self.admin(self.config.cluster(plan.cluster).name), plan, include_internal=include_internal)
 
     def reset_offsets(self, actor: User, plan: ResetPlan, *, approved_by: str | None = None,
                       expect_current: dict[tuple[str, int], int] | None = None,

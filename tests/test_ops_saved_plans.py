@@ -97,6 +97,33 @@ def test_an_edited_plan_naming_a_topic_that_does_not_exist_is_refused_whole(admi
     assert rows == {(TOPIC, str(p), str(o)) for (_, p), o in START.items()}, described
 
 
+@pytest.mark.parametrize("edit, message", [
+    (lambda plan: plan["partitions"][1].update(new=COUNTS[1] + 1_000_000), f"new offset {COUNTS[1] + 1_000_000} is outside"),
+    (lambda plan: plan["partitions"].append({**plan["partitions"][0], "topic": "ops-plans-nowhere"}),
+     "ops-plans-nowhere-0 do not exist"),
+    (lambda plan: plan["partitions"].append({**plan["partitions"][0], "topic": "__consumer_offsets"}),
+     "__consumer_offsets: resetting offsets refused"),
+])
+def test_a_dry_run_of_an_edited_plan_is_refused_as_its_execution_would_be(admin, group, config, tmp_path, edit, message):
+    """`--plan FILE` without --execute shows what would run: a plan that would be refused is
+    refused now, not printed as if it could run."""
+    plan = exported_plan(config, group)
+    edit(plan)
+    path = tmp_path / "edited-plan.json"
+    path.write_text(json.dumps(plan))
+
+    line = one_error_line(cli(config, "reset-offsets", "--group", group, "--plan", str(path)))
+
+    assert message in line, line
+    assert committed(admin, group) == START
+
+
+def test_an_error_quoting_a_name_with_a_newline_is_still_one_line(admin, config):
+    line = one_error_line(cli(config, "reset-offsets", "--group", "ops-plans-no\nsuch", "--all-topics", "--to-earliest"))
+
+    assert "ops-plans-no\\nsuch" in line, line
+
+
 def test_an_edited_plan_whose_current_offsets_are_not_the_groups_is_refused(admin, group, config, tmp_path):
     plan = exported_plan(config, group)
     plan["partitions"][0]["current"] = 0  # hides a replay: the group is at 5
