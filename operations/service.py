@@ -77,7 +77,7 @@ class Operations:
                            include_internal: bool = False) -> ResetPlan:
         name = self.config.cluster(cluster).name
         return plan_offset_reset(self.admin(name), name, group_id, scope, strategy, clock=self._clock,
-                                 include_internal=include_internal)
+                                 include_internal=include_internal, list_groups=self._group_listing(name))
 
     def reset_offsets(self, actor: User, plan: ResetPlan, *, approved_by: str | None = None,
                       expect_current: dict[tuple[str, int], int] | None = None,
@@ -87,7 +87,8 @@ class Operations:
 
         def apply() -> tuple[ResetOutcome, Any]:
             outcome = execute_offset_reset(self.admin(plan.cluster), plan, expect_current,
-                                           include_internal=include_internal)
+                                           include_internal=include_internal,
+                                           list_groups=self._group_listing(plan.cluster))
             return outcome, {f"{p.topic}-{p.partition}": p.after for p in outcome.partitions}
 
         return self.run(actor, "reset-offsets", plan.cluster, plan.target, plan.to_dict(), before, apply,

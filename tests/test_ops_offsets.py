@@ -10,6 +10,7 @@ import time
 import pytest
 
 from operations.access import User
+from operations.errors import Refused
 from operations.offset_plan import Scope, Strategy
 from tests.test_ops_support import admin_for, commit, committed, create_topic, official, operations_for, produce
 
@@ -136,3 +137,22 @@ def test_an_exported_csv_plan_is_read_back_by_the_official_tool(operations, topi
 
     assert not output.startswith("EXIT"), output
     assert committed(topics["admin"], theirs) == plan.new_offsets() == {(A, 0): 3, (A, 1): 0, (A, 2): 0, (B, 0): 0}
+
+
+def test_a_group_the_cluster_lists_but_librdkafka_describes_as_dead_is_refused(operations, topics):
+    """Deleted between the listing and the description: its members cannot be read, so neither
+    the planner nor the executor takes Dead for stopped (issue 13)."""
+    from operations.offset_reset import execute_offset_reset, plan_offset_reset
+
+    admin = topics["admin"]
+    mine, _ = twin_groups(admin, "gone")
+    listed = operations._group_listing("test")()
+    plan = operations.plan_reset_offsets("test", mine, Scope.parse(True, None), Strategy("to-earliest"))
+    admin.delete_consumer_groups([mine], request_timeout=15)[mine].result(timeout=20)
+
+    refusal = f"^cannot reset the offsets of group '{mine}': it is listed by the cluster \\(.+\\) but described as Dead"
+    with pytest.raises(Refused, match=refusal):
+        plan_offset_reset(admin, "test", mine, Scope.parse(True, None), Strategy("to-earliest"), list_groups=lambda: listed)
+    with pytest.raises(Refused, match=refusal):
+        execute_offset_reset(admin, plan, list_groups=lambda: listed)
+    assert committed(admin, mine) == {}

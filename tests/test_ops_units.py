@@ -219,3 +219,30 @@ def test_internal_topics_are_refused_unless_included_and_named_in_one_line():
         refuse_internal_topics(["orders", "__transaction_state", "__consumer_offsets"], False, "resetting offsets")
     refuse_internal_topics(["__consumer_offsets"], True, "resetting offsets")
     refuse_internal_topics(["orders"], False, "resetting offsets")
+
+
+class NoKafka:
+    """An admin client that must not be asked anything."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"Kafka asked ({name}) before the refusal")
+
+
+@pytest.mark.parametrize("group_type, state, tool", [("share", "Stable", "kafka-share-groups"),
+                                                     ("streams", "Empty", "kafka-streams-groups")])
+def test_an_offset_reset_of_a_share_or_streams_group_is_refused_before_kafka_is_asked(group_type, state, tool):
+    """librdkafka describes such a group as Dead with no members, even while it runs: the listing
+    of every group type decides, in the planner and again in the executor (issue 13)."""
+    from operations.kafka_reads import GroupListing
+    from operations.offset_reset import execute_offset_reset, plan_offset_reset
+
+    listing = {"orders-app": GroupListing("orders-app", group_type, state)}
+    refusal = (f"^cannot reset the offsets of group 'orders-app': it is a {group_type} group \\({state}\\) whose "
+               f"members kpulse cannot read; nothing changed \\(use {tool} for {group_type} groups\\)$")
+    with pytest.raises(Refused, match=refusal):
+        plan_offset_reset(NoKafka(), "c", "orders-app", Scope(all_topics=True), Strategy("to-earliest"),
+                          list_groups=lambda: listing)
+    plan = ResetPlan("c", "orders-app", "Empty", Strategy("to-earliest"), Scope(all_topics=True),
+                     (PartitionReset("orders", 0, 5, 0, 9, 0),), planned_at=0.0)
+    with pytest.raises(Refused, match=refusal):
+        execute_offset_reset(NoKafka(), plan, list_groups=lambda: listing)
