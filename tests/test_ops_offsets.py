@@ -4,7 +4,9 @@ twin group that started from the same offsets."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import subprocess
 import time
 
 import pytest
@@ -12,7 +14,10 @@ import pytest
 from operations.access import User
 from operations.errors import Refused
 from operations.offset_plan import Scope, Strategy
-from tests.test_ops_support import admin_for, commit, committed, create_topic, official, operations_for, produce
+from tests.conftest import kpulse, one_error_line
+from tests.test_ops_support import (
+    admin_for, commit, committed, config_file, create_topic, official, operations_for, produce,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -156,3 +161,41 @@ def test_a_group_the_cluster_lists_but_librdkafka_describes_as_dead_is_refused(o
     with pytest.raises(Refused, match=refusal):
         execute_offset_reset(admin, plan, list_groups=lambda: listed)
     assert committed(admin, mine) == {}
+
+
+@contextlib.contextmanager
+def share_consumer(operations, group: str, topic: str, log_path):
+    """``kafka-console-share-consumer`` in ``group``, a share group (KIP-932), until the cluster
+    lists the group as a stable share group."""
+    from kpulse.runtime import ensure_runtime, java_command
+
+    bootstrap = operations.config.cluster("test").bootstrap_servers
+    log = open(log_path, "w")
+    process = subprocess.Popen(java_command(ensure_runtime(), "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+                                            ["--bootstrap-server", bootstrap, "--group", group, "--topic", topic]),
+                               stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        while not ((listing := operations._group_listing("test")().get(group)) and listing.group_type == "share"
+                   and listing.state == "Stable"):
+            assert time.monotonic() < deadline and process.poll() is None, log_path.read_text()[-3000:]
+            time.sleep(0.5)
+        yield
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def test_an_offset_reset_of_a_running_share_group_is_refused_in_one_line(operations, topics, tmp_path):
+    """librdkafka shows a share group as Dead with no members: the listing of every group type
+    says what it is (issue 13)."""
+    group = f"ops-share{next(_counter)}"
+    cli = str(config_file(tmp_path / "kpulse.yaml", operations.config.cluster("test").bootstrap_servers,
+                          tmp_path / "lake"))
+    with share_consumer(operations, group, B, tmp_path / "share.log"):
+        result = kpulse("--config", cli, "reset-offsets", "--group", group, "--topic", B, "--to-earliest",
+                        "--execute", check=False)
+        assert one_error_line(result) == (
+            f"kpulse: error: cannot reset the offsets of group '{group}': it is a share group (Stable) whose "
+            "members kpulse cannot read; nothing changed (use kafka-share-groups for share groups)")
