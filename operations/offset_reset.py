@@ -2,8 +2,9 @@
 (re-checks, applies, reads back). The choice of offsets is :mod:`operations.offset_plan`.
 
 Both refuse a group that is not stopped or whose members kpulse cannot read
-(:func:`stopped_group`, shared with the Streams reset): the cluster's listing of every group type
-says whether it is a streams or share group, which librdkafka shows as Dead while it runs."""
+(:func:`refuse_unless_stopped`, shared with the Streams reset): the cluster's listing of every
+group type says whether it is a streams or share group, which librdkafka shows as Dead while it
+runs."""
 
 from __future__ import annotations
 
@@ -45,18 +46,18 @@ class ResetOutcome:
         return asdict(self)
 
 
-def stopped_group(admin, group_id: str, listing: kafka_reads.GroupListing | None,
-                  refusal: str) -> kafka_reads.GroupView:
-    """The group's view when it has no active member; otherwise :class:`Refused`: ``refusal``
-    (``cannot reset ... 'G': it``) and why - its members, or that kpulse cannot read them.
-    ``listing``: the group as :func:`kafka_reads.all_groups` lists it (None: not listed). A streams
-    or share group is refused before it is described (librdkafka shows it as Dead, with no members,
-    while it runs), and so is a listed group that librdkafka describes as Dead."""
+def refuse_unless_stopped(view: kafka_reads.GroupView, listing: kafka_reads.GroupListing | None,
+                          refusal: str) -> None:
+    """Pure: :class:`Refused` unless the group has no active member and kpulse can read its
+    members. ``view``: the group as librdkafka describes it; ``listing``: as
+    :func:`kafka_reads.all_groups` lists it (None: not listed); ``refusal``: the message's start
+    (``cannot reset ... 'G': it``). A streams or share group is refused whatever ``view`` says
+    (librdkafka shows it as Dead, with no members, while it runs), and so is a listed group that
+    librdkafka describes as Dead."""
     if listing is not None and not listing.describable:
         tool = "kafka-streams-groups" if listing.group_type == "streams" else f"kafka-{listing.group_type}-groups"
         raise Refused(f"{refusal} is a {listing.group_type} group ({listing.state or 'state unknown'}) whose members "
                       f"kpulse cannot read; nothing changed (use {tool} for {listing.group_type} groups)")
-    view = kafka_reads.describe_group(admin, group_id)
     if listing is not None and view.state == "Dead":
         raise Refused(f"{refusal} is listed by the cluster ({listing.group_type or 'group'}, "
                       f"{listing.state or 'state unknown'}) but described as Dead: its members cannot be read; "
@@ -64,6 +65,13 @@ def stopped_group(admin, group_id: str, listing: kafka_reads.GroupListing | None
     if not view.inactive:
         raise Refused(f"{refusal} is {view.state} with active members {view.members_text()}; stop them first "
                       "(the group must be Empty or Dead)")
+
+
+def stopped_group(admin, group_id: str, listing: kafka_reads.GroupListing | None,
+                  refusal: str) -> kafka_reads.GroupView:
+    """The group's view, described now, when :func:`refuse_unless_stopped` lets it pass."""
+    view = kafka_reads.describe_group(admin, group_id)
+    refuse_unless_stopped(view, listing, refusal)
     return view
 
 
@@ -85,15 +93,16 @@ def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy
                       list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None = None) -> ResetPlan:
     """The reset ``strategy`` would do on ``scope``; raises :class:`BadInput` (unknown group,
     topic or partition, malformed value) or :class:`Refused` (group active or unreadable, see
-    :func:`stopped_group`; an internal topic without ``include_internal``). ``list_groups`` as in
-    :func:`listed_groups`."""
+    :func:`refuse_unless_stopped`; an internal topic without ``include_internal``).
+    ``list_groups`` as in :func:`listed_groups`."""
     refuse_empty_id(group_id, "group id")
     timestamp_ms = strategy_timestamp_ms(strategy, clock)
     file_offsets = read_plan_file(strategy.value, group_id) if strategy.name == "from-file" else None
     if file_offsets is None and not scope.all_topics and not scope.topics:
         raise BadInput("one of the reset scopes is needed: --all-topics or --topic")
+    group = kafka_reads.describe_group(admin, group_id)  # first: librdkafka names an unusable cluster at once
     listed = listed_groups(admin, list_groups)
-    group = stopped_group(admin, group_id, listed.get(group_id), f"cannot reset the offsets of group {group_id!r}: it")
+    refuse_unless_stopped(group, listed.get(group_id), f"cannot reset the offsets of group {group_id!r}: it")
     committed = kafka_reads.committed_offsets(admin, group_id)
     if group_id not in listed and not committed:
         raise unknown("consumer group", group_id, set(listed))
@@ -201,7 +210,7 @@ def execute_offset_reset(admin, plan: ResetPlan, expect_current: dict[TopicParti
                          include_internal: bool = False,
                          list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None = None) -> ResetOutcome:
     """Apply ``plan``: re-check that it names no internal topic (unless ``include_internal``),
-    that the group is inactive and readable (:func:`stopped_group`, ``list_groups`` as in
+    that the group is inactive and readable (:func:`refuse_unless_stopped`, ``list_groups`` as in
     :func:`listed_groups`), that the plan still fits the cluster
     (:func:`refuse_invalid_offsets`), that its offsets are those the plan saw and those of
     ``expect_current``; commit every new offset in one request, read them back. Raises
@@ -210,8 +219,9 @@ def execute_offset_reset(admin, plan: ResetPlan, expect_current: dict[TopicParti
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
 
     refuse_internal_topics((p.topic for p in plan.partitions), include_internal, "resetting offsets")
-    stopped_group(admin, plan.group_id, listed_groups(admin, list_groups).get(plan.group_id),
-                  f"cannot reset the offsets of group {plan.group_id!r}: it")
+    group = kafka_reads.describe_group(admin, plan.group_id)
+    refuse_unless_stopped(group, listed_groups(admin, list_groups).get(plan.group_id),
+                          f"cannot reset the offsets of group {plan.group_id!r}: it")
     refuse_invalid_offsets(admin, plan.partitions, f"group {plan.group_id!r}")
     keys = [(p.topic, p.partition) for p in plan.partitions]
     now = kafka_reads.committed_offsets(admin, plan.group_id, sorted(set(keys) | set(expect_current or {})))

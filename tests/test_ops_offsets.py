@@ -157,7 +157,8 @@ def test_a_group_the_cluster_lists_but_librdkafka_describes_as_dead_is_refused(o
 
     refusal = f"^cannot reset the offsets of group '{mine}': it is listed by the cluster \\(.+\\) but described as Dead"
     with pytest.raises(Refused, match=refusal):
-        plan_offset_reset(admin, "test", mine, Scope.parse(True, None), Strategy("to-earliest"), list_groups=lambda: listed)
+        plan_offset_reset(admin, "test", mine, Scope.parse(True, None), Strategy("to-earliest"),
+                          list_groups=lambda: listed)
     with pytest.raises(Refused, match=refusal):
         execute_offset_reset(admin, plan, list_groups=lambda: listed)
     assert committed(admin, mine) == {}

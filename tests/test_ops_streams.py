@@ -305,6 +305,6 @@ def test_an_offset_reset_of_a_running_streams_protocol_group_is_refused_before_a
     saved = ResetPlan(cluster="test", group_id=app, group_state="Empty", strategy=Strategy("to-earliest"),
                       scope=Scope(all_topics=True), planned_at=time.time(),
                       partitions=tuple(PartitionReset(t, p, o, 0, o, 0) for (t, p), o in sorted(before.items())))
-    with pytest.raises(Refused, match=f"^{re.escape(refusal)}$"):  # a plan saved (or approved) while the app was stopped
+    with pytest.raises(Refused, match=f"^{re.escape(refusal)}$"):  # saved (or approved) while it was stopped
         operations.reset_offsets(ADMIN, saved)
     assert committed(shared_topics, app) == before

@@ -221,28 +221,31 @@ def test_internal_topics_are_refused_unless_included_and_named_in_one_line():
     refuse_internal_topics(["orders"], False, "resetting offsets")
 
 
-class NoKafka:
-    """An admin client that must not be asked anything."""
 
-    def __getattr__(self, name):
-        raise AssertionError(f"Kafka asked ({name}) before the refusal")
+def test_a_group_is_stopped_only_when_readable_and_without_active_members():
+    """librdkafka describes a streams or share group as Dead with no members, even while it
+    runs: the listing of every group type decides (issue 13)."""
+    from operations.kafka_reads import GroupListing, GroupView, Member
+    from operations.offset_reset import refuse_unless_stopped
 
-
-@pytest.mark.parametrize("group_type, state, tool", [("share", "Stable", "kafka-share-groups"),
-                                                     ("streams", "Empty", "kafka-streams-groups")])
-def test_an_offset_reset_of_a_share_or_streams_group_is_refused_before_kafka_is_asked(group_type, state, tool):
-    """librdkafka describes such a group as Dead with no members, even while it runs: the listing
-    of every group type decides, in the planner and again in the executor (issue 13)."""
-    from operations.kafka_reads import GroupListing
-    from operations.offset_reset import execute_offset_reset, plan_offset_reset
-
-    listing = {"orders-app": GroupListing("orders-app", group_type, state)}
-    refusal = (f"^cannot reset the offsets of group 'orders-app': it is a {group_type} group \\({state}\\) whose "
-               f"members kpulse cannot read; nothing changed \\(use {tool} for {group_type} groups\\)$")
-    with pytest.raises(Refused, match=refusal):
-        plan_offset_reset(NoKafka(), "c", "orders-app", Scope(all_topics=True), Strategy("to-earliest"),
-                          list_groups=lambda: listing)
-    plan = ResetPlan("c", "orders-app", "Empty", Strategy("to-earliest"), Scope(all_topics=True),
-                     (PartitionReset("orders", 0, 5, 0, 9, 0),), planned_at=0.0)
-    with pytest.raises(Refused, match=refusal):
-        execute_offset_reset(NoKafka(), plan, list_groups=lambda: listing)
+    dead, empty = GroupView("g", "Dead", ()), GroupView("g", "Empty", ())
+    running = GroupView("g", "Stable", (Member("m-1", "app-1", "/10.0.0.7"),))
+    refused = {
+        (dead, GroupListing("g", "share", "Stable")):
+            r"it is a share group \(Stable\) whose members kpulse cannot read; nothing changed "
+            r"\(use kafka-share-groups for share groups\)$",
+        (dead, GroupListing("g", "streams", "Empty")):
+            r"it is a streams group \(Empty\) whose members .* \(use kafka-streams-groups for streams groups\)$",
+        (empty, GroupListing("g", "streams", "")): r"it is a streams group \(state unknown\) whose members",
+        (dead, GroupListing("g", "classic", "Empty")):
+            r"it is listed by the cluster \(classic, Empty\) but described as Dead: .*plan again$",
+        (running, GroupListing("g", "consumer", "Stable")):
+            r"it is Stable with active members app-1@10.0.0.7 \(m-1\); stop them first",
+        (running, None): r"it is Stable with active members",
+    }
+    for (view, listing), reason in refused.items():
+        with pytest.raises(Refused, match=f"^cannot reset the offsets of group 'g': {reason}"):
+            refuse_unless_stopped(view, listing, "cannot reset the offsets of group 'g': it")
+    for view, listing in ((empty, GroupListing("g", "classic", "Empty")), (empty, GroupListing("g", "consumer", "Empty")),
+                          (dead, None), (empty, None)):
+        refuse_unless_stopped(view, listing, "cannot reset the offsets of group 'g': it")
