@@ -74,11 +74,6 @@ def describe_group(admin, group_id: str) -> GroupView:
     return GroupView(group_id, group_state_name(described.state), members)
 
 
-def group_ids(admin) -> set[str]:
-    listed = await_result(admin.list_consumer_groups(request_timeout=TIMEOUT), "cannot list consumer groups", admin)
-    return {g.group_id for g in listed.valid}
-
-
 @dataclass(frozen=True)
 class GroupListing:
     """One group as the cluster lists it."""

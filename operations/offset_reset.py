@@ -1,5 +1,10 @@
 """Consumer group offset reset: the planner (reads the cluster, changes nothing) and the executor
-(re-checks, applies, reads back). The choice of offsets is :mod:`operations.offset_plan`."""
+(re-checks, applies, reads back). The choice of offsets is :mod:`operations.offset_plan`.
+
+Both refuse a group that is not stopped or whose members kpulse cannot read
+(:func:`refuse_unless_stopped`, shared with the Streams reset): the cluster's listing of every
+group type says whether it is a streams or share group, which librdkafka shows as Dead while it
+runs."""
 
 from __future__ import annotations
 
@@ -41,10 +46,39 @@ class ResetOutcome:
         return asdict(self)
 
 
-def refuse_unless_inactive(group: kafka_reads.GroupView, what: str = "the offsets of group") -> None:
-    if not group.inactive:
-        raise Refused(f"cannot reset {what} {group.group_id!r}: it is {group.state} with active members "
-                      f"{group.members_text()}; stop them first (the group must be Empty or Dead)")
+def refuse_unless_stopped(view: kafka_reads.GroupView, listing: kafka_reads.GroupListing | None,
+                          refusal: str) -> None:
+    """Pure: :class:`Refused` unless the group has no active member and kpulse can read its
+    members. ``view``: the group as librdkafka describes it; ``listing``: as
+    :func:`kafka_reads.all_groups` lists it (None: not listed); ``refusal``: the message's start
+    (``cannot reset ... 'G': it``). A streams or share group is refused whatever ``view`` says
+    (librdkafka shows it as Dead, with no members, while it runs), and so is a listed group that
+    librdkafka describes as Dead."""
+    if listing is not None and not listing.describable:
+        tool = "kafka-streams-groups" if listing.group_type == "streams" else f"kafka-{listing.group_type}-groups"
+        raise Refused(f"{refusal} is a {listing.group_type} group ({listing.state or 'state unknown'}) whose members "
+                      f"kpulse cannot read; nothing changed (use {tool} for {listing.group_type} groups)")
+    if listing is not None and view.state == "Dead":
+        raise Refused(f"{refusal} is listed by the cluster ({listing.group_type or 'group'}, "
+                      f"{listing.state or 'state unknown'}) but described as Dead: its members cannot be read; "
+                      "nothing changed, plan again")
+    if not view.inactive:
+        raise Refused(f"{refusal} is {view.state} with active members {view.members_text()}; stop them first "
+                      "(the group must be Empty or Dead)")
+
+
+def stopped_group(admin, group_id: str, listing: kafka_reads.GroupListing | None,
+                  refusal: str) -> kafka_reads.GroupView:
+    """The group's view, described now, when :func:`refuse_unless_stopped` lets it pass."""
+    view = kafka_reads.describe_group(admin, group_id)
+    refuse_unless_stopped(view, listing, refusal)
+    return view
+
+
+def listed_groups(admin, list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None):
+    """``list_groups()``: every group of every type (the service's, through kafka-python); without
+    it librdkafka's listing, which leaves out streams and share groups (:func:`kafka_reads.all_groups`)."""
+    return list_groups() if list_groups is not None else kafka_reads.all_groups(admin)
 
 
 def refuse_empty_id(value: str, what: str) -> None:
@@ -55,20 +89,23 @@ def refuse_empty_id(value: str, what: str) -> None:
 
 
 def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy: Strategy, *,
-                      clock: Callable[[], float] = time.time, include_internal: bool = False) -> ResetPlan:
+                      clock: Callable[[], float] = time.time, include_internal: bool = False,
+                      list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None = None) -> ResetPlan:
     """The reset ``strategy`` would do on ``scope``; raises :class:`BadInput` (unknown group,
-    topic or partition, malformed value) or :class:`Refused` (group active, an internal topic
-    without ``include_internal``)."""
+    topic or partition, malformed value) or :class:`Refused` (group active or unreadable, see
+    :func:`refuse_unless_stopped`; an internal topic without ``include_internal``).
+    ``list_groups`` as in :func:`listed_groups`."""
     refuse_empty_id(group_id, "group id")
     timestamp_ms = strategy_timestamp_ms(strategy, clock)
     file_offsets = read_plan_file(strategy.value, group_id) if strategy.name == "from-file" else None
     if file_offsets is None and not scope.all_topics and not scope.topics:
         raise BadInput("one of the reset scopes is needed: --all-topics or --topic")
-    group = kafka_reads.describe_group(admin, group_id)
+    group = kafka_reads.describe_group(admin, group_id)  # first: librdkafka names an unusable cluster at once
+    listed = listed_groups(admin, list_groups)
+    refuse_unless_stopped(group, listed.get(group_id), f"cannot reset the offsets of group {group_id!r}: it")
     committed = kafka_reads.committed_offsets(admin, group_id)
-    if group.state == "Dead" and not committed:
-        raise unknown("consumer group", group_id, kafka_reads.group_ids(admin))
-    refuse_unless_inactive(group)
+    if group_id not in listed and not committed:
+        raise unknown("consumer group", group_id, set(listed))
     partitions = _scope_partitions(admin, scope, committed, file_offsets)
     refuse_internal_topics((t for t, _ in partitions), include_internal, "resetting offsets")
     log_start = kafka_reads.log_offsets(admin, partitions, "earliest")
@@ -178,16 +215,20 @@ def check_saved_plan(admin, plan: ResetPlan, *, include_internal: bool = False) 
 
 
 def execute_offset_reset(admin, plan: ResetPlan, expect_current: dict[TopicPartition, int] | None = None, *,
-                         include_internal: bool = False) -> ResetOutcome:
+                         include_internal: bool = False,
+                         list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None = None) -> ResetOutcome:
     """Apply ``plan``: re-check that it still fits the cluster (:func:`check_saved_plan`), that
-    the group is inactive, that its offsets are those the plan saw and those of
+    the group is inactive and readable (:func:`refuse_unless_stopped`, ``list_groups`` as in
+    :func:`listed_groups`), that its offsets are those the plan saw and those of
     ``expect_current``; commit every new offset in one request, read them back. Raises
     :class:`Refused` when a re-check fails (nothing changed); the partitions whose read-back
     differs are named in the outcome."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
 
     check_saved_plan(admin, plan, include_internal=include_internal)
-    refuse_unless_inactive(kafka_reads.describe_group(admin, plan.group_id))
+    group = kafka_reads.describe_group(admin, plan.group_id)
+    refuse_unless_stopped(group, listed_groups(admin, list_groups).get(plan.group_id),
+                          f"cannot reset the offsets of group {plan.group_id!r}: it")
     keys = [(p.topic, p.partition) for p in plan.partitions]
     now = kafka_reads.committed_offsets(admin, plan.group_id, sorted(set(keys) | set(expect_current or {})))
     refuse_unexpected_offsets(now, expect_current or {}, f"group {plan.group_id!r}")

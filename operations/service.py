@@ -77,7 +77,7 @@ class Operations:
                            include_internal: bool = False) -> ResetPlan:
         name = self.config.cluster(cluster).name
         return plan_offset_reset(self.admin(name), name, group_id, scope, strategy, clock=self._clock,
-                                 include_internal=include_internal)
+                                 include_internal=include_internal, list_groups=self._group_listing(name))
 
     def check_reset_plan(self, plan: ResetPlan, *, include_internal: bool = False) -> None:
         """Refuse a plan made earlier (a ``--plan`` file) that no longer fits the cluster, before it
@@ -92,7 +92,8 @@ class Operations:
 
         def apply() -> tuple[ResetOutcome, Any]:
             outcome = execute_offset_reset(self.admin(plan.cluster), plan, expect_current,
-                                           include_internal=include_internal)
+                                           include_internal=include_internal,
+                                           list_groups=self._group_listing(plan.cluster))
             return outcome, {f"{p.topic}-{p.partition}": p.after for p in outcome.partitions}
 
         return self.run(actor, "reset-offsets", plan.cluster, plan.target, plan.to_dict(), before, apply,

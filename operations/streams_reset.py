@@ -39,7 +39,8 @@ from operations.errors import BadInput, OperationError, Refused, unknown
 from operations.internal_topics import refuse_internal_topics
 from operations.offset_plan import PartitionReset, Strategy, choose_offsets, non_empty_id, partition_rows
 from operations.offset_reset import (
-    offsets_at_time, read_plan_file, refuse_empty_id, refuse_invalid_offsets, strategy_timestamp_ms,
+    listed_groups, offsets_at_time, read_plan_file, refuse_empty_id, refuse_invalid_offsets, stopped_group,
+    strategy_timestamp_ms,
 )
 from operations.plan_fields import PlanFields
 
@@ -202,7 +203,7 @@ def _check_application(admin, list_groups, application_id: str, topics, committe
     """The application exists and is stopped, and so is every existing application whose id
     starts with ``<application_id>-`` and could own one of the candidate internal topics
     (``topics`` named like internal topics of ``application_id``, except those in ``named``)."""
-    listed = list_groups() if list_groups is not None else kafka_reads.all_groups(admin)
+    listed = listed_groups(admin, list_groups)
     if application_id not in listed and not committed:
         raise unknown("application id", application_id, set(listed))
     candidates = sorted(t for t in topics if t not in named and is_internal_topic(application_id, t))
@@ -218,24 +219,10 @@ def _check_application(admin, list_groups, application_id: str, topics, committe
 
 def _stopped_group(admin, application_id: str, group_id: str,
                    listing: kafka_reads.GroupListing | None) -> kafka_reads.GroupView:
-    """The group's view when it has no active member; otherwise :class:`Refused`, naming the
-    group and its members, or saying why they cannot be read."""
+    """:func:`stopped_group`, the refusal naming the application or the longer one."""
     who = ("it" if group_id == application_id
            else f"application {group_id!r} (whose internal topics start with {application_id}-)")
-    refusal = f"cannot reset the Streams application {application_id!r}: {who}"
-    if listing is not None and not listing.describable:
-        tool = "kafka-streams-groups" if listing.group_type == "streams" else f"kafka-{listing.group_type}-groups"
-        raise Refused(f"{refusal} is a {listing.group_type} group ({listing.state or 'state unknown'}) whose members "
-                      f"kpulse cannot read; nothing changed (use {tool} for {listing.group_type} groups)")
-    view = kafka_reads.describe_group(admin, group_id)
-    if listing is not None and view.state == "Dead":
-        raise Refused(f"{refusal} is listed by the cluster ({listing.group_type or 'group'}, "
-                      f"{listing.state or 'state unknown'}) but described as Dead: its members cannot be read; "
-                      "nothing changed, plan again")
-    if not view.inactive:
-        raise Refused(f"{refusal} is {view.state} with active members {view.members_text()}; stop them first "
-                      "(the group must be Empty or Dead)")
-    return view
+    return stopped_group(admin, group_id, listing, f"cannot reset the Streams application {application_id!r}: {who}")
 
 
 def execute_streams_reset(admin, plan: StreamsResetPlan, *, settle_seconds: float = 30.0,

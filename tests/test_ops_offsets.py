@@ -4,14 +4,20 @@ twin group that started from the same offsets."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import subprocess
 import time
 
 import pytest
 
 from operations.access import User
+from operations.errors import Refused
 from operations.offset_plan import Scope, Strategy
-from tests.test_ops_support import admin_for, commit, committed, create_topic, official, operations_for, produce
+from tests.conftest import kpulse, one_error_line
+from tests.test_ops_support import (
+    admin_for, commit, committed, config_file, create_topic, official, operations_for, produce,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -136,3 +142,61 @@ def test_an_exported_csv_plan_is_read_back_by_the_official_tool(operations, topi
 
     assert not output.startswith("EXIT"), output
     assert committed(topics["admin"], theirs) == plan.new_offsets() == {(A, 0): 3, (A, 1): 0, (A, 2): 0, (B, 0): 0}
+
+
+def test_a_group_the_cluster_lists_but_librdkafka_describes_as_dead_is_refused(operations, topics):
+    """Deleted between the listing and the description: its members cannot be read, so neither
+    the planner nor the executor takes Dead for stopped (issue 13)."""
+    from operations.offset_reset import execute_offset_reset, plan_offset_reset
+
+    admin = topics["admin"]
+    mine, _ = twin_groups(admin, "gone")
+    listed = operations._group_listing("test")()
+    plan = operations.plan_reset_offsets("test", mine, Scope.parse(True, None), Strategy("to-earliest"))
+    admin.delete_consumer_groups([mine], request_timeout=15)[mine].result(timeout=20)
+
+    refusal = f"^cannot reset the offsets of group '{mine}': it is listed by the cluster \\(.+\\) but described as Dead"
+    with pytest.raises(Refused, match=refusal):
+        plan_offset_reset(admin, "test", mine, Scope.parse(True, None), Strategy("to-earliest"),
+                          list_groups=lambda: listed)
+    with pytest.raises(Refused, match=refusal):
+        execute_offset_reset(admin, plan, list_groups=lambda: listed)
+    assert committed(admin, mine) == {}
+
+
+@contextlib.contextmanager
+def share_consumer(operations, group: str, topic: str, log_path):
+    """``kafka-console-share-consumer`` in ``group``, a share group (KIP-932), until the cluster
+    lists the group as a stable share group."""
+    from kpulse.runtime import ensure_runtime, java_command
+
+    bootstrap = operations.config.cluster("test").bootstrap_servers
+    log = open(log_path, "w")
+    process = subprocess.Popen(java_command(ensure_runtime(), "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+                                            ["--bootstrap-server", bootstrap, "--group", group, "--topic", topic]),
+                               stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        while not ((listing := operations._group_listing("test")().get(group)) and listing.group_type == "share"
+                   and listing.state == "Stable"):
+            assert time.monotonic() < deadline and process.poll() is None, log_path.read_text()[-3000:]
+            time.sleep(0.5)
+        yield
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def test_an_offset_reset_of_a_running_share_group_is_refused_in_one_line(operations, topics, tmp_path):
+    """librdkafka shows a share group as Dead with no members: the listing of every group type
+    says what it is (issue 13)."""
+    group = f"ops-share{next(_counter)}"
+    cli = str(config_file(tmp_path / "kpulse.yaml", operations.config.cluster("test").bootstrap_servers,
+                          tmp_path / "lake"))
+    with share_consumer(operations, group, B, tmp_path / "share.log"):
+        result = kpulse("--config", cli, "reset-offsets", "--group", group, "--topic", B, "--to-earliest",
+                        "--execute", check=False)
+        assert one_error_line(result) == (
+            f"kpulse: error: cannot reset the offsets of group '{group}': it is a share group (Stable) whose "
+            "members kpulse cannot read; nothing changed (use kafka-share-groups for share groups)")

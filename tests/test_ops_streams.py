@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -271,3 +272,39 @@ def test_a_running_streams_protocol_application_is_refused_though_librdkafka_sho
     assert f"application '{app}' (whose internal topics start with {prefix}-) is a streams group" in line
     assert internal <= set(shared_topics.list_topics(timeout=10).topics)
     assert committed(shared_topics, prefix) == {(IN, 0): 1}
+
+
+def committed_once_it_has(admin, group: str, timeout: float = 90) -> dict:
+    """The group's committed offsets once it has some (a Streams application commits every
+    ``commit.interval.ms``, 30 s by default)."""
+    deadline = time.monotonic() + timeout
+    while not (offsets := committed(admin, group)):
+        assert time.monotonic() < deadline, f"{group} committed nothing"
+        time.sleep(0.5)
+    return offsets
+
+
+def test_an_offset_reset_of_a_running_streams_protocol_group_is_refused_before_any_commit(
+        shared_topics, operations, bootstrap, streams_protocol_app, tmp_path):
+    """``reset-offsets`` reads the group through librdkafka, which shows a running streams group
+    as Dead: the cluster's listing of every group type says what it is (issue 13)."""
+    from operations.offset_plan import PartitionReset, ResetPlan, Scope
+
+    app = streams_protocol_app
+    before = committed_once_it_has(shared_topics, app)
+    refusal = (f"cannot reset the offsets of group '{app}': it is a streams group (Stable) whose members kpulse "
+               "cannot read; nothing changed (use kafka-streams-groups for streams groups)")
+    result = kpulse("--config", cli_config(tmp_path, bootstrap), "reset-offsets", "--group", app, "--all-topics",
+                    "--to-earliest", "--execute", check=False)
+    after = committed(shared_topics, app)
+    assert one_error_line(result) == f"kpulse: error: {refusal}"
+    assert after == before
+
+    with pytest.raises(Refused, match=f"^{re.escape(refusal)}$"):
+        operations.plan_reset_offsets("test", app, Scope(all_topics=True), Strategy("to-earliest"))
+    saved = ResetPlan(cluster="test", group_id=app, group_state="Empty", strategy=Strategy("to-earliest"),
+                      scope=Scope(all_topics=True), planned_at=time.time(),
+                      partitions=tuple(PartitionReset(t, p, o, 0, o, 0) for (t, p), o in sorted(before.items())))
+    with pytest.raises(Refused, match=f"^{re.escape(refusal)}$"):  # saved (or approved) while it was stopped
+        operations.reset_offsets(ADMIN, saved)
+    assert committed(shared_topics, app) == before

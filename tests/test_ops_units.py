@@ -219,3 +219,33 @@ def test_internal_topics_are_refused_unless_included_and_named_in_one_line():
         refuse_internal_topics(["orders", "__transaction_state", "__consumer_offsets"], False, "resetting offsets")
     refuse_internal_topics(["__consumer_offsets"], True, "resetting offsets")
     refuse_internal_topics(["orders"], False, "resetting offsets")
+
+
+
+def test_a_group_is_stopped_only_when_readable_and_without_active_members():
+    """librdkafka describes a streams or share group as Dead with no members, even while it
+    runs: the listing of every group type decides (issue 13)."""
+    from operations.kafka_reads import GroupListing, GroupView, Member
+    from operations.offset_reset import refuse_unless_stopped
+
+    dead, empty = GroupView("g", "Dead", ()), GroupView("g", "Empty", ())
+    running = GroupView("g", "Stable", (Member("m-1", "app-1", "/10.0.0.7"),))
+    refused = {
+        (dead, GroupListing("g", "share", "Stable")):
+            r"it is a share group \(Stable\) whose members kpulse cannot read; nothing changed "
+            r"\(use kafka-share-groups for share groups\)$",
+        (dead, GroupListing("g", "streams", "Empty")):
+            r"it is a streams group \(Empty\) whose members .* \(use kafka-streams-groups for streams groups\)$",
+        (empty, GroupListing("g", "streams", "")): r"it is a streams group \(state unknown\) whose members",
+        (dead, GroupListing("g", "classic", "Empty")):
+            r"it is listed by the cluster \(classic, Empty\) but described as Dead: .*plan again$",
+        (running, GroupListing("g", "consumer", "Stable")):
+            r"it is Stable with active members app-1@10.0.0.7 \(m-1\); stop them first",
+        (running, None): r"it is Stable with active members",
+    }
+    for (view, listing), reason in refused.items():
+        with pytest.raises(Refused, match=f"^cannot reset the offsets of group 'g': {reason}"):
+            refuse_unless_stopped(view, listing, "cannot reset the offsets of group 'g': it")
+    for view, listing in ((empty, GroupListing("g", "classic", "Empty")), (empty, GroupListing("g", "consumer", "Empty")),
+                          (dead, None), (empty, None)):
+        refuse_unless_stopped(view, listing, "cannot reset the offsets of group 'g': it")
