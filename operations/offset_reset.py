@@ -217,18 +217,18 @@ def check_saved_plan(admin, plan: ResetPlan, *, include_internal: bool = False) 
 def execute_offset_reset(admin, plan: ResetPlan, expect_current: dict[TopicPartition, int] | None = None, *,
                          include_internal: bool = False,
                          list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None = None) -> ResetOutcome:
-    """Apply ``plan``: re-check that it still fits the cluster (:func:`check_saved_plan`), that
-    the group is inactive and readable (:func:`refuse_unless_stopped`, ``list_groups`` as in
-    :func:`listed_groups`), that its offsets are those the plan saw and those of
+    """Apply ``plan``: re-check that the group is inactive and readable
+    (:func:`refuse_unless_stopped`, ``list_groups`` as in :func:`listed_groups`), that the plan
+    still fits the cluster (:func:`check_saved_plan`), that its offsets are those the plan saw and those of
     ``expect_current``; commit every new offset in one request, read them back. Raises
     :class:`Refused` when a re-check fails (nothing changed); the partitions whose read-back
     differs are named in the outcome."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
 
-    check_saved_plan(admin, plan, include_internal=include_internal)
     group = kafka_reads.describe_group(admin, plan.group_id)
     refuse_unless_stopped(group, listed_groups(admin, list_groups).get(plan.group_id),
                           f"cannot reset the offsets of group {plan.group_id!r}: it")
+    check_saved_plan(admin, plan, include_internal=include_internal)
     keys = [(p.topic, p.partition) for p in plan.partitions]
     now = kafka_reads.committed_offsets(admin, plan.group_id, sorted(set(keys) | set(expect_current or {})))
     refuse_unexpected_offsets(now, expect_current or {}, f"group {plan.group_id!r}")

@@ -209,7 +209,7 @@ def test_an_approval_request_keeps_include_internal_and_one_without_it_is_refuse
 
     plan = operations.plan_reset_offsets("test", group, Scope.parse(False, [f"{OFFSETS}:1"]), Strategy("to-earliest"),
                                          include_internal=True)
-    unflagged = operations.request_approval(User("otto", "operator"), "reset-offsets", plan)
+    unflagged = operations.request_approval(User("otto", "operator", "users-file"), "reset-offsets", plan)
     with pytest.raises(Refused, match=REFUSED):
         operations.approve(User("olga", "operator", "users-file"), unflagged.id)
     assert operations.approvals.get(unflagged.id).status == "failed"
