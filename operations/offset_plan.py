@@ -236,18 +236,16 @@ def parse_reset_csv(text: str, group_id: str) -> dict[TopicPartition, int]:
     for number, row in enumerate(rows, start=1):
         cells = [cell.strip() for cell in row]
         shown = ",".join(row) if len(",".join(row)) <= 80 else ",".join(row)[:77] + "..."
-        if len(cells) == 4:
-            if cells[0] != group_id:
-                continue
-            cells = cells[1:]
+        group = cells.pop(0) if len(cells) == 4 else group_id
         if len(cells) != 3:
             raise BadInput(f"reset plan line {number}: expected TOPIC,PARTITION,OFFSET, got {shown!r}")
-        try:
+        try:  # every line, another group's too, as Kafka's tool reads them
             key = (cells[0], parse_integer(cells[1], "partition", PARTITION))
             offset = parse_integer(cells[2], "offset")
         except BadInput as error:
             raise BadInput(f"reset plan line {number}: {error}") from None
-        offsets[key] = offset
+        if group == group_id:
+            offsets[key] = offset
     if not offsets:
         raise BadInput(f"the reset plan file has no line for group {group_id!r}")
     return offsets
@@ -265,6 +263,8 @@ def choose_offsets(strategy: Strategy, partitions: list[TopicPartition],
     partitions replace ``partitions``.
     """
     name = strategy.name
+    # read before any partition needs it: a malformed value is refused even when none does
+    amount = _integer(strategy) if name in ("to-offset", "shift-by") else None
     if name == "from-file":
         partitions = sorted((file_offsets or {}).keys())
     chosen: dict[TopicPartition, tuple[int, int | None]] = {}
@@ -281,11 +281,11 @@ def choose_offsets(strategy: Strategy, partitions: list[TopicPartition],
             chosen[tp] = (end if found is None else found, None)
         else:
             if name == "to-offset":
-                requested = _integer(strategy)
+                requested = amount
             elif name == "shift-by":
                 if tp not in committed:
                     raise BadInput(f"cannot shift partition {tp[0]}-{tp[1]}: the group has no committed offset there")
-                requested = committed[tp] + _integer(strategy)
+                requested = committed[tp] + amount
             else:
                 requested = file_offsets[tp]
             chosen[tp] = (min(max(requested, start), end), requested)

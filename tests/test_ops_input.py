@@ -54,6 +54,14 @@ def test_offset_and_shift_values_use_the_strict_parser(strategy):
         choose_offsets(strategy, [T0], {T0: 5}, {T0: 0}, {T0: 10})
 
 
+@pytest.mark.parametrize("strategy", [Strategy("to-offset", "2_365"), Strategy("shift-by", "1e3")])
+def test_offset_and_shift_values_are_refused_even_with_no_partition_to_move(strategy):
+    """A Streams reset with no input topic still names its strategy: a malformed value is refused,
+    not ignored because no partition needed it."""
+    with pytest.raises(BadInput, match=f"--{strategy.name}"):
+        choose_offsets(strategy, [], {}, {}, {})
+
+
 @pytest.mark.parametrize("arg", ["t:1_0", "t:\u0661", "t: 1", "t:2147483648", "t:0,,1", "t:"])
 def test_topic_partitions_use_the_strict_parser(arg):
     with pytest.raises(BadInput, match="partitions in --topic"):
@@ -68,6 +76,13 @@ def test_topic_partitions_still_accept_lists():
                                   "t,0,99999999999999999999\n"])
 def test_csv_plan_fields_use_the_strict_parser(text):
     with pytest.raises(BadInput, match="reset plan line 1"):
+        parse_reset_csv(text, "g")
+
+
+@pytest.mark.parametrize("text", ["other,t,1_0,5\n", "other,t,0,\u0665\n", "g,t,0,5\nother,t,0,x\n"])
+def test_csv_lines_of_other_groups_are_read_as_strictly(text):
+    """Kafka's tool parses every line of a multi-group file, not only its group's."""
+    with pytest.raises(BadInput, match="reset plan line"):
         parse_reset_csv(text, "g")
 
 
