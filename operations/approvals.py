@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import time
 import uuid
 from dataclasses import asdict, dataclass, field, replace
@@ -22,6 +23,8 @@ from typing import Any, Callable
 from operations.errors import BadInput, NotAuthorized, Refused, unknown
 from operations.private_files import open_private, write_private
 
+REQUEST_ID = re.compile(r"[0-9a-f]{12}\Z")
+"""A request id: 12 hex digits (anything else is unknown, never a file name to look up)."""
 APPROVABLE = ("reset-offsets", "reset-streams-app", "reassign:execute")
 """Actions that wait for approval on a cluster that requires it."""
 
@@ -65,7 +68,7 @@ class ApprovalStore:
 
     def get(self, request_id: str) -> ApprovalRequest:
         path = self.directory / f"{request_id}.json"
-        if not request_id.isalnum() or not path.exists():
+        if not REQUEST_ID.match(request_id) or not path.exists():
             raise unknown("approval request", request_id, {r.id for r in self.all()})
         return ApprovalRequest(**json.loads(path.read_text()))
 

@@ -249,3 +249,17 @@ def test_a_group_is_stopped_only_when_readable_and_without_active_members():
     for view, listing in ((empty, GroupListing("g", "classic", "Empty")), (empty, GroupListing("g", "consumer", "Empty")),
                           (dead, None), (empty, None)):
         refuse_unless_stopped(view, listing, "cannot reset the offsets of group 'g': it")
+
+
+@pytest.mark.parametrize("request_id", ["b" * 300, "\u0661" * 12, "../approvals", ""])
+def test_an_approval_request_id_that_cannot_be_one_is_unknown_in_one_line(tmp_path, request_id):
+    """Request ids are 12 hex digits: anything else is an unknown request, never a file name to
+    look up (a 300-character id raised 'File name too long' from the file system)."""
+    from operations.approvals import ApprovalStore
+
+    store = ApprovalStore(tmp_path / "approvals")
+    made = store.create("c", "reset-offsets", "group g", {}, "otto", "operator")
+
+    with pytest.raises(BadInput, match="unknown approval request"):
+        store.get(request_id)
+    assert store.get(made.id) == made
