@@ -13,7 +13,7 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator, TextIO
 
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 """C0 controls, DEL, C1 controls, and the marks, embeddings, overrides and isolates that change the
 direction of the text around them ("Trojan Source")."""
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}

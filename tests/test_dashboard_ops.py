@@ -337,7 +337,7 @@ def test_oidc_signs_in_with_st_login_and_takes_the_role_from_the_users_file(setu
 
     app.user = {"is_logged_in": True, "email": "stranger@example.com"}
     app.switch_page("app_pages/groups.py").run()
-    assert any("stranger@example.com" in m.value and "viewer" in m.value for m in app.sidebar.markdown)
+    assert any(literal.markdown("stranger@example.com") in m.value and "viewer" in m.value for m in app.sidebar.markdown)
     assert "Plan (changes nothing)" not in labels(app)
 
 

@@ -118,10 +118,12 @@ def test_a_dry_run_of_an_edited_plan_is_refused_as_its_execution_would_be(admin,
     assert committed(admin, group) == START
 
 
-def test_an_error_quoting_a_name_with_a_newline_is_still_one_line(admin, config):
-    line = one_error_line(cli(config, "reset-offsets", "--group", "ops-plans-no\nsuch", "--all-topics", "--to-earliest"))
+@pytest.mark.parametrize("separator, shown", [("\n", "\\n"), ("\u2028", "\\u2028"), ("\x85", "\\x85")])
+def test_an_error_quoting_a_name_with_a_newline_is_still_one_line(admin, config, separator, shown):
+    line = one_error_line(cli(config, "reset-offsets", "--group", f"ops-plans-no{separator}such", "--all-topics",
+                              "--to-earliest"))
 
-    assert "ops-plans-no\\nsuch" in line, line
+    assert f"ops-plans-no{shown}such" in line, line
 
 
 def test_an_edited_plan_whose_current_offsets_are_not_the_groups_is_refused(admin, group, config, tmp_path):
