@@ -10,6 +10,7 @@ import base64
 import itertools
 import json
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -21,6 +22,17 @@ import websocket
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000",
          "--hide-scrollbars"]
+
+
+def stop_process(process: subprocess.Popen) -> None:
+    """SIGTERM a process a test started (a dashboard, a collector), SIGKILL after 30 s."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def chromium_path() -> str | None:

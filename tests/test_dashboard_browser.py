@@ -7,7 +7,6 @@ against the Admin API through AppTest on the same cluster."""
 from __future__ import annotations
 
 import json
-import signal
 import socket
 import subprocess
 import sys
@@ -20,7 +19,7 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE, kpulse
-from tests.dashboard_browser import Browser, chromium_path
+from tests.dashboard_browser import Browser, chromium_path, stop_process
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(chromium_path() is None, reason="chromium not installed: run `make test` "
@@ -78,16 +77,6 @@ def config_file(local_cluster, demo_workload, tmp_path_factory):
     return path
 
 
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 @pytest.fixture(scope="module")
 def running(config_file):
     """`kpulse collect` and `kpulse dashboard` on the test cluster, until the first snapshot is in."""
@@ -118,8 +107,8 @@ def running(config_file):
         wait_until(groups_seen, 120, "a snapshot with the demo groups")
         yield config_file
     finally:
-        _stop(dashboard)
-        _stop(collect)
+        stop_process(dashboard)
+        stop_process(collect)
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -26,7 +25,7 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE, kpulse
-from tests.dashboard_browser import Browser, chromium_path
+from tests.dashboard_browser import Browser, chromium_path, stop_process
 from tests.test_ops_support import admin_for, committed, create_topic, produce
 
 pytestmark = pytest.mark.cluster
@@ -254,16 +253,6 @@ def test_the_cli_prints_control_characters_escaped_one_audit_record_per_line(set
 
 # --- in Chromium ---------------------------------------------------------------------------------
 
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 @pytest.fixture(scope="module")
 def dashboard(setup):
     logs = ARTIFACTS / "dashboard"
@@ -283,7 +272,7 @@ def dashboard(setup):
             time.sleep(0.5)
         yield f"http://127.0.0.1:{DASHBOARD_PORT}"
     finally:
-        _stop(process)
+        stop_process(process)
 
 
 def shown_text(browser: Browser, texts: list[str], timeout: float = 90) -> str:
