@@ -21,7 +21,7 @@ import psutil
 
 def kpulse(env: dict, *args: str) -> float:
     began = time.monotonic()
-    subprocess.run([sys.executable, "-m", "kpulse.cli", *args], env=env, check=True,
+    subprocess.run([sys.executable, "-m", "cli.main", *args], env=env, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.monotonic() - began
 
@@ -29,7 +29,7 @@ def kpulse(env: dict, *args: str) -> float:
 def node_rss_mb(env: dict) -> float:
     import json
 
-    status = json.loads(subprocess.run([sys.executable, "-m", "kpulse.cli", "cluster", "status", "--json"],
+    status = json.loads(subprocess.run([sys.executable, "-m", "cli.main", "cluster", "status", "--json"],
                                        env=env, check=True, capture_output=True, text=True).stdout)
     return sum(psutil.Process(node["pid"]).memory_info().rss for node in status["nodes"]) / 2**20
 
@@ -38,7 +38,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    from kpulse.runtime import ensure_runtime, kafka_version
+    from localkafka.runtime import ensure_runtime, kafka_version
 
     ensure_runtime()
     fresh, restart, rss = [], [], []

@@ -63,8 +63,8 @@ def main() -> int:
     try:
         bootstrap, prefix = args.bootstrap, f"fz{int(time.time()) % 100_000}" if args.bootstrap else "fz"
         if bootstrap is None:
-            from kpulse.localcluster.cluster import LocalCluster
-            from kpulse.localcluster.layout import ClusterLayout
+            from localkafka.cluster import LocalCluster
+            from kpulse.local_layout import ClusterLayout
             from kpulse.progress import Progress
 
             cluster = LocalCluster(workdir / "cluster", ClusterLayout.from_base(args.port_base), Progress())

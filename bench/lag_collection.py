@@ -105,7 +105,7 @@ def warm_up(bootstrap: str, metrics_urls: list[str], seconds: float, spacing: fl
 
 
 def measure(bootstrap: str, metrics_urls: list[str], cycles: int, spacing: float) -> dict:
-    from collectors.consumer_lag import ConsumerLagCollector
+    from collectors.lag.consumer_lag import ConsumerLagCollector
     from collectors.protocol import CollectContext
     from collectors.runner import GC_SETTLE_CYCLES, CollectionService
 
@@ -158,12 +158,12 @@ def main() -> None:
         print(json.dumps(measure(args.bootstrap, args.metrics_url, args.cycles, args.spacing)))
         return
 
-    from collectors.command import LOOP_ENVIRONMENT
+    from cli.collect import LOOP_ENVIRONMENT
 
     cluster = None
     if args.bootstrap is None:
-        from kpulse.localcluster.cluster import STEADY_JVM, LocalCluster, NodeJvm
-        from kpulse.localcluster.layout import ClusterLayout
+        from localkafka.cluster import STEADY_JVM, LocalCluster, NodeJvm
+        from kpulse.local_layout import ClusterLayout
         from kpulse.progress import Progress
 
         state = tempfile.mkdtemp(prefix="kpulse-bench-state-")

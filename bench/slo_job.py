@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from collectors.lake_schema import SCHEMAS  # noqa: E402
+from kpulse.lake.schema import SCHEMAS  # noqa: E402
 from spark_jobs.definitions import load_definitions  # noqa: E402
 
 CLUSTER = "bench"

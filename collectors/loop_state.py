@@ -4,10 +4,10 @@ collected), two small JSON files, each written whole (temporary name, then renam
 
 ``loop.json`` (:class:`LoopMark`), rewritten every cycle: the process, its last completed cycle
 and, per cluster and table, the rows appended since the last successful flush. When the process
-dies, its supervisor (``collectors/command.py``) turns the mark into ``lake_gap`` rows
+dies, its supervisor (``cli/collect.py``) turns the mark into ``lake_gap`` rows
 (:func:`crash_gap_rows`): those rows were in memory only.
 
-``alerts.json``, rewritten when an alert's state changes: :meth:`collectors.alerts.AlertState.saved`
+``alerts.json``, rewritten when an alert's state changes: :meth:`alerting.state.AlertState.saved`
 of every cluster. The next process restores it (:func:`restorable_alerts`) unless the loop last
 vouched for it more than :data:`ALERT_STATE_MAX_AGE_SECONDS` ago.
 """

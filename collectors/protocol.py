@@ -11,7 +11,9 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
+
+from kpulse.lake.rows import Columns
 
 
 @dataclass(frozen=True)
@@ -22,36 +24,6 @@ class CollectContext:
     """The ``kpulse.config.ClusterConfig`` being collected."""
     now: float
     """Wall-clock time of this cycle (epoch seconds); collectors stamp samples with it."""
-
-
-class Columns:
-    """Rows of one table given column by column, for the tables a cycle writes by the ten
-    thousand (``consumer_lag``): one list per column instead of a dict per row, turned into Arrow
-    without visiting a row. A value that is not a list (``time``, ``cluster``) is every row's.
-    Iterating gives the rows as dicts (what the Kafka sink sends); the lake checks the columns
-    against its schema exactly as it checks rows (``collectors.lake.rows_to_arrow``)."""
-
-    __slots__ = ("length", "values")
-
-    def __init__(self, length: int, **values: Any) -> None:
-        for name, column in values.items():
-            if isinstance(column, list) and len(column) != length:
-                raise ValueError(f"column {name!r} has {len(column)} values for {length} rows")
-        self.length = length
-        self.values = values
-        """Column name -> a list of ``length`` values, or one value for every row."""
-
-    def column(self, name: str) -> list[Any]:
-        """The column's values, one per row (None for a column not given)."""
-        column = self.values.get(name)
-        return column if isinstance(column, list) else [column] * self.length
-
-    def __len__(self) -> int:
-        return self.length
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        names = list(self.values)
-        return (dict(zip(names, row)) for row in zip(*(self.column(name) for name in names)))
 
 
 @dataclass

@@ -3,8 +3,8 @@ isolation, compose the snapshot, evaluate the alert rules, append rows to the la
 publish the snapshot to the Prometheus exporter and to ``<lake>/_snapshots/<cluster>.json``.
 
 A lake that cannot be written keeps its rows buffered and retries next cycle (or records a gap,
-see ``collectors/lake.py``); the loop itself goes on. With ``lake.kafka_sink`` configured every
-row is also published to Kafka (``collectors/kafka_sink.py``); what that sink drops is written to
+see ``kpulse/lake/store.py``); the loop itself goes on. With ``lake.kafka_sink`` configured every
+row is also published to Kafka (``exporters/kafka_sink.py``); what that sink drops is written to
 the lake as ``lake_gap`` rows.
 """
 
@@ -19,15 +19,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from collectors.alerts import AlertState, to_dicts
-from collectors.builtins import default_registry
-from collectors.lake import LakeWriter, gap_row, resolve
+from alerting.state import AlertState, to_dicts
+from collectors.registry import default_registry
+from kpulse.lake.store import SNAPSHOT_DIR, LakeWriter, gap_row, resolve
 from collectors.loop_state import LoopMark, LoopState, restorable_alerts
 from collectors.protocol import CollectContext, Collector, Registry, run_isolated
 from collectors.snapshot import compose, to_json
 
 LOG = logging.getLogger(__name__)
-SNAPSHOT_DIR = "_snapshots"
 FLUSH_SECONDS = 60.0
 """Lake files are written at most this often (and at shutdown): one file per table and date per
 flush, so flushing every 10 s cycle would make ~8,600 small files per table per day."""
@@ -253,7 +252,7 @@ def _configured_kafka_sink(config):
     settings = config.lake.kafka_sink
     if settings is None:
         return None
-    from collectors.kafka_sink import KafkaSink
+    from exporters.kafka_sink import KafkaSink
 
     return KafkaSink(config.cluster(settings.cluster).client_config(), settings.topic_prefix,
                      message_timeout_seconds=settings.message_timeout_seconds)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from collectors.lake import LakeWriter, read_table, resolve
+from kpulse.lake.store import LakeWriter, read_table, resolve
 from operations.private_files import DIRECTORY_MODE, FILE_MODE, open_private, private_dir, write_private
 
 TABLE = "audit"

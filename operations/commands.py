@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kpulse.progress import Progress
 from operations.access import FAILED_LOGIN, users_file
-from operations.cli_args import COMMANDS, add_parsers  # noqa: F401 - kpulse.cli's entry points
+from operations.cli_args import COMMANDS, add_parsers  # noqa: F401 - cli.main's entry points
 from operations.errors import BadInput, LoginFailed, NotAuthorized
 from operations.numbers import JAVA_LONG, PARTITION, parse_integer, parse_integers
 from operations.offset_plan import STRATEGIES

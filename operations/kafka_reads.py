@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from kpulse.kafka_clients import error_text, group_state_name, list_topics, wait
+from kpulse.kafka.clients import error_text, group_state_name, list_topics, wait
 from operations.errors import OperationError, unknown
 
 TIMEOUT = 15.0
@@ -46,7 +46,7 @@ RETRIABLE = frozenset({"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORD
 
 def await_result(future, what: str, admin=None):
     """The answer of ``future``; with the ``admin`` that made it, a cluster that cannot answer
-    (connection refused, TLS, authentication) is named at once (:func:`kpulse.kafka_clients.wait`)."""
+    (connection refused, TLS, authentication) is named at once (:func:`kpulse.kafka.clients.wait`)."""
     try:
         return wait(admin, future, TIMEOUT + 5)
     except Exception as error:  # noqa: BLE001 - any client failure is one line for the user
@@ -97,7 +97,7 @@ def all_groups(admin, legacy_admin_factory=None) -> dict[str, GroupListing]:
     running streams-protocol application is not listed at all), so the listing goes through
     kafka-python's ListGroups (v5, every type) when ``legacy_admin_factory`` builds its client;
     without it (or on a cluster kafka-python cannot reach: OAUTHBEARER) librdkafka's listing."""
-    from kpulse.kafka_clients import KafkaPythonUnsupported
+    from kpulse.kafka.clients import KafkaPythonUnsupported
 
     if legacy_admin_factory is not None:
         try:

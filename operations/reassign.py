@@ -18,7 +18,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Callable
 
-from kpulse.kafka_clients import KafkaPythonUnsupported, error_text, kafka_python_admin
+from kpulse.kafka.clients import KafkaPythonUnsupported, error_text, kafka_python_admin
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
 from operations.internal_topics import is_kafka_internal_topic, refuse_internal_topics

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kpulse import home
-from kpulse.kafka_clients import admin_client, kafka_python_admin
+from kpulse.kafka.clients import admin_client, kafka_python_admin
 from operations import locks
 from operations.access import User, UsersFile, authorize, users_file
 from operations.approvals import APPROVABLE, ApprovalRequest, ApprovalStore

@@ -33,7 +33,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Callable
 
-from kpulse.kafka_clients import error_text
+from kpulse.kafka.clients import error_text
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
 from operations.internal_topics import refuse_internal_topics

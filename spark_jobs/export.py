@@ -29,8 +29,8 @@ import pyarrow.parquet as pq
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from collectors.lake import resolve
-from collectors.lake_schema import SCHEMAS
+from kpulse.lake.store import resolve
+from kpulse.lake.schema import SCHEMAS
 
 LOG = logging.getLogger(__name__)
 BURN_WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d", "window")

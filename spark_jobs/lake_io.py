@@ -4,7 +4,7 @@ whole date partitions of its own tables with it (reruns replace, never duplicate
 previous run stopped.
 
 A lake file that cannot be read is skipped by the readers given an ``unreadable`` list: it is
-added there (:class:`collectors.lake.UnreadableFile`) and the job names it and records it as a
+added there (:class:`kpulse.lake.store.UnreadableFile`) and the job names it and records it as a
 ``lake_gap`` row; one bad file must not stop every SLO of every cluster. The job's own staged
 output is read strictly (a bad staged file fails the run)."""
 
@@ -23,8 +23,8 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
-from collectors.lake import UnreadableFile, resolve
-from collectors.lake_schema import SCHEMAS
+from kpulse.lake.store import UnreadableFile, resolve
+from kpulse.lake.schema import SCHEMAS
 from kpulse.errors import KpulseError
 
 PARTITION_PREFIX = "date="

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from collectors.lake_schema import SCHEMAS
+from kpulse.lake.schema import SCHEMAS
 from spark_jobs import burn, keys
 from spark_jobs.definitions import SloDefinitions
 

@@ -38,8 +38,8 @@ def test_state_dir():
 
 @pytest.fixture(scope="session")
 def local_cluster(test_state_dir):
-    from kpulse.localcluster.cluster import LocalCluster
-    from kpulse.localcluster.layout import ClusterLayout
+    from localkafka.cluster import LocalCluster
+    from kpulse.local_layout import ClusterLayout
     from kpulse.progress import Progress
 
     cluster = LocalCluster(test_state_dir, ClusterLayout.from_base(TEST_PORT_BASE), Progress())
@@ -48,7 +48,7 @@ def local_cluster(test_state_dir):
         _STARTED.append(cluster)
         yield cluster
     finally:
-        from kpulse.demo.workload import DemoWorkload
+        from localkafka.demo.workload import DemoWorkload
 
         DemoWorkload(cluster).stop()
         _keep_logs(cluster)
@@ -57,7 +57,7 @@ def local_cluster(test_state_dir):
 
 @pytest.fixture(scope="session")
 def demo_workload(local_cluster):
-    from kpulse.demo.workload import DemoWorkload
+    from localkafka.demo.workload import DemoWorkload
     from kpulse.progress import Progress
 
     demo = DemoWorkload(local_cluster, Progress())
@@ -73,7 +73,7 @@ def bootstrap(local_cluster) -> str:
 
 def kpulse(*args: str, timeout: float = 180, check: bool = True) -> subprocess.CompletedProcess:
     """Run the kpulse CLI as a user would (same interpreter, same environment)."""
-    result = subprocess.run([sys.executable, "-m", "kpulse.cli", *args], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
                             timeout=timeout)
     if check and result.returncode != 0:
         raise AssertionError(f"kpulse {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
@@ -95,7 +95,7 @@ def restore_preferred_leaders(bootstrap: str, timeout: float = 60) -> None:
     (librdkafka #5040). Does nothing (no tool run) when every leader is where it should be."""
     from confluent_kafka.admin import AdminClient
 
-    from kpulse.kafka_tools import run_tool
+    from localkafka.tools import run_tool
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + timeout

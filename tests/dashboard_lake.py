@@ -10,8 +10,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from collectors.lake import LakeWriter
-from collectors.runner import SNAPSHOT_DIR
+from kpulse.lake.store import SNAPSHOT_DIR, LakeWriter
 
 CLUSTER = "test"
 APP = "orders-app"

@@ -1,5 +1,5 @@
 """The operations fuzz harness: every ``kpulse`` operation attacked with hostile input
-(Hypothesis, :mod:`tests.fuzz_inputs`), run in-process through ``kpulse.cli.main(argv)`` against a
+(Hypothesis, :mod:`tests.fuzz_inputs`), run in-process through ``cli.main.main(argv)`` against a
 real cluster, and kpulse's promise checked on every case: a one-line error or a plan whose offsets
 lie in [log start, log end], never a traceback, and an execution changes exactly what its plan
 shows, or nothing.
@@ -373,8 +373,8 @@ def _named_partitions(case: Case) -> set[tuple[str, int]]:
 
 
 def run_cli(argv: list[str]) -> tuple[int | None, str, str, BaseException | None]:
-    """``kpulse.cli.main(argv)`` in this process: (exit status, stdout, stderr, exception escaped)."""
-    from kpulse.cli import main
+    """``cli.main.main(argv)`` in this process: (exit status, stdout, stderr, exception escaped)."""
+    from cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     code, error = None, None

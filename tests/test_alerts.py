@@ -16,19 +16,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from collectors.alert_rules_export import (
+from alerting.rules_export import (
     STREAMS_CLIENT_STATE, duration, export_rules_yaml, prometheus_alerts, prometheus_rules, promql_string, write_rules,
 )
-from collectors.alerts import (
+from alerting.state import (
     CRITICAL, RULES, WARNING, Alert, AlertState, Finding, Rule, Unknown, rule_by_name, to_dicts,
 )
-from collectors.lake_schema import SCHEMAS
-from collectors.runbooks import RUNBOOKS, runbook_text
-from kpulse.kafka_tools import TOOLS
+from kpulse.lake.schema import SCHEMAS
+from alerting.runbooks import RUNBOOKS, runbook_text
+from localkafka.tools import TOOLS
 
 ROOT = Path(__file__).resolve().parent.parent
-BROKER_EXPORTER = ROOT / "kpulse" / "java" / "jmx-exporter-broker.yaml"
-STREAMS_EXPORTER = ROOT / "kpulse" / "java" / "jmx-exporter-streams.yaml"
+BROKER_EXPORTER = ROOT / "localkafka" / "java" / "jmx-exporter-broker.yaml"
+STREAMS_EXPORTER = ROOT / "localkafka" / "java" / "jmx-exporter-streams.yaml"
 DOMAIN = Path("/work/shared/DOMAIN.md")
 KPULSE_EXPORTER_METRICS = {  # what kpulse's own exporter exports (the contract with its author)
     "kafka_consumergroup_lag", "kpulse_consumergroup_lag_seconds", "kpulse_consumergroup_status",
@@ -623,7 +623,7 @@ HELP_ARGS = {"kafka-metadata-quorum": [["--help"], ["--bootstrap-server", "127.0
 
 
 def test_every_flag_in_the_runbooks_is_one_the_real_tool_accepts():
-    from kpulse.kafka_tools import run_tool
+    from localkafka.tools import run_tool
 
     wanted: dict[str, set[str]] = {}
     for name in RUNBOOKS:
@@ -901,7 +901,7 @@ def test_promtool_accepts_the_export(tmp_path):
 # --- real brokers and a real Streams app export what the rules read ----------------------------------------
 
 def _exposed_names(url: str) -> dict[str, list[dict[str, str]]]:
-    from collectors import prom_text
+    from kpulse import prom_text
 
     names: dict[str, list[dict[str, str]]] = {}
     for sample in prom_text.parse(urllib.request.urlopen(url, timeout=5).read().decode()):
@@ -922,7 +922,7 @@ def test_real_brokers_export_every_broker_metric_the_rules_read(local_cluster):
 
 @pytest.mark.cluster
 def test_a_real_streams_app_exports_client_state_by_application_id(demo_workload):
-    from kpulse.demo.topology import STREAMS_APPLICATION_ID
+    from localkafka.demo.topology import STREAMS_APPLICATION_ID
 
     labels = [labels for url in demo_workload.streams_metrics_urls()
               for labels in _exposed_names(url).get(STREAMS_CLIENT_STATE, [])]

@@ -1,6 +1,6 @@
 """The lag collector's batched reads: committed offsets of many groups at once
-(``collectors/committed_offsets.py``) and log ends one ListOffsets per leader
-(``collectors/log_ends.py``). The answer parsing from tables of cases; then on the real cluster:
+(``kpulse/kafka/committed_offsets.py``) and log ends one ListOffsets per leader
+(``kpulse/kafka/log_ends.py``). The answer parsing from tables of cases; then on the real cluster:
 the same values as librdkafka's reading, a coordinator or leader that moved, a broker that cannot
 be reached, and the fall back to librdkafka when the batched client cannot be built."""
 
@@ -11,11 +11,11 @@ from types import SimpleNamespace as NS
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from collectors.batched_client import BatchedClient
-from collectors.committed_offsets import BatchedOffsetFetch, GroupReadError, coordinators_from, offsets_from
-from collectors.group_listing import GroupListing, listings_from
-from collectors.log_ends import LeaderLogEnds, ends_from, leaders_from
-from collectors.group_offsets import _committed_offsets
+from kpulse.kafka.batched_client import BatchedClient
+from kpulse.kafka.committed_offsets import BatchedOffsetFetch, GroupReadError, coordinators_from, offsets_from
+from kpulse.kafka.group_listing import GroupListing, listings_from
+from kpulse.kafka.log_ends import LeaderLogEnds, ends_from, leaders_from
+from kpulse.kafka.group_offsets import _committed_offsets
 from kpulse.config import parse_config
 from tests.test_consumer_lag_collector import commit, create_topic, fill_topic
 
@@ -195,7 +195,7 @@ def partition_leaders(bootstrap, topic):
 
 @pytest.mark.cluster
 def test_log_ends_by_leader_equal_librdkafkas_and_unreadable_partitions_say_why(log_ends, bootstrap, filled_topic):
-    from collectors.group_offsets import ClusterOffsets, read_log_ends
+    from kpulse.kafka.group_offsets import ClusterOffsets, read_log_ends
 
     wanted = [("cotest.ends", 0), ("cotest.ends", 1), ("cotest.ends", 2), ("cotest.ends", 7),
               ("cotest.no-such-topic", 0)]
@@ -245,7 +245,7 @@ def test_lag_through_a_killed_and_restarted_broker_agrees_with_kafka_consumer_gr
     from confluent_kafka import Producer
     from confluent_kafka.admin import NewTopic
 
-    from collectors.consumer_lag import ConsumerLagCollector
+    from collectors.lag.consumer_lag import ConsumerLagCollector
     from collectors.protocol import CollectContext
     from tests.conftest import kpulse, start_broker_and_restore_leaders
     from tests.test_demo_workload import group_rows

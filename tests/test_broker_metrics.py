@@ -14,9 +14,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from collectors import prom_text
-from collectors.broker_metrics import BrokerMetricsCollector, http_get_text
-from collectors.broker_values import (FIRST_SAMPLE, IDLE_NANOS, IDLE_ONE_MINUTE, NOT_CONFIGURED, READ,
+from kpulse import prom_text
+from collectors.brokers.broker_metrics import BrokerMetricsCollector, http_get_text
+from collectors.brokers.broker_values import (FIRST_SAMPLE, IDLE_NANOS, IDLE_ONE_MINUTE, NOT_CONFIGURED, READ,
                                       counter_rate)
 from collectors.protocol import CollectContext, Collector
 from kpulse.config.model import ClusterConfig, MetricsConfig
@@ -30,7 +30,7 @@ URLS = {1: "http://node-1:7071/metrics", 2: "http://node-2:7071/metrics", 3: "ht
 def exposition(*, idle_nanos=5e11, idle_one_minute=0.9, network_idle=0.8, bytes_in=1000.0,
                bytes_out=2000.0, messages_in=10.0, urp=0, under_min_isr=0, partitions=12, leaders=4,
                offline=0, active=0, produce_p99=12.5, fetch_p99=501.0) -> str:
-    """What the JMX exporter serves (names of kpulse/java/jmx-exporter-broker.yaml); a None
+    """What the JMX exporter serves (names of localkafka/java/jmx-exporter-broker.yaml); a None
     argument leaves the metric out, a string is written as is (``"NaN"``)."""
     def line(name, value, kind="gauge", labels=""):
         if value is None:
@@ -323,7 +323,7 @@ def test_one_flat_lake_row_per_broker():
     assert all(not isinstance(value, (dict, list)) for row in rows for value in row.values())
     assert rows[0]["partition_count"] == 12 and rows[0]["bytes_in_per_sec"] is None
     try:
-        from collectors.lake_schema import SCHEMAS
+        from kpulse.lake.schema import SCHEMAS
     except ImportError:
         return
     assert set(rows[0]) == set(SCHEMAS["broker_metrics"].names)

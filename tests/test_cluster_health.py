@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.cluster_health import PartitionState, summarize
+from collectors.cluster.cluster_health import PartitionState, summarize
 
 
 def p(topic, partition, leader, replicas, isr):

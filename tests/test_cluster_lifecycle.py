@@ -16,7 +16,7 @@ pytestmark = pytest.mark.cluster
 
 
 def run(env, *args, check=True):
-    result = subprocess.run([sys.executable, "-m", "kpulse.cli", *args], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
                             env=env, timeout=240)
     if check:
         assert result.returncode == 0, result.stderr

@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from collectors.cluster_metadata import ClusterMetadataCollector
+from collectors.cluster.cluster_metadata import ClusterMetadataCollector
 from collectors.protocol import CollectContext
 from kpulse.config import parse_config
 from tests.conftest import kpulse, start_broker_and_restore_leaders

@@ -16,12 +16,12 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
-from collectors.builtins import default_registry
-from collectors.exporter import SnapshotExporter
-from collectors.lake import LakeWriter, read_table
-from collectors.protocol import (CollectContext, CollectorResult, Columns, DuplicateCollectorError, Registry,
-                                 run_isolated)
+from collectors.registry import default_registry
+from exporters.prometheus import SnapshotExporter
+from kpulse.lake.store import LakeWriter, read_table
+from collectors.protocol import CollectContext, CollectorResult, DuplicateCollectorError, Registry, run_isolated
 from collectors.runner import CollectionService
+from kpulse.lake.rows import Columns
 from kpulse.config import load_config
 
 
@@ -173,7 +173,7 @@ def free_port() -> int:
 
 @pytest.mark.cluster
 def test_collect_once_json_prints_the_documented_snapshot(config_file):
-    result = subprocess.run([sys.executable, "-m", "kpulse.cli", "--config", str(config_file), "collect", "--once",
+    result = subprocess.run([sys.executable, "-m", "cli.main", "--config", str(config_file), "collect", "--once",
                              "--json"], capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr
     snapshot = json.loads(result.stdout)
@@ -221,7 +221,7 @@ def test_a_collector_that_fails_is_down_in_the_snapshot_the_exporter_and_the_lak
 @pytest.mark.cluster
 def test_collect_serves_prometheus_metrics_and_stops_cleanly_on_sigterm(config_file):
     port = load_config(config_file).exporter.port
-    process = subprocess.Popen([sys.executable, "-m", "kpulse.cli", "--config", str(config_file), "collect"],
+    process = subprocess.Popen([sys.executable, "-m", "cli.main", "--config", str(config_file), "collect"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline, text = time.monotonic() + 60, ""
@@ -246,7 +246,7 @@ def test_a_crashed_collector_process_is_restarted_and_the_crash_recorded(config_
 
     config = load_config(config_file)
     port = config.exporter.port
-    supervisor = subprocess.Popen([sys.executable, "-m", "kpulse.cli", "--config", str(config_file), "collect"],
+    supervisor = subprocess.Popen([sys.executable, "-m", "cli.main", "--config", str(config_file), "collect"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def serving() -> bool:
@@ -265,7 +265,7 @@ def test_a_crashed_collector_process_is_restarted_and_the_crash_recorded(config_
     try:
         wait(serving)
         [first] = psutil.Process(supervisor.pid).children()
-        assert first.environ().get("MALLOC_ARENA_MAX") == "2"  # the loop's environment (collectors.command)
+        assert first.environ().get("MALLOC_ARENA_MAX") == "2"  # the loop's environment (cli.collect)
         first.send_signal(signal.SIGSEGV)  # what a crash in the native client library looks like
         wait(lambda: [c.pid for c in psutil.Process(supervisor.pid).children()] not in ([], [first.pid]))
         wait(serving)
@@ -330,7 +330,7 @@ def test_a_killed_collection_loop_leaves_a_lake_gap_and_its_firing_alert_keeps_i
             time.sleep(0.2)
         return found
 
-    supervisor = subprocess.Popen([sys.executable, "-m", "kpulse.cli", "--config", str(config_path), "collect"],
+    supervisor = subprocess.Popen([sys.executable, "-m", "cli.main", "--config", str(config_path), "collect"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         before = wait(stopped_alert)

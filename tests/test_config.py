@@ -13,7 +13,7 @@ from kpulse.config import (
     ClusterConfig, ConfigError, KpulseConfig, default_config, load_config, parse_config,
     reference_config_path,
 )
-from kpulse.localcluster.layout import ClusterLayout
+from kpulse.local_layout import ClusterLayout
 
 MINIMAL_CLUSTER = {"name": "prod", "bootstrap_servers": "kafka-1:9092,kafka-2:9092"}
 

@@ -86,9 +86,9 @@ def test_the_cli_says_connection_refused_in_one_line(tmp_path):
 
 
 def test_kpulse_up_names_why_a_configured_cluster_is_unreachable(bootstrap, tmp_path):
-    from kpulse.cli import _check_configured_clusters
+    from cli.main import _check_configured_clusters
     from kpulse.config import load_config
-    from kpulse.localcluster.cluster import ClusterError
+    from localkafka.cluster import ClusterError
 
     config = load_config(str(config_path(tmp_path, bootstrap, {"protocol": "SSL"})))
     started = time.monotonic()
@@ -114,7 +114,7 @@ REFUSED = Report("_TRANSPORT", "127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1
 
 
 def test_only_reports_after_the_wait_began_decide_and_an_answer_clears_every_broker_down():
-    from kpulse.kafka_clients import ConnectionErrors
+    from kpulse.kafka.clients import ConnectionErrors
 
     errors = ConnectionErrors()
     errors.record(Report("_ALL_BROKERS_DOWN", "3/3 brokers are down"))  # an outage before this call

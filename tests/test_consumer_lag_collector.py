@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from collectors.consumer_lag import ConsumerLagCollector
+from collectors.lag.consumer_lag import ConsumerLagCollector
 from collectors.protocol import CollectContext
 from kpulse.config import parse_config
 from tests.test_demo_workload import group_rows
@@ -134,7 +134,7 @@ def test_time_lag_is_within_20_percent_for_a_producer_at_a_known_rate(cluster_co
 
 
 def test_log_ends_are_read_in_chunks_and_an_unreadable_partition_says_why(cluster_config, bootstrap, monkeypatch):
-    from collectors import group_offsets
+    from kpulse.kafka import group_offsets
 
     fill_topic(bootstrap, "lagtest.ends", {0: 5, 1: 0, 2: 9})
     monkeypatch.setattr(group_offsets, "LIST_OFFSETS_CHUNK", 2)  # three requests for five partitions
@@ -151,7 +151,7 @@ def test_log_ends_are_read_in_chunks_and_an_unreadable_partition_says_why(cluste
 
 def test_a_group_listed_as_empty_is_not_described_and_a_group_with_members_is(bootstrap):
     """Describing a group costs four requests (an Empty one has nothing to describe)."""
-    from collectors.group_offsets import read_cluster_offsets
+    from kpulse.kafka.group_offsets import read_cluster_offsets
 
     create_topic(bootstrap, "lagtest.live", 2)
     commit(bootstrap, "lagtest-idle", {("lagtest.live", 0): 0})

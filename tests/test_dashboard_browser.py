@@ -82,7 +82,7 @@ def running(config_file):
     """`kpulse collect` and `kpulse dashboard` on the test cluster, until the first snapshot is in."""
     logs = ARTIFACTS / "dashboard"
     logs.mkdir(parents=True, exist_ok=True)
-    base = [sys.executable, "-m", "kpulse.cli", "--config", str(config_file)]
+    base = [sys.executable, "-m", "cli.main", "--config", str(config_file)]
     collect = subprocess.Popen([*base, "collect"], stdout=open(logs / "collect.log", "w"), stderr=subprocess.STDOUT)
     dashboard = subprocess.Popen([*base, "dashboard"], stdout=open(logs / "dashboard.log", "w"),
                                  stderr=subprocess.STDOUT)

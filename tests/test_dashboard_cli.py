@@ -26,12 +26,12 @@ def write_config(tmp_path, port: int):
 
 
 def kpulse(*args, timeout=60):
-    return subprocess.run([sys.executable, "-m", "kpulse.cli", *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, timeout=timeout)
 
 
 def test_dashboard_serves_on_the_configured_port_and_stops_on_sigterm(tmp_path):
     path = write_config(tmp_path, PORT)
-    process = subprocess.Popen([sys.executable, "-m", "kpulse.cli", "--config", str(path), "dashboard"],
+    process = subprocess.Popen([sys.executable, "-m", "cli.main", "--config", str(path), "dashboard"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 60

@@ -68,7 +68,7 @@ def write_config(directory: Path, bootstrap: str) -> Path:
 
 def write_alerts(lake: Path) -> None:
     """Firing alerts naming the hostile groups (newer than the snapshot, so they stand)."""
-    from collectors.lake import LakeWriter
+    from kpulse.lake.store import LakeWriter
 
     now = time.time()
     writer = LakeWriter(str(lake))
@@ -257,7 +257,7 @@ def test_the_cli_prints_control_characters_escaped_one_audit_record_per_line(set
 def dashboard(setup):
     logs = ARTIFACTS / "dashboard"
     logs.mkdir(parents=True, exist_ok=True)
-    process = subprocess.Popen([sys.executable, "-m", "kpulse.cli", "--config", str(setup["config"]), "dashboard"],
+    process = subprocess.Popen([sys.executable, "-m", "cli.main", "--config", str(setup["config"]), "dashboard"],
                                stdout=open(logs / "hostile-dashboard.log", "w"), stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60

@@ -70,7 +70,7 @@ def dashboard(bootstrap, tmp_path_factory):
     commit(admin, GROUP, {(TOPIC, p): START for p in COUNTS})
     config = write_setup(tmp_path_factory.mktemp("dashboard-ops-browser"), bootstrap, [GROUP], port=DASHBOARD_PORT)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    process = subprocess.Popen([sys.executable, "-m", "kpulse.cli", "--config", str(config), "dashboard"],
+    process = subprocess.Popen([sys.executable, "-m", "cli.main", "--config", str(config), "dashboard"],
                                stdout=open(SCREENSHOTS / "dashboard-ops.log", "w"), stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60

@@ -199,7 +199,7 @@ def test_the_timeline_starts_when_an_instance_was_first_seen():
 
 
 def test_a_read_that_skipped_an_unreadable_file_says_which_data_is_missing(tmp_path):
-    from collectors.lake import LakeWriter
+    from kpulse.lake.store import LakeWriter
     from dashboard.services.sources import Sources
     from kpulse.config import parse_config
 

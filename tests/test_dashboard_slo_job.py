@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 from streamlit.testing.v1 import AppTest
 
-from collectors.lake import read_table
+from kpulse.lake.store import read_table
 from tests.dashboard_lake import CLUSTER, write_lake
 
 APP_FILE = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
@@ -27,7 +27,7 @@ def test_slos_page_shows_the_slo_jobs_evaluations(tmp_path, monkeypatch):
     config = {"clusters": [{"name": CLUSTER, "bootstrap_servers": "127.0.0.1:9"}], "lake": {"path": str(lake)},
               "intervals": {"collect_seconds": 600}}
     (tmp_path / "kpulse.yaml").write_text(yaml.safe_dump(config))
-    run = subprocess.run([sys.executable, "-m", "kpulse.cli", "--config", str(tmp_path / "kpulse.yaml"), "slo", "run",
+    run = subprocess.run([sys.executable, "-m", "cli.main", "--config", str(tmp_path / "kpulse.yaml"), "slo", "run",
                           "--master", "local[1]"], capture_output=True, text=True, timeout=500)
     assert run.returncode == 0, run.stderr[-2000:]
     status = read_table(str(lake), "slo_status")

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from kpulse.demo.topology import STREAMS_APPLICATION_ID
-from kpulse.kafka_tools import run_tool
+from localkafka.demo.topology import STREAMS_APPLICATION_ID
+from localkafka.tools import run_tool
 from tests.test_local_cluster import scrape, values
 
 pytestmark = pytest.mark.cluster

@@ -26,7 +26,7 @@ DOCKER_DIR = ROOT / "docker"
 COMPOSE_FILE = DOCKER_DIR / "compose.yaml"
 PROMETHEUS_FILE = DOCKER_DIR / "prometheus" / "prometheus.yml"
 KPULSE_CONFIG_FILE = DOCKER_DIR / "kpulse.yaml"
-POM = ROOT / "kpulse" / "java" / "pom.xml"
+POM = ROOT / "localkafka" / "java" / "pom.xml"
 # Every Dockerfile under docker/ is built with the repository root as context (docker/README.md).
 DOCKERFILES = sorted(DOCKER_DIR.rglob("Dockerfile"))
 
@@ -544,7 +544,7 @@ def test_dockerfile_copy_sources_exist(dockerfile, context):
 
 def test_broker_jmx_rules_exist():
     # Referenced by docker/kafka/Dockerfile (written alongside it).
-    assert (ROOT / "kpulse" / "java" / "jmx-exporter-broker.yaml").is_file()
+    assert (ROOT / "localkafka" / "java" / "jmx-exporter-broker.yaml").is_file()
 
 
 def test_kafka_image_matches_pom_version():
@@ -607,7 +607,7 @@ def kpulse_command_lines() -> list[list[str]]:
 
 
 def test_every_kpulse_command_of_the_deployment_parses():
-    from kpulse.cli import build_parser
+    from cli.main import build_parser
 
     lines = kpulse_command_lines()
     assert len(lines) >= 4  # collect, slo run, dashboard (compose) and the image's CMD
@@ -734,14 +734,14 @@ COPY app/*.nope /src/
 
 
 def test_check_copy_catches_dockerignored_sources(tmp_path):
-    for path in ("docker/health.py", "docker/kpulse.yaml", "kpulse/java/pom.xml", "req.txt"):
+    for path in ("docker/health.py", "docker/kpulse.yaml", "localkafka/java/pom.xml", "req.txt"):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("")
-    sources = ("docker/health.py", "docker/kpulse.yaml", "kpulse/java/pom.xml", "req.txt")
+    sources = ("docker/health.py", "docker/kpulse.yaml", "localkafka/java/pom.xml", "req.txt")
     dockerfile = "FROM python:3.11.14-slim-bookworm\n" + "".join(f"COPY {p} /x/\n" for p in sources)
     assert dockerfile_copy_problems(dockerfile, tmp_path, "docker\n!docker/kpulse.yaml\n**/*.xml\n") == [
         "line 2: docker/health.py: excluded by .dockerignore",
-        "line 4: kpulse/java/pom.xml: excluded by .dockerignore",
+        "line 4: localkafka/java/pom.xml: excluded by .dockerignore",
     ]
     # `*` does not cross directories
     assert not dockerignored("docker/kpulse.yaml", "*.yaml")
@@ -824,7 +824,20 @@ def test_the_compose_alert_rules_are_what_kpulse_alerts_export_rules_writes_for_
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-m", "kpulse.cli", "--config", str(DOCKER_DIR / "kpulse.yaml"),
+    result = subprocess.run([sys.executable, "-m", "cli.main", "--config", str(DOCKER_DIR / "kpulse.yaml"),
                              "alerts", "export-rules"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert (DOCKER_DIR / "prometheus" / "alerts.yml").read_text() == result.stdout
+
+
+def test_the_image_copies_every_python_package_it_installs():
+    """``pip install .`` in the image installs what pyproject.toml's package list finds in the
+    build context: a package the Dockerfile does not copy is missing from the image (operations/
+    was, until the layout of issue 14)."""
+    import tomllib
+
+    includes = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = {pattern.rstrip("*") for pattern in includes}
+    copied = set(re.findall(r"^COPY (\w+) \./\1$", (ROOT / "docker" / "Dockerfile").read_text(), re.M))
+    assert packages - copied == set()
+    assert packages == {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file() and p.name != "tests"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 from types import SimpleNamespace
 
-from collectors import group_offsets
+from kpulse.kafka import group_offsets
 
 
 class SlowAdmin:

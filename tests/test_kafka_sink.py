@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 import pytest
 from confluent_kafka import Consumer
 
-from collectors.kafka_sink import GapLedger, KafkaSink, record_value
-from collectors.lake import LakeWriter, read_table
+from exporters.kafka_sink import GapLedger, KafkaSink, record_value
+from kpulse.lake.store import LakeWriter, read_table
 from collectors.runner import CollectionService
 from kpulse.config import parse_config
 

@@ -6,8 +6,8 @@ import zipfile
 
 import pytest
 
-from kpulse.kafka_tools import TOOLS, run_tool
-from kpulse.runtime import ensure_runtime, kafka_version
+from localkafka.tools import TOOLS, run_tool
+from localkafka.runtime import ensure_runtime, kafka_version
 from tests.conftest import kpulse
 
 REQUIRED = ("kafka-topics", "kafka-consumer-groups", "kafka-streams-application-reset", "kafka-reassign-partitions",

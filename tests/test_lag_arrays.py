@@ -11,9 +11,9 @@ import random
 import numpy as np
 import pytest
 
-from collectors.lag_arrays import REASONS, STATUS_BY_CODE, LagArrays
-from collectors.lag_math import REASON_NO_HISTORY, OffsetHistory, estimate_lag_seconds, partition_lag
-from collectors.lag_status import PartitionStatus, StatusTracker
+from collectors.lag.lag_arrays import REASONS, STATUS_BY_CODE, LagArrays
+from collectors.lag.lag_math import REASON_NO_HISTORY, OffsetHistory, estimate_lag_seconds, partition_lag
+from collectors.lag.lag_status import PartitionStatus, StatusTracker
 
 TOPICS = [("a", 0), ("a", 1), ("b", 0), ("c", 0), ("c", 1), ("c", 2)]
 GROUPS = ["g1", "g2", "g3", "g4"]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.lag_math import (
+from collectors.lag.lag_math import (
     REASON_LOG_END_BELOW_HISTORY, REASON_NO_COMMIT, REASON_NO_HISTORY, REASON_NO_LOG_END, REASON_NO_RATE,
     HistoryPoint, OffsetHistory, PartitionTotal, estimate_lag_seconds, lag_seconds, lag_seconds_with_reason,
     max_over_partitions, partition_lag, sum_over_partitions,
 )
-from collectors.lag_status import (
+from collectors.lag.lag_status import (
     OffsetObservation, PartitionStatus, PartitionWindow, StatusTracker, evaluate_partition, worst_status,
 )
 

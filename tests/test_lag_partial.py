@@ -17,10 +17,10 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from collectors.consumer_lag import ConsumerLagCollector
-from collectors.exporter import SnapshotExporter
-from collectors.group_offsets import ClusterOffsets, GroupOffsets
-from collectors.lake import rows_to_arrow
+from collectors.lag.consumer_lag import ConsumerLagCollector
+from exporters.prometheus import SnapshotExporter
+from kpulse.kafka.group_offsets import ClusterOffsets, GroupOffsets
+from kpulse.lake.store import rows_to_arrow
 from collectors.protocol import CollectContext, CollectorStatus
 from collectors.snapshot import compose
 from kpulse.config import parse_config
@@ -153,8 +153,8 @@ def test_consumer_group_files_written_before_the_counts_were_added_still_read(tm
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from collectors.lake import read_table
-    from collectors.lake_schema import SCHEMAS
+    from kpulse.lake.store import read_table
+    from kpulse.lake.schema import SCHEMAS
     from spark_jobs.lake_io import read_days
 
     new = rows_to_arrow("consumer_group", [{"time": 86_400.0 * 20_000, "cluster": "test", "group_id": "g",
@@ -247,7 +247,7 @@ def test_the_groups_page_and_the_overview_show_the_partial_sums(tmp_path, monkey
     import yaml
     from streamlit.testing.v1 import AppTest
 
-    from collectors.lake import LakeWriter
+    from kpulse.lake.store import LakeWriter
     from tests.dashboard_lake import CLUSTER, SNAPSHOT_DIR, write_lake
     from tests.test_dashboard_pages import APP_FILE, open_page
 

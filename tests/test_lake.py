@@ -16,9 +16,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from collectors.lake import LakeWriter, read_table, read_table_with_problems, rows_to_arrow
-from collectors.lake_schema import SCHEMAS
-from collectors.protocol import Columns
+from kpulse.lake.store import LakeWriter, read_table, read_table_with_problems, rows_to_arrow
+from kpulse.lake.schema import SCHEMAS
+from kpulse.lake.rows import Columns
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "lake.md"
 PART_NAME = re.compile(r"part-\d{8}T\d{6}Z-[0-9a-f]{8}\.parquet")
@@ -363,7 +363,7 @@ def test_corrupt_file_is_skipped_with_a_reason_and_good_files_are_read(tmp_path,
     assert len(frame) == 3
     assert len(skipped) == 1 and str(skipped[0]).startswith(f"{corrupt}: ") and "magic bytes" in str(skipped[0])
     assert (skipped[0].table, str(skipped[0].day)) == ("broker_state", "2024-03-09")
-    with caplog.at_level(logging.WARNING, logger="collectors.lake"):
+    with caplog.at_level(logging.WARNING, logger="kpulse.lake.store"):
         assert len(read_table(str(tmp_path), "broker_state")) == 3
     assert "deadbeef" in caplog.text
 

@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kpulse.kafka_tools import run_tool
+from localkafka.tools import run_tool
 from tests.conftest import kpulse
 
 pytestmark = pytest.mark.cluster

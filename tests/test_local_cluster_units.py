@@ -9,7 +9,8 @@ import psutil
 import pytest
 
 from kpulse import processes
-from kpulse.localcluster.layout import FAST_FAILURE_SETTINGS, ClusterLayout, UnknownNodeError, server_properties
+from kpulse.local_layout import ClusterLayout, UnknownNodeError
+from localkafka.layout import FAST_FAILURE_SETTINGS, server_properties
 
 
 def test_every_port_of_the_layout_is_distinct_and_derives_from_the_base():
@@ -65,8 +66,8 @@ def test_start_and_stop_a_background_process_by_its_pid_file(tmp_path):
 def test_node_jvm_fast_start_is_the_default_and_the_steady_jvm_runs_both_jit_tiers(tmp_path):
     from pathlib import Path
 
-    from kpulse.localcluster.cluster import STEADY_JVM, LocalCluster
-    from kpulse.runtime import JavaRuntime, java_command
+    from localkafka.cluster import STEADY_JVM, LocalCluster
+    from localkafka.runtime import JavaRuntime, java_command
 
     runtime = JavaRuntime(Path("/opt/kafka"))
     demo = java_command(runtime, "kafka.Kafka", ["server.properties"], heap="384m")

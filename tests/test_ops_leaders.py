@@ -48,7 +48,7 @@ def test_election_restores_preferred_leaders_after_a_broker_restart(local_cluste
     config = config_file(tmp_path / "kpulse.yaml", bootstrap, tmp_path / "lake")
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "kpulse.cli", "--config", str(config), "elect-leaders",
+        return subprocess.run([sys.executable, "-m", "cli.main", "--config", str(config), "elect-leaders",
                                "--topic", TOPIC, *args], capture_output=True, text=True, timeout=120)
 
     dry = cli()

@@ -168,7 +168,7 @@ def test_a_group_the_cluster_lists_but_librdkafka_describes_as_dead_is_refused(o
 def share_consumer(operations, group: str, topic: str, log_path):
     """``kafka-console-share-consumer`` in ``group``, a share group (KIP-932), until the cluster
     lists the group as a stable share group."""
-    from kpulse.runtime import ensure_runtime, java_command
+    from localkafka.runtime import ensure_runtime, java_command
 
     bootstrap = operations.config.cluster("test").bootstrap_servers
     log = open(log_path, "w")

@@ -73,7 +73,7 @@ def test_a_throttled_move_is_cancelled_from_the_cli_and_its_replicas_go_back(boo
     plan_file = tmp_path / "plan.json"
 
     def cli(*args):
-        result = subprocess.run([sys.executable, "-m", "kpulse.cli", "--config", str(config), "reassign", *args],
+        result = subprocess.run([sys.executable, "-m", "cli.main", "--config", str(config), "reassign", *args],
                                 capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, result.stderr
         return result.stdout

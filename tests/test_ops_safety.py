@@ -52,7 +52,7 @@ def audit_rows(operations) -> list[dict]:
 
 
 def cli(config, *args, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "kpulse.cli", "--config", str(config), *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cli.main", "--config", str(config), *args], capture_output=True,
                           text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
@@ -147,7 +147,7 @@ def test_two_cli_processes_executing_one_exported_plan_exactly_one_succeeds(admi
     assert exported.returncode == 0, exported.stderr
     (tmp_path / "plan.json").write_text(json.dumps(json.loads(exported.stdout)["plan"]))
 
-    command = [sys.executable, "-m", "kpulse.cli", "--config", str(config), "reset-offsets", "--group", group,
+    command = [sys.executable, "-m", "cli.main", "--config", str(config), "reset-offsets", "--group", group,
                "--plan", str(tmp_path / "plan.json"), "--execute"]
     processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = [p.communicate(timeout=120) for p in processes]

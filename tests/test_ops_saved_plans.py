@@ -49,7 +49,7 @@ def config(tmp_path, bootstrap):
 
 
 def cli(config, *args, env=None):
-    return subprocess.run([sys.executable, "-m", "kpulse.cli", "--config", str(config), *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cli.main", "--config", str(config), *args], capture_output=True,
                           text=True, timeout=120, env={**os.environ, **(env or {})})
 
 

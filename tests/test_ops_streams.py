@@ -228,8 +228,8 @@ def streams_protocol_app(shared_topics, bootstrap, tmp_path_factory):
     """A running Kafka Streams application on the streams protocol (KIP-1071), whose group
     librdkafka shows as Dead with no members; yields its application id once the cluster lists
     its group as a stable streams group."""
-    from kpulse.kafka_clients import kafka_python_admin
-    from kpulse.runtime import ensure_runtime, java_command
+    from kpulse.kafka.clients import kafka_python_admin
+    from localkafka.runtime import ensure_runtime, java_command
     from operations.kafka_reads import all_groups
 
     runtime = ensure_runtime()

@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from kpulse.kafka_tools import run_tool
+from localkafka.tools import run_tool
 
 
 def admin_for(bootstrap: str):
-    from kpulse.kafka_clients import admin_client
+    from kpulse.kafka.clients import admin_client
 
     return admin_client({"bootstrap.servers": bootstrap})
 

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from collectors.lake_schema import SCHEMAS
-from collectors.probe import ProbeCollector
-from collectors.probe_ledger import ProbeLedger, percentile, plan_probe_topic, summarize
+from kpulse.lake.schema import SCHEMAS
+from collectors.probe.probe import ProbeCollector
+from collectors.probe.probe_ledger import ProbeLedger, percentile, plan_probe_topic, summarize
 from collectors.protocol import CollectContext, Collector
 from kpulse.config.model import ClusterConfig
 from tests.conftest import kpulse
@@ -182,7 +182,7 @@ def test_a_healthy_cluster_is_fully_available_with_a_partition_led_by_every_brok
             assert set(row) == set(SCHEMAS["probe"].names)
             assert row["cluster"] == "local" and row["latency_max_ms"] > 0
 
-    from kpulse.kafka_tools import run_tool
+    from localkafka.tools import run_tool
 
     described = run_tool("kafka-topics", ["--bootstrap-server", bootstrap, "--describe", "--topic", "kpulse-probe"])
     assert "min.insync.replicas=2" in described.stdout

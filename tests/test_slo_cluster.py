@@ -8,12 +8,12 @@ import time
 import pytest
 import yaml
 
-from collectors.builtins import BUILTINS
-from collectors.lake import read_table
+from collectors.registry import BUILTINS
+from kpulse.lake.store import read_table
 from collectors.protocol import Registry
 from collectors.runner import CollectionService
 from kpulse.config import load_config
-from kpulse.kafka_clients import admin_client
+from kpulse.kafka.clients import admin_client
 from spark_jobs.definitions import parse_definitions
 from spark_jobs.job import run
 from tests.slo_spark import spark  # noqa: F401 - the shared session fixture

@@ -73,7 +73,7 @@ def test_generated_rules_cover_every_slo_with_recording_and_both_alert_levels_an
 
 
 def test_an_unreadable_status_file_is_skipped_and_the_others_are_served(tmp_path):
-    from collectors.lake import LakeWriter
+    from kpulse.lake.store import LakeWriter
     from spark_jobs.export import latest_rows
 
     writer = LakeWriter(str(tmp_path))

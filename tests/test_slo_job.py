@@ -10,8 +10,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from collectors.lake import LakeWriter, read_table
-from collectors.lake_schema import SCHEMAS
+from kpulse.lake.store import LakeWriter, read_table
+from kpulse.lake.schema import SCHEMAS
 from spark_jobs.definitions import parse_definitions
 from spark_jobs.job import run
 from spark_jobs.lake_io import LakeError
@@ -210,7 +210,7 @@ def test_every_keeps_running_through_a_missing_lake_and_stops_cleanly_on_sigterm
                            "    target: 0.99\n    timeWindow: 1h\n")
     log = tmp_path / "slo.log"
     with open(log, "w") as out:
-        service = subprocess.Popen([sys.executable, "-m", "kpulse.cli", "slo", "run", "--every", "2", "--lake", str(lake),
+        service = subprocess.Popen([sys.executable, "-m", "cli.main", "slo", "run", "--every", "2", "--lake", str(lake),
                                     "--definitions", str(definitions), "--master", "local[1]"],
                                    stdout=out, stderr=subprocess.STDOUT, text=True)
     try:

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from collectors.lake import read_table
-from collectors.lake_schema import SCHEMAS
+from kpulse.lake.store import read_table
+from kpulse.lake.schema import SCHEMAS
 from spark_jobs import keys, minutes, tasks, windows
 from spark_jobs.definitions import parse_definitions
 from spark_jobs.lake_io import Staging

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pytest
 
-from collectors.lake_schema import SCHEMAS
+from kpulse.lake.schema import SCHEMAS
 from spark_jobs import minutes, windows
 from spark_jobs.definitions import parse_definitions
 

@@ -11,11 +11,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from collectors import prom_text
-from collectors.lake_schema import SCHEMAS
+from kpulse import prom_text
+from kpulse.lake.schema import SCHEMAS
 from collectors.protocol import CollectContext, Collector
-from collectors.streams_apps import StreamsAppsCollector
-from collectors.streams_state import (DEGRADED, UNREACHABLE, Episode, Observation, Transition, TransitionTracker,
+from collectors.streams.streams_apps import StreamsAppsCollector
+from collectors.streams.streams_state import (DEGRADED, UNREACHABLE, Episode, Observation, Transition, TransitionTracker,
                                       app_rebalance_episodes, app_state, instances_from_samples,
                                       rebalance_episodes, rebalance_summary, streams_app_ids)
 from kpulse.config.model import ClusterConfig, StreamsAppConfig
@@ -356,7 +356,7 @@ def collect_until(collector, config, done, timeout: float, interval: float = 1.0
 def test_stopping_streams_instance_2_is_seen_as_transitions_and_a_rebalance_of_instance_1(demo_workload,
                                                                                           bootstrap):
     from kpulse import processes
-    from kpulse.demo.topology import STREAMS_APPLICATION_ID
+    from localkafka.demo.topology import STREAMS_APPLICATION_ID
 
     urls = tuple(demo_workload.streams_metrics_urls())
     config = ClusterConfig(name="local", bootstrap_servers=bootstrap,

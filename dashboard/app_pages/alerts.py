@@ -4,7 +4,7 @@ until when, persisted in the lake."""
 
 import streamlit as st
 
-from collectors.runbooks import RUNBOOKS, runbook_text
+from alerting.runbooks import RUNBOOKS, runbook_text
 from dashboard import components, frame, literal
 from dashboard.services import alerts
 from dashboard.services.acks import KINDS, new_ack

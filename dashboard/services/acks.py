@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Iterable
 
-from collectors.lake import resolve
+from kpulse.lake.store import resolve
 from dashboard.services.sources import DashboardError, one_line
 
 STORE_DIR = "_dashboard"

@@ -2,7 +2,7 @@
 group, and its lag history from the lake's ``consumer_group`` table. Pure.
 
 A group's ``total_lag`` and ``max_lag_seconds`` may be partial (some partitions' values unknown,
-e.g. a broker down: ``collectors/lag_math.py``); :func:`partial_note` says so in one line made of
+e.g. a broker down: ``collectors/lag/lag_math.py``); :func:`partial_note` says so in one line made of
 numbers only (no Kafka-supplied name: it is safe to show as a caption)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The dashboard's only Kafka calls (Admin API): topic metadata, topic configs and partition
 offsets. Plain data out; every failure is a :class:`DashboardError` with one line.
 
-The client is built on first use (:class:`kpulse.kafka_clients.LazyAdmin`); pass ``factory`` to
+The client is built on first use (:class:`kpulse.kafka.clients.LazyAdmin`); pass ``factory`` to
 use another (tests, benchmarks). After a failure, calls fail at once with the same error for
 ``RETRY_AFTER_SECONDS`` so an unreachable cluster does not make every page wait for the timeout."""
 
@@ -11,7 +11,7 @@ import time
 from typing import Any, Callable
 
 from dashboard.services.sources import DashboardError
-from kpulse.kafka_clients import LazyAdmin, error_text
+from kpulse.kafka.clients import LazyAdmin, error_text
 
 TIMEOUT_SECONDS = 5.0
 RETRY_AFTER_SECONDS = 15.0

@@ -16,8 +16,7 @@ from typing import Any, Callable
 import pandas as pd
 import pyarrow.fs as pafs
 
-from collectors.lake import UnreadableFile, read_table_with_problems, resolve
-from collectors.runner import SNAPSHOT_DIR
+from kpulse.lake.store import SNAPSHOT_DIR, UnreadableFile, read_table_with_problems, resolve
 from kpulse.config import KpulseConfig, load_config
 from kpulse.errors import KpulseError
 

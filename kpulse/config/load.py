@@ -14,7 +14,7 @@ from kpulse import home
 from kpulse.config.errors import ConfigError
 from kpulse.config.model import KpulseConfig
 from kpulse.config.parse import parse_config
-from kpulse.localcluster.layout import DEFAULT_PORT_BASE, ClusterLayout
+from kpulse.local_layout import DEFAULT_PORT_BASE, ClusterLayout
 
 CONFIG_ENV_VAR = "KPULSE_CONFIG"
 DEFAULT_SOURCE = "built-in local cluster default"

@@ -217,7 +217,7 @@ class ClusterConfig:
 
 @dataclass(frozen=True)
 class KafkaSinkConfig:
-    """Also publish every lake row to Kafka topics (``collectors/kafka_sink.py``)."""
+    """Also publish every lake row to Kafka topics (``exporters/kafka_sink.py``)."""
 
     cluster: str
     """The configured cluster that receives the records."""

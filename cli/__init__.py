@@ -1,0 +1,1 @@
+"""The ``kpulse`` command: the only package that imports every other."""

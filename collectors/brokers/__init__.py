@@ -1,0 +1,1 @@
+"""Broker metrics from the JMX exporters or Prometheus."""

@@ -1,0 +1,1 @@
+"""Cluster metadata: brokers, controller, partition health (URP, offline, under min ISR)."""

@@ -1,0 +1,1 @@
+"""Consumer lag in offsets and seconds, with a Burrow-style status."""

@@ -1,0 +1,1 @@
+"""Kafka Streams applications: state and transitions."""

@@ -1,0 +1,221 @@
+"""The Kafka Streams applications collector: per application, its instances' client and thread
+states (from their metrics endpoints), its consumer group (Admin API), its state transitions and
+rebalancing episodes. The logic is in ``collectors/streams/streams_state.py``; this module does the I/O.
+
+Applications are the configured ones (``ClusterConfig.streams_apps``) plus the consumer groups
+recognised as Streams applications by their internal topics (:func:`streams_state.streams_app_ids`).
+A discovered application has no metrics endpoints: only its group state and members are known,
+its ``state`` is ``None`` and ``expected_instances`` is ``None``.
+
+Each cycle, every metrics endpoint is read concurrently. An endpoint that does not answer gives
+its instance(s) the state ``UNREACHABLE`` (counted as NOT_RUNNING by the application state, see
+:func:`streams_state.app_state`); the instance keeps the ``client_id`` it had when it last
+answered (the URL if it never did), so its transitions read ``RUNNING -> UNREACHABLE``.
+
+Snapshot section ``streams_apps`` (a list, one entry per application, sorted by id)::
+
+    {"application_id", "state", "group_state", "members", "group_error", "expected_instances",
+     "instances": [{"id", "endpoint", "state", "up", "alive_threads", "failed_threads",
+                    "thread_states": {thread id: state}, "error"}],
+     "transitions": [{"time", "instance", "from", "to", "inferred"}],   # last 100, oldest first
+     "rebalances": {"count", "total_seconds", "ongoing_seconds"}}       # over those transitions
+
+Lake rows: ``streams_instance`` (one per instance per cycle; ``client_state`` is null when the
+endpoint did not answer, ``up`` says so) and ``streams_transition`` (one per new transition).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from kpulse import prom_text
+from collectors.brokers.broker_metrics import http_get_text
+from collectors.protocol import CollectContext, CollectorResult
+from collectors.streams.streams_state import (InstanceReading, Observation, TransitionTracker, app_state,
+                                      instances_from_samples, rebalance_summary, streams_app_ids, unreachable)
+from kpulse.kafka.clients import LazyAdmin, group_state_name
+
+SECTION = "streams_apps"
+INSTANCE_TABLE = "streams_instance"
+TRANSITION_TABLE = "streams_transition"
+ADMIN_TIMEOUT_SECONDS = 10.0
+MAX_SCRAPE_THREADS = 8
+TOPIC_NAMES_REFRESH_SECONDS = 60.0
+NEW_GROUP_WATCH_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """The consumer group named by an application id."""
+
+    state: str | None
+    """Stable, PreparingRebalance, CompletingRebalance, Empty, Dead, Unknown; ``None`` if unread."""
+    members: int | None
+    error: str | None = None
+
+
+class StreamsAppsCollector:
+    """See the module docstring. ``http_get(url, timeout) -> str`` reads a metrics endpoint
+    (default: ``requests``); ``admin_factory(client_config)`` builds the Admin client on first use;
+    ``clock`` gives the time at which an ongoing rebalance is measured (after the reads).
+    ``discover=False`` reports only the configured applications. Keep one object per cluster:
+    it holds the last states and transitions."""
+
+    name = "streams_apps"
+
+    def __init__(self, cluster_config: Any, http_get: Callable[[str, float], str] | None = None,
+                 admin_factory: Callable[[dict], Any] | None = None, clock: Callable[[], float] = time.time,
+                 discover: bool = True) -> None:
+        self._cluster = cluster_config
+        self._http_get = http_get or http_get_text
+        self._admin = LazyAdmin(cluster_config, admin_factory)
+        self._clock = clock
+        self._discover = discover
+        self.tracker = TransitionTracker()
+        self._ids_by_endpoint: dict[str, list[str]] = {}
+        self._topics = TopicNames()
+
+    # --- one cycle -------------------------------------------------------------------------------------
+    def collect(self, context: CollectContext) -> CollectorResult:
+        configured = {app.application_id: app for app in self._cluster.streams_apps}
+        endpoints = sorted({url for app in configured.values() for url in app.metrics_endpoints})
+        readings = dict(zip(endpoints, _concurrently(self._read_endpoint, endpoints)))
+        groups = self._read_groups(configured, context.now)
+        apps, instance_rows, transition_rows = [], [], []
+        for app_id in sorted(set(configured) | set(groups)):
+            app = configured.get(app_id)
+            instances = [r for url in (app.metrics_endpoints if app else ()) for r in readings[url]]
+            expected = app.expected_instances if app else None
+            group = groups.get(app_id, GroupInfo(None, None, "not read"))
+            new = self.tracker.observe(context.now, app_id, {
+                r.id: Observation(r.state, r.process_id, r.rebalances_total) for r in instances})
+            transition_rows += [{"time": context.now, "cluster": self._cluster.name, "application_id": app_id,
+                                 "instance": t.instance, "from_state": t.from_state, "to_state": t.to_state}
+                                for t in new]
+            instance_rows += [{"time": context.now, "cluster": self._cluster.name, "application_id": app_id,
+                               "instance": r.id, "up": r.up, "client_state": r.state if r.up else None,
+                               "alive_threads": r.alive_threads, "failed_threads": r.failed_threads,
+                               "group_state": group.state, "expected_instances": expected}
+                              for r in instances]
+            kept = self.tracker.transitions(app_id)
+            apps.append({
+                "application_id": app_id,
+                "state": app_state((r.state for r in instances), expected) if app else None,
+                "group_state": group.state, "members": group.members, "group_error": group.error,
+                "expected_instances": expected,
+                "instances": [_instance_view(r) for r in instances],
+                "transitions": [{"time": t.time, "instance": t.instance, "from": t.from_state, "to": t.to_state,
+                                 "inferred": t.inferred} for t in kept],
+                "rebalances": rebalance_summary(kept, max(self._clock(), context.now)),
+            })
+        return CollectorResult(sections={SECTION: apps},
+                               rows={INSTANCE_TABLE: instance_rows, TRANSITION_TABLE: transition_rows})
+
+    def _read_endpoint(self, url: str) -> list[InstanceReading]:
+        try:
+            samples = prom_text.parse(self._http_get(url, self._cluster.metrics.timeout_seconds))
+        except Exception as error:  # noqa: BLE001 - one endpoint's failure is reported, not raised
+            return [unreachable(i, url, _one_line(error)) for i in self._ids_by_endpoint.get(url, [url])]
+        found = instances_from_samples(url, samples)
+        if found[0].state is None and url in self._ids_by_endpoint:
+            # Answered, but without client-state (closing, or not registered yet): same instances, state unknown.
+            return [InstanceReading(id=i, endpoint=url, up=True, error=found[0].error)
+                    for i in self._ids_by_endpoint[url]]
+        if found[0].state is not None:
+            self._ids_by_endpoint[url] = [r.id for r in found]
+        return found
+
+    def _read_groups(self, configured: dict[str, Any], now: float) -> dict[str, GroupInfo]:
+        """Group state and members of every application; discovered applications included."""
+        app_ids = set(configured)
+        try:
+            admin = self._admin.get()
+            if self._discover:
+                listed = admin.list_consumer_groups(request_timeout=ADMIN_TIMEOUT_SECONDS).result(
+                    timeout=ADMIN_TIMEOUT_SECONDS)
+                group_ids = [g.group_id for g in listed.valid]
+                if self._topics.stale(now, group_ids):
+                    self._topics.update(now, admin.list_topics(timeout=ADMIN_TIMEOUT_SECONDS).topics)
+                found = streams_app_ids(group_ids, self._topics.names)
+                self._topics.recognised(found)
+                app_ids |= found
+            if not app_ids:
+                return {}
+            futures = admin.describe_consumer_groups(sorted(app_ids), request_timeout=ADMIN_TIMEOUT_SECONDS)
+        except Exception as error:  # noqa: BLE001 - instances are still reported without the group
+            return {app_id: GroupInfo(None, None, _one_line(error)) for app_id in app_ids}
+        groups = {}
+        for app_id, future in futures.items():
+            try:
+                description = future.result(timeout=ADMIN_TIMEOUT_SECONDS)
+                groups[app_id] = GroupInfo(group_state_name(description.state),
+                                           len(description.members))
+            except Exception as error:  # noqa: BLE001
+                groups[app_id] = GroupInfo(None, None, _one_line(error))
+        return groups
+
+
+class TopicNames:
+    """The topic names discovery looks at, re-read only when they may change what is discovered.
+
+    Reading them is a Metadata request for every partition of the cluster (at 10,000 partitions,
+    most of this collector's cost), while internal topics come and go with applications, rarely.
+    They are re-read every :data:`TOPIC_NAMES_REFRESH_SECONDS`, and at every cycle while some group
+    listed less than :data:`NEW_GROUP_WATCH_SECONDS` after it first appeared is not recognised yet (a
+    new application creates its internal topics during its first rebalance, after its group appears;
+    groups listed at the first read are not new).
+    So a new application is found within a cycle or two; one whose internal topics were deleted
+    stays listed for at most :data:`TOPIC_NAMES_REFRESH_SECONDS`."""
+
+    def __init__(self) -> None:
+        self.names: tuple[str, ...] = ()
+        self._read_at: float | None = None
+        self._first_seen: dict[str, float] = {}
+        self._recognised: set[str] = set()
+
+    def stale(self, now: float, group_ids: Iterable[str]) -> bool:
+        """Whether to re-read the names this cycle, given the groups listed now."""
+        # Groups listed before the first read are not new: their topics are in that read.
+        default = now if self._read_at is not None else float("-inf")
+        first_seen = {g: self._first_seen.get(g, default) for g in group_ids}
+        self._first_seen = first_seen
+        if self._read_at is None or now - self._read_at >= TOPIC_NAMES_REFRESH_SECONDS:
+            return True
+        return any(now - seen < NEW_GROUP_WATCH_SECONDS and group not in self._recognised
+                   for group, seen in first_seen.items())
+
+    def update(self, now: float, names: Iterable[str]) -> None:
+        self.names = tuple(names)
+        self._read_at = now
+
+    def recognised(self, app_ids: Iterable[str]) -> None:
+        """The groups found to be applications with the current names."""
+        self._recognised = set(app_ids)
+
+
+def _instance_view(reading: InstanceReading) -> dict[str, Any]:
+    return {"id": reading.id, "endpoint": reading.endpoint, "state": reading.state, "up": reading.up,
+            "alive_threads": reading.alive_threads, "failed_threads": reading.failed_threads,
+            "thread_states": dict(reading.thread_states), "error": reading.error}
+
+
+def _one_line(error: BaseException) -> str:
+    first = error.args[0] if error.args else None
+    text = first.str() if hasattr(first, "str") else f"{type(error).__name__}: {error}"
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _concurrently(function: Callable[[str], list[InstanceReading]],
+                  items: Iterable[str]) -> list[list[InstanceReading]]:
+    items = list(items)
+    if not items:
+        return []
+    with ThreadPoolExecutor(max_workers=min(MAX_SCRAPE_THREADS, len(items)),
+                            thread_name_prefix="kpulse-streams-metrics") as pool:
+        return list(pool.map(function, items))
+

@@ -1,0 +1,1 @@
+"""The lake: table schemas, the writer and the reader of its Parquet files."""

@@ -1,0 +1,523 @@
+"""The lake: collector samples as hive-partitioned Parquet, one dataset per table of ``lake_schema``.
+
+Layout (``docs/lake.md``)::
+
+    <lake>/<table>/date=YYYY-MM-DD/part-<YYYYMMDDTHHMMSSZ>-<8 hex>.parquet
+
+``date`` is the UTC date of ``time``; it exists only as the directory name, never as a column in a
+file. Every file has exactly the table's schema. Files appear atomically: on a local disk they are
+written under a ``.``-prefixed name (ignored by Spark and pyarrow) and renamed; on object stores
+(``s3``, ``gcs``, ``abfs``), whose uploads are already all-or-nothing, they are written in place.
+
+Writing never loses rows silently. :class:`LakeWriter` buffers rows until :meth:`LakeWriter.flush`
+succeeds; a failed write keeps the rows for the next flush. Only when a table's buffer exceeds
+``max_buffered_rows`` are the oldest rows dropped, and the gap is then written to ``lake_gap``.
+
+Reading (:func:`read_table`, :func:`read_table_with_problems`, the SLO job's ``spark_jobs/lake_io.py``)
+skips unreadable files and says which (:class:`UnreadableFile`); the SLO job records each one once
+as a ``lake_gap`` row (:func:`record_unreadable`): its rows are missing from everything computed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+from numbers import Real
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from kpulse.lake.schema import SCHEMAS, TIME
+from kpulse.lake.rows import Columns
+
+if TYPE_CHECKING:  # pandas (also loaded by pyarrow.dataset) is for readers: the collectors never need its ~50 MB
+    import pandas as pd
+    import pyarrow.dataset as ds
+
+LOG = logging.getLogger(__name__)
+GAP_TABLE = "lake_gap"
+SNAPSHOT_DIR = "_snapshots"
+"""Under the lake's root: ``<cluster>.json``, the newest snapshot of each cluster (written whole by
+the collection loop, read by the dashboard)."""
+PARTITION_PREFIX = "date="
+ATOMIC_PUT_FILESYSTEMS = frozenset({"s3", "gcs", "abfs"})
+"""Object stores where an upload appears whole or not at all: written in place, no rename."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Rows of one table and cluster dropped because the buffer was full; becomes a ``lake_gap`` row."""
+
+    table: str
+    cluster: str
+    first_time: datetime
+    last_time: datetime
+    rows_dropped: int
+    reason: str
+    time: datetime
+    """When the first of these rows was dropped (the ``time`` of the ``lake_gap`` row)."""
+
+
+@dataclass(frozen=True)
+class FlushResult:
+    """What one :meth:`LakeWriter.flush` did, per table."""
+
+    written: dict[str, int] = field(default_factory=dict)
+    """Table -> rows written to files (``lake_gap`` includes the gap rows)."""
+    failed: dict[str, int] = field(default_factory=dict)
+    """Table -> rows that could not be written; they stay buffered for the next flush."""
+    errors: dict[str, str] = field(default_factory=dict)
+    """Table -> the write error (one line)."""
+    files: list[str] = field(default_factory=list)
+    """Paths of the files written."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+ANY_CLUSTER = "*"
+"""``cluster`` of a ``lake_gap`` row about a file nobody could read: it may hold rows of any cluster."""
+UNREADABLE_REASON = "unreadable file "
+"""How the ``reason`` of a ``lake_gap`` row about an unreadable file begins (then ``<path>: <error>``)."""
+
+
+@dataclass(frozen=True)
+class UnreadableFile:
+    """A lake file (or partition directory) a reader had to skip; ``str()`` is ``"<path>: <error>"``."""
+
+    path: str
+    error: str
+    """Why, in one line."""
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.error}"
+
+    @property
+    def table(self) -> str | None:
+        """The table whose directory holds it (the name before ``date=``)."""
+        parts = self.path.replace("\\", "/").split("/")
+        dated = [i for i, part in enumerate(parts) if part.startswith(PARTITION_PREFIX)]
+        return parts[dated[-1] - 1] if dated and dated[-1] > 0 else None
+
+    @property
+    def day(self) -> date | None:
+        """The UTC date of its ``date=`` partition: the day whose rows it held."""
+        for part in reversed(self.path.replace("\\", "/").split("/")):
+            if part.startswith(PARTITION_PREFIX):
+                try:
+                    return date.fromisoformat(part[len(PARTITION_PREFIX):])
+                except ValueError:
+                    return None
+        return None
+
+    def gap_row(self, now: float) -> dict[str, Any]:
+        """Its ``lake_gap`` row: the file's day, any cluster, rows unknown."""
+        day = self.day
+        start = None if day is None else datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+        return {"time": now, "cluster": ANY_CLUSTER, "table_name": self.table or "", "first_time": start,
+                "last_time": None if start is None else start + timedelta(days=1) - _MICROSECOND,
+                "rows_dropped": None, "reason": f"{UNREADABLE_REASON}{self}"}
+
+
+class LakeRead(NamedTuple):
+    frame: pd.DataFrame
+    skipped: list[UnreadableFile]
+    """Every file or directory that could not be read, and why."""
+
+
+class LakeWriter:
+    """Buffers rows per table and writes them as one Parquet file per table and UTC date.
+
+    Thread-safe; an ``append`` waits while a ``flush`` writes. The constructor does no I/O.
+    ``path`` is a local directory or a pyarrow URI (``s3://``, ``file://``; ``s3a://`` is read as
+    ``s3://``); with ``filesystem=`` it is a path inside that pyarrow filesystem.
+    """
+
+    def __init__(self, path: str, *, clock: Callable[[], float] = time.time,
+                 max_buffered_rows: int = 200_000, filesystem: pafs.FileSystem | None = None) -> None:
+        if max_buffered_rows < 1:
+            raise ValueError(f"max_buffered_rows must be >= 1, got {max_buffered_rows}")
+        self.path = path
+        self.max_buffered_rows = max_buffered_rows
+        self.last_error: str | None = None
+        """The most recent write error (one line); ``None`` after a flush where every write succeeded."""
+        self._clock = clock
+        self._filesystem = filesystem
+        self._resolved: tuple[pafs.FileSystem, str] | None = None
+        self._buffers: dict[str, pa.Table] = {}
+        self._gaps: dict[tuple[str, str], Gap] = {}
+        self._lock = threading.Lock()
+
+    def append(self, table: str, rows: list[dict[str, Any]] | Columns) -> None:
+        """Buffer rows of ``table`` (dicts, or :class:`Columns`). All or nothing: a row that breaks
+        the contract (unknown key, wrong type, no ``time`` or ``cluster``) raises ``ValueError`` and
+        none is buffered.
+
+        Timestamp columns take epoch seconds or timezone-aware datetimes; missing keys are null;
+        NaN in a float column is null."""
+        batch = rows_to_arrow(table, rows)
+        if batch.num_rows == 0:
+            return
+        with self._lock:
+            current = self._buffers.get(table)
+            combined = batch if current is None else pa.concat_tables([current, batch])
+            excess = combined.num_rows - self.max_buffered_rows
+            if excess > 0:
+                self._record_gap(table, combined.slice(0, excess))
+                combined = combined.slice(excess)
+            self._buffers[table] = combined
+
+    def flush(self) -> FlushResult:
+        """Write every buffered row (and pending gap); never raises for a failed write."""
+        result = FlushResult()
+        with self._lock:
+            try:
+                fs, base = self._fs()
+            except Exception as error:  # noqa: BLE001 - e.g. a bad URI or no credentials yet
+                self.last_error = _one_line(error)
+                for table, data in self._buffers.items():
+                    result.failed[table], result.errors[table] = data.num_rows, self.last_error
+                return result
+            for table in sorted(set(self._buffers) | ({GAP_TABLE} if self._gaps else set())):
+                self._flush_table(fs, base, table, result)
+            if result.ok:
+                self.last_error = None
+        return result
+
+    def _flush_table(self, fs: pafs.FileSystem, base: str, table: str, result: FlushResult) -> None:
+        """One file per date; the rows (and gaps) of a date that failed stay for the next flush."""
+        buffered = self._buffers.pop(table, None)
+        if buffered is None:
+            buffered = SCHEMAS[table].empty_table()
+        gap_keys = list(self._gaps) if table == GAP_TABLE else []
+        gap_rows = rows_to_arrow(table, [gap_row(self._gaps[key]) for key in gap_keys])
+        data = pa.concat_tables([buffered, gap_rows]).combine_chunks()
+        days = pc.cast(data["time"], pa.date32())
+        failed_days: set[date] = set()
+        for day in sorted(pc.unique(days).to_pylist()):
+            part = data.filter(pc.equal(days, pa.scalar(day, pa.date32())))
+            try:
+                result.files.append(self._write(fs, base, table, day, part))
+                result.written[table] = result.written.get(table, 0) + part.num_rows
+            except Exception as error:  # noqa: BLE001 - any failure keeps the rows
+                failed_days.add(day)
+                result.failed[table] = result.failed.get(table, 0) + part.num_rows
+                result.errors[table] = self.last_error = _one_line(error)
+                LOG.warning("lake: could not write %s for %s: %s", table, day, result.errors[table])
+        if failed_days:
+            failed = pc.is_in(days, pa.array(sorted(failed_days), pa.date32()))
+            kept = buffered.filter(failed.slice(0, buffered.num_rows))
+            if kept.num_rows:
+                self._buffers[table] = kept
+        for key, day in zip(gap_keys, days.slice(buffered.num_rows).to_pylist()):
+            if day not in failed_days:
+                del self._gaps[key]
+
+    def buffered_rows(self) -> dict[str, int]:
+        """Table -> rows waiting to be written."""
+        with self._lock:
+            return {table: data.num_rows for table, data in self._buffers.items() if data.num_rows}
+
+    def pending_gaps(self) -> list[Gap]:
+        """Gaps recorded but not yet written to ``lake_gap``."""
+        with self._lock:
+            return list(self._gaps.values())
+
+    def _fs(self) -> tuple[pafs.FileSystem, str]:
+        if self._resolved is None:
+            self._resolved = resolve(self.path, self._filesystem)
+        return self._resolved
+
+    def _write(self, fs: pafs.FileSystem, base: str, table: str, day: date, data: pa.Table) -> str:
+        directory = f"{base}/{table}/{PARTITION_PREFIX}{day.isoformat()}"
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self._clock()))
+        name = f"part-{stamp}-{uuid.uuid4().hex[:8]}.parquet"
+        final = f"{directory}/{name}"
+        fs.create_dir(directory, recursive=True)
+        if fs.type_name in ATOMIC_PUT_FILESYSTEMS:
+            pq.write_table(data, final, filesystem=fs)
+            return final
+        temporary = f"{directory}/.{name}.tmp"
+        try:
+            pq.write_table(data, temporary, filesystem=fs)
+            fs.move(temporary, final)
+        except BaseException:
+            try:
+                fs.delete_file(temporary)
+            except Exception:  # noqa: BLE001 - the write error is the one to report
+                pass
+            raise
+        return final
+
+    def _record_gap(self, table: str, dropped: pa.Table) -> None:
+        reason = (f"buffer limit of {self.max_buffered_rows} rows reached; last write error: "
+                  f"{self.last_error or 'none (not flushed yet)'}")
+        now = _EPOCH + timedelta(seconds=self._clock())
+        summary = dropped.group_by("cluster").aggregate([("time", "min"), ("time", "max"), ("time", "count")])
+        for row in summary.to_pylist():
+            key = (table, row["cluster"])
+            previous = self._gaps.get(key)
+            self._gaps[key] = Gap(
+                table=table, cluster=row["cluster"],
+                first_time=min(row["time_min"], previous.first_time) if previous else row["time_min"],
+                last_time=max(row["time_max"], previous.last_time) if previous else row["time_max"],
+                rows_dropped=row["time_count"] + (previous.rows_dropped if previous else 0),
+                reason=reason, time=previous.time if previous else now)
+            LOG.warning("lake: buffer of %s full, dropped %d rows of cluster %s", table, row["time_count"],
+                        row["cluster"])
+
+
+def rows_to_arrow(table: str, rows: list[dict[str, Any]] | Columns) -> pa.Table:
+    """Rows (dicts, or :class:`Columns`) as an Arrow table of exactly ``SCHEMAS[table]``;
+    ``ValueError`` naming table and column for anything outside the contract."""
+    schema = _schema(table)
+    names = set(schema.names)
+    if isinstance(rows, Columns):
+        unknown = sorted(rows.values.keys() - names)
+        if unknown:
+            raise ValueError(f"lake table {table!r} has no column {', '.join(map(repr, unknown))}; "
+                             f"its columns: {', '.join(schema.names)}")
+        return _to_arrow(table, schema, rows.column)
+    for index, row in enumerate(rows):
+        if row.keys() <= names:
+            continue
+        unknown = sorted(row.keys() - names)
+        if unknown:
+            raise ValueError(f"lake table {table!r} has no column {', '.join(map(repr, unknown))} "
+                             f"(row {index}); its columns: {', '.join(schema.names)}")
+    return _to_arrow(table, schema, lambda name: [row.get(name) for row in rows])
+
+
+def _to_arrow(table: str, schema: pa.Schema, column_values: Callable[[str], list[Any]]) -> pa.Table:
+    columns = []
+    for column in schema:
+        values = column_values(column.name)
+        try:
+            if column.type == TIME:
+                values = _micros_column(values)
+            elif pa.types.is_integer(column.type):
+                if any(issubclass(kind, float) for kind in set(map(type, values))):  # Arrow would truncate 2.5
+                    for value in values:
+                        if isinstance(value, float) and not value.is_integer():
+                            raise ValueError(f"{value!r} is not a whole number")
+            # from_pandas: NaN is stored as null (pa.array loads pandas whatever this says)
+            columns.append(pa.array(values, type=column.type, from_pandas=pa.types.is_floating(column.type)))
+        except (ValueError, TypeError, pa.ArrowException) as error:
+            raise ValueError(f"lake table {table!r}, column {column.name!r} ({column.type}): "
+                             f"{_one_line(error)}") from error
+        if column.name in ("time", "cluster") and columns[-1].null_count:
+            raise ValueError(f"lake table {table!r}: every row needs {column.name!r}")
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _micros_column(values: list[Any]) -> list[int | None]:
+    """:func:`to_micros` of each value; the rows of one cycle share one time, converted once."""
+    kinds = set(map(type, values))
+    if bool in kinds:  # True == 1 as a key: let to_micros refuse it
+        return [None if value is None else to_micros(value) for value in values]
+    converted = {value: to_micros(value) for value in set(values) if value is not None}
+    converted[None] = None
+    return [converted[value] for value in values]
+
+
+def to_micros(value: Any) -> int:
+    """Epoch seconds (int/float) or a timezone-aware datetime -> microseconds since the epoch (UTC)."""
+    if type(value) is float or type(value) is int:  # the common case, first: 10,000s of rows a cycle
+        return round(value * 1_000_000)
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value.isoformat()}: give a timezone (UTC) or epoch seconds")
+        return (value - _EPOCH) // _MICROSECOND
+    if isinstance(value, Real) and not isinstance(value, bool):
+        return round(float(value) * 1_000_000)
+    raise ValueError(f"{value!r} is not a time: give epoch seconds or a timezone-aware datetime")
+
+
+def resolve(path: str, filesystem: pafs.FileSystem | None = None) -> tuple[pafs.FileSystem, str]:
+    """The pyarrow filesystem and the path inside it of a lake location."""
+    if filesystem is not None:
+        return filesystem, path.rstrip("/")
+    if "://" not in path:
+        return pafs.LocalFileSystem(), os.path.abspath(path)
+    scheme, rest = path.split("://", 1)
+    if scheme in ("s3a", "s3n"):  # Spark's names for S3
+        path = f"s3://{rest}"
+    fs, inner = pafs.FileSystem.from_uri(path)
+    return fs, inner.rstrip("/")
+
+
+def read_table_with_problems(path: str, table: str, *, since: Any = None, until: Any = None,
+                             cluster: str | Iterable[str] | None = None, columns: list[str] | None = None,
+                             filesystem: pafs.FileSystem | None = None) -> LakeRead:
+    """Rows of ``table`` with ``since <= time < until`` (epoch seconds or aware datetimes), of
+    ``cluster`` (a name or several), as a DataFrame of ``columns`` (default: all, in schema order)
+    ordered by ``time``, plus the files that could not be read and why.
+
+    Only ``date=`` partitions that can hold the range are listed. No ``date`` column: use ``time``.
+    Timestamps are ``datetime64[ns, UTC]``; int and bool columns are pandas nullable dtypes
+    (``Int32``, ``Int64``, ``boolean``); floats are ``float64`` with NaN for null; strings are
+    ``object``. A missing table is an empty frame with the same columns and dtypes. An unreachable
+    lake (the table directory cannot be listed) raises ``OSError``."""
+    schema = _schema(table)
+    wanted = list(columns) if columns is not None else schema.names
+    unknown = [name for name in wanted if name not in schema.names]
+    if unknown:
+        raise ValueError(f"lake table {table!r} has no column {', '.join(map(repr, unknown))}")
+    fs, base = resolve(path, filesystem)
+    low = None if since is None else to_micros(since)
+    high = None if until is None else to_micros(until)
+    skipped: list[UnreadableFile] = []
+    files = _data_files(fs, f"{base}/{table}", _day(low), _day(high), skipped)
+    condition = _condition(low, high, cluster)
+    pieces = _read_files(fs, files, schema, wanted, condition, skipped)
+    data = pa.concat_tables(pieces) if pieces else schema.empty_table().select(wanted)
+    if "time" in wanted:
+        data = data.sort_by("time")
+    frame = data.to_pandas(types_mapper=_pandas_types().get, coerce_temporal_nanoseconds=True)
+    return LakeRead(frame, skipped)
+
+
+def read_table(path: str, table: str, *, since: Any = None, until: Any = None,
+               cluster: str | Iterable[str] | None = None, columns: list[str] | None = None,
+               filesystem: pafs.FileSystem | None = None) -> pd.DataFrame:
+    """:func:`read_table_with_problems` that logs each skipped file as a warning."""
+    frame, skipped = read_table_with_problems(path, table, since=since, until=until, cluster=cluster,
+                                              columns=columns, filesystem=filesystem)
+    for problem in skipped:
+        LOG.warning("lake: skipped %s", problem)
+    return frame
+
+
+def _pandas_types() -> dict:
+    """Nullable pandas dtypes, so a column's dtype does not depend on whether this read had a null."""
+    import pandas as pd
+
+    return {pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
+
+
+def _schema(table: str) -> pa.Schema:
+    if table not in SCHEMAS:
+        raise ValueError(f"unknown lake table {table!r}; known tables: {', '.join(sorted(SCHEMAS))}")
+    return SCHEMAS[table]
+
+
+def record_unreadable(path: str, problems: Iterable[UnreadableFile], *, now: float | None = None,
+                      filesystem: pafs.FileSystem | None = None) -> list[UnreadableFile]:
+    """Write a ``lake_gap`` row for each unreadable file not recorded before (its reason is the
+    key: a file still unreadable on the next run is not recorded again); those newly recorded.
+    Never raises for a lake that cannot be written (the rows are then not recorded, and logged)."""
+    problems = list({str(p): p for p in problems if p.table in SCHEMAS}.values())
+    if not problems:
+        return []
+    try:
+        known = set(read_table_with_problems(path, GAP_TABLE, columns=["reason"], filesystem=filesystem)
+                    .frame["reason"].dropna())
+    except OSError as error:
+        LOG.warning("lake: cannot read %s to record unreadable files: %s", GAP_TABLE, _one_line(error))
+        return []
+    fresh = [p for p in problems if f"{UNREADABLE_REASON}{p}" not in known]
+    if fresh:
+        writer = LakeWriter(path, filesystem=filesystem)
+        writer.append(GAP_TABLE, [p.gap_row(time.time() if now is None else now) for p in fresh])
+        if not writer.flush().ok:
+            LOG.warning("lake: could not record %d unreadable file(s): %s", len(fresh), writer.last_error)
+            return []
+    return fresh
+
+
+def gap_row(gap: Gap) -> dict[str, Any]:
+    """The ``lake_gap`` row of a gap."""
+    return {"time": gap.time, "cluster": gap.cluster, "table_name": gap.table, "first_time": gap.first_time,
+            "last_time": gap.last_time, "rows_dropped": gap.rows_dropped, "reason": gap.reason}
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def _day(micros: int | None) -> date | None:
+    return None if micros is None else (_EPOCH + micros * _MICROSECOND).date()
+
+
+def _data_files(fs: pafs.FileSystem, table_dir: str, first: date | None, last: date | None,
+                skipped: list[UnreadableFile]) -> list[str]:
+    """Data files of the partitions from ``first`` to ``last`` (inclusive; None = open), in order.
+    Names starting with ``.`` or ``_`` (temporary files, ``_SUCCESS``) are not data, as for Spark."""
+    if fs.get_file_info(table_dir).type == pafs.FileType.NotFound:
+        return []
+    files = []
+    for entry in sorted(fs.get_file_info(pafs.FileSelector(table_dir)), key=lambda e: e.base_name):
+        if entry.base_name.startswith((".", "_")) or entry.type != pafs.FileType.Directory:
+            continue
+        try:
+            if not entry.base_name.startswith(PARTITION_PREFIX):
+                raise ValueError("no date= prefix")
+            day = date.fromisoformat(entry.base_name[len(PARTITION_PREFIX):])
+        except ValueError:
+            skipped.append(UnreadableFile(entry.path, "not a date=YYYY-MM-DD partition directory"))
+            continue
+        if (first and day < first) or (last and day > last):
+            continue
+        try:
+            listing = fs.get_file_info(pafs.FileSelector(entry.path))
+        except OSError as error:
+            skipped.append(UnreadableFile(entry.path, _one_line(error)))
+            continue
+        files.extend(item.path for item in sorted(listing, key=lambda i: i.base_name)
+                     if item.type == pafs.FileType.File and not item.base_name.startswith((".", "_")))
+    return files
+
+
+def _condition(low: int | None, high: int | None,
+               cluster: str | Iterable[str] | None) -> ds.Expression | None:
+    import pyarrow.dataset as ds
+
+    parts = []
+    if low is not None:
+        parts.append(ds.field("time") >= pa.scalar(low, TIME))
+    if high is not None:
+        parts.append(ds.field("time") < pa.scalar(high, TIME))
+    if cluster is not None:
+        names = [cluster] if isinstance(cluster, str) else list(cluster)
+        parts.append(ds.field("cluster").isin(names))
+    condition = None
+    for part in parts:
+        condition = part if condition is None else condition & part
+    return condition
+
+
+def _read_files(fs: pafs.FileSystem, files: list[str], schema: pa.Schema, columns: list[str],
+                condition: ds.Expression | None, skipped: list[UnreadableFile]) -> list[pa.Table]:
+    import pyarrow.dataset as ds
+
+    """Read all files in one scan; if that fails, file by file, skipping the unreadable ones.
+    Files written before a column was added read that column as null (``schema`` is explicit)."""
+    def scan(paths: list[str]) -> pa.Table:
+        dataset = ds.dataset(paths, schema=schema, format="parquet", filesystem=fs)
+        return dataset.to_table(columns=columns, filter=condition)
+
+    if not files:
+        return []
+    try:
+        return [scan(files)]
+    except Exception:  # noqa: BLE001 - find the bad files one by one
+        pass
+    pieces = []
+    for path in files:
+        try:
+            pieces.append(scan([path]))
+        except Exception as error:  # noqa: BLE001 - a bad file must not hide the good ones
+            skipped.append(UnreadableFile(path, _one_line(error)))
+    return pieces
