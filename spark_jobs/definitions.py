@@ -34,6 +34,7 @@ from typing import Any, Mapping
 import yaml
 
 from kpulse.errors import KpulseError
+from spark_jobs.indicators import INDICATORS
 
 DEFAULT_DEFINITIONS = Path(__file__).with_name("slo-definitions.yaml")
 SCOPES = ("cluster", "consumer_group", "streams_app", "broker")
@@ -42,43 +43,6 @@ BUDGETING_METHODS = ("Occurrences", "Timeslices")
 MINUTES_PER_UNIT = {"m": 1, "h": 60, "d": 1440, "w": 10080}
 _DURATION = re.compile(r"([1-9][0-9]*)([mhdw])\Z")
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
-
-
-@dataclass(frozen=True)
-class Indicator:
-    """A built-in SLI: which lake table it reads, what scope its entities have, its parameters."""
-
-    table: str
-    scope: str
-    params: Mapping[str, float | None]
-    """Parameter name -> default (``None``: taken from the samples, e.g. the group's configured threshold)."""
-    description: str
-
-
-INDICATORS: Mapping[str, Indicator] = MappingProxyType({
-    "probe_produce_availability": Indicator(
-        "probe", "cluster", {}, "probe records acknowledged / probe records sent (produced + produce_errors)"),
-    "probe_latency": Indicator(
-        "probe", "cluster", {"latency_p99_ms_threshold": 1000.0},
-        "probe samples whose end-to-end p99 latency is at most the threshold / samples with a latency"),
-    "partition_health_minutes": Indicator(
-        "cluster_health", "cluster", {},
-        "samples with no offline and no under-min-ISR partition / samples"),
-    "consumer_freshness_minutes": Indicator(
-        "consumer_group", "consumer_group", {"lag_seconds_threshold": None},
-        "samples whose worst time lag is at most the threshold (default: the group's configured one) / "
-        "samples with a time lag (a worst lag over some partitions only, under the threshold, is no sample)"),
-    "consumer_progress_minutes": Indicator(
-        "consumer_group", "consumer_group", {},
-        "samples whose Burrow status is not STOP, STALL or ERR / samples with a status"),
-    "streams_availability_minutes": Indicator(
-        "streams_instance", "streams_app", {"rebalancing_tolerance_seconds": 60.0},
-        "samples where every expected instance answers and is RUNNING (REBALANCING tolerated for the "
-        "given time) / samples"),
-    "broker_saturation_minutes": Indicator(
-        "broker_metrics", "broker", {"min_request_handler_idle_ratio": 0.2},
-        "samples whose request handler idle ratio is at least the minimum / samples with a ratio"),
-})
 
 
 class SloDefinitionError(KpulseError):

@@ -14,33 +14,15 @@ import yaml
 
 from spark_jobs import burn
 from spark_jobs.definitions import SloDefinition, SloDefinitions
+from spark_jobs.indicators import INDICATORS
 
 ENTITY_LABEL = {"cluster": "cluster", "consumer_group": "consumergroup", "streams_app": "application_id",
                 "broker": "broker"}
-DEFAULT_LAG_SECONDS_THRESHOLD = 60.0
-"""The collectors' default ``consumer_groups.lag_seconds_threshold``, used when the SLO sets none."""
 
 
 def bad_sample(slo: SloDefinition, selector: str, params: dict) -> str:
     """PromQL: 1 when a sample is bad, 0 when good, for the series matching ``selector``."""
-    s = f"{{{selector}}}" if selector else ""
-    if slo.indicator == "partition_health_minutes":
-        return f"clamp_max(kpulse_cluster_offline_partitions{s} + kpulse_cluster_under_min_isr_partitions{s}, 1)"
-    if slo.indicator == "broker_saturation_minutes":
-        return f"kpulse_broker_request_handler_idle_ratio{s} < bool {params['min_request_handler_idle_ratio']:g}"
-    if slo.indicator == "consumer_freshness_minutes":
-        threshold = params.get("lag_seconds_threshold") or DEFAULT_LAG_SECONDS_THRESHOLD
-        return f"kpulse_consumergroup_lag_seconds{s} > bool {threshold:g}"
-    if slo.indicator == "consumer_progress_minutes":
-        matchers = ",".join(filter(None, [selector, 'status=~"STOP|STALL|ERR"']))
-        return f"sum by (cluster, consumergroup) (kpulse_consumergroup_status{{{matchers}}})"
-    if slo.indicator == "streams_availability_minutes":
-        return f"1 - kpulse_streams_app_running{s}"
-    if slo.indicator == "probe_produce_availability":
-        return f"1 - kpulse_probe_produce_availability{s}"
-    if slo.indicator == "probe_latency":
-        return f"kpulse_probe_latency_p99_ms{s} > bool {params['latency_p99_ms_threshold']:g}"
-    raise AssertionError(slo.indicator)
+    return INDICATORS[slo.indicator].bad_sample(f"{{{selector}}}" if selector else "", params)
 
 
 def _variants(slo: SloDefinition) -> list[tuple[str, dict, float]]:

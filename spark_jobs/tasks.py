@@ -28,7 +28,9 @@ import pyarrow.compute as pc
 from kpulse.errors import KpulseError
 from spark_jobs import keys, lake_io, minutes, windows
 from spark_jobs.definitions import SloDefinitions
+from spark_jobs.indicators import INDICATORS
 from spark_jobs.lake_io import Staging, day_of_minute
+from spark_jobs.sampling import MINUTE_MICROS
 
 MINUTES_PER_DAY = 1440
 SAMPLE_MARGIN_MINUTES = 60
@@ -111,7 +113,7 @@ def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
                                day_of_minute(work.start - 1), dictionary=True,
                                clusters=list(work.clusters or ()) or None,
                                files=lambda name: may_hold(name, shard, work.shards), unreadable=unreadable)
-    minute = np.floor_divide(pc.cast(stored.column("time"), pa.int64()).to_numpy(), minutes.MINUTE_MICROS)
+    minute = np.floor_divide(pc.cast(stored.column("time"), pa.int64()).to_numpy(), MINUTE_MICROS)
     key, parts = _keys(stored)
     wanted = (shard_of(parts, work.shards) == shard) & np.isin(parts[1].to_numpy(zero_copy_only=False), names)
     keep = wanted[key] & (minute >= work.lookback_start) & (minute < work.start)
@@ -132,7 +134,7 @@ def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
     part = _shard_name(shard, work.shards)
     work.staging.write("slo_minute", minute_rows, part)
     work.staging.write("slo_status", status, part)
-    latest = status.filter(pc.equal(pc.cast(status.column("time"), pa.int64()), work.end * minutes.MINUTE_MICROS))
+    latest = status.filter(pc.equal(pc.cast(status.column("time"), pa.int64()), work.end * MINUTE_MICROS))
     return {"shard": shard, "minute_rows": minute_rows.num_rows, "status_rows": status.num_rows,
             "latest": latest.to_pylist(), "unreadable": unreadable}
 
@@ -176,7 +178,7 @@ def _shard_name(shard: int, shards: int) -> str:
 
 def _columns(definitions: SloDefinitions, table: str) -> list[str]:
     """The columns of ``table`` its SLOs read."""
-    wanted = {"time", "cluster"}.union(*(minutes.COLUMNS[s.indicator] for s in definitions.slos if s.table == table))
+    wanted = {"time", "cluster"}.union(*(INDICATORS[s.indicator].columns for s in definitions.slos if s.table == table))
     return [name for name in lake_io.SCHEMAS[table].names if name in wanted]
 
 
@@ -197,7 +199,7 @@ def _repeat(name: str, count: int) -> pa.Array:
 
 
 def _time(minute) -> pa.Array:
-    return pc.cast(pc.multiply(minute, minutes.MINUTE_MICROS), pa.timestamp("us", tz="UTC"))
+    return pc.cast(pc.multiply(minute, MINUTE_MICROS), pa.timestamp("us", tz="UTC"))
 
 
 def _as_minute_table(rows: pa.Table) -> pa.Table:

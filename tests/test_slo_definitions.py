@@ -130,3 +130,24 @@ def test_plan_recomputes_from_the_midnight_before_the_previous_run_minus_latenes
 
 def test_plan_is_none_when_no_complete_minute_is_newer():
     assert plan_run(3 * DAY, None, 3 * DAY, lateness_minutes=10, longest_window_minutes=DAY) is None
+
+
+def test_every_indicator_reads_columns_its_lake_table_has_and_judges_an_empty_table():
+    """An indicator is one entry of ``spark_jobs.indicators.INDICATORS``: its table and columns are
+    the lake's (``kpulse.lake.schema``), and its sampler turns no rows into no samples."""
+    import pyarrow as pa
+
+    from kpulse.lake.schema import SCHEMAS
+    from spark_jobs.definitions import parse_definitions
+    from spark_jobs.indicators import INDICATORS
+    from spark_jobs.sampling import SAMPLE_SCHEMA
+
+    for name, indicator in INDICATORS.items():
+        schema = SCHEMAS[indicator.table]
+        assert set(indicator.columns) | {"time", "cluster"} <= set(schema.names), name
+        slo = parse_definitions({"slos": [{"name": "x", "scope": indicator.scope, "indicator": name,
+                                           "budgetingMethod": "Timeslices", "target": 0.99, "timeWindow": "1d"}]}).slos[0]
+        empty = pa.table({c: pa.array([], schema.field(c).type) for c in ("time", "cluster", *indicator.columns)})
+        sampled = indicator.sampler(empty, slo)
+        assert sampled.num_rows == 0 and sampled.schema.names == SAMPLE_SCHEMA.names, name
+        assert "kpulse_" in indicator.bad_sample("", dict(slo.params)), name
