@@ -1,8 +1,9 @@
 """A headless Chromium (Debian's ``chromium`` package) driven over the DevTools protocol with a
 tiny websocket client: open a URL, wait until the page shows some text, read the text, save a
-screenshot (``is_png`` checks one). Streamlit renders in the browser, so the text only exists after its websocket has run
-the script: this is what an operator sees. ``record_requests()`` keeps the URL of every request the
-page makes (DevTools ``Network`` events), to prove it made none to another host."""
+screenshot (``is_png`` checks one). Streamlit renders in the browser, so the text only exists
+after its websocket has run the script: this is what an operator sees. ``record_requests()`` keeps
+the URL of every request the page makes (DevTools ``Network`` events), to prove it made none to
+another host."""
 
 from __future__ import annotations
 

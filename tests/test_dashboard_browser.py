@@ -1,9 +1,9 @@
 """The dashboard on the real local cluster, as an operator sees it: `kpulse collect` and
 `kpulse dashboard` run as processes, a headless Chromium (Debian's package) opens every page and
 checks its key text, screenshots go to test-artifacts/dashboard/, and the Overview's also to
-test-artifacts/overview.png (the README's picture, docs/images/overview.png, is one such PNG). The triage flow: kill a broker,
-and its alert shows up on the Alerts page with the runbook. The Topics page's numbers are checked
-against the Admin API through AppTest on the same cluster."""
+test-artifacts/overview.png (the README's picture, docs/images/overview.png, is one such PNG). The
+triage flow: kill a broker, and its alert shows up on the Alerts page with the runbook. The Topics
+page's numbers are checked against the Admin API through AppTest on the same cluster."""
 
 from __future__ import annotations
 
