@@ -1,8 +1,9 @@
 """A headless Chromium (Debian's ``chromium`` package) driven over the DevTools protocol with a
 tiny websocket client: open a URL, wait until the page shows some text, read the text, save a
-screenshot. Streamlit renders in the browser, so the text only exists after its websocket has run
-the script: this is what an operator sees. ``record_requests()`` keeps the URL of every request the
-page makes (DevTools ``Network`` events), to prove it made none to another host."""
+screenshot (``is_png`` checks one). Streamlit renders in the browser, so the text only exists
+after its websocket has run the script: this is what an operator sees. ``record_requests()`` keeps
+the URL of every request the page makes (DevTools ``Network`` events), to prove it made none to
+another host."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ import websocket
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000",
          "--hide-scrollbars"]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+"""The eight bytes every PNG file starts with."""
 
 
 def stop_process(process: subprocess.Popen) -> None:
@@ -33,6 +36,18 @@ def stop_process(process: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def is_png(path: Path) -> bool:
+    """Whether ``path`` is a non-empty PNG image: the PNG signature, then its IHDR header chunk
+    with a width and height above zero."""
+    if not path.is_file():
+        return False
+    head = path.read_bytes()[:24]
+    if len(head) < 24 or not head.startswith(PNG_SIGNATURE) or head[12:16] != b"IHDR":
+        return False
+    width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+    return width > 0 and height > 0
 
 
 def chromium_path() -> str | None:

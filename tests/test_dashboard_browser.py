@@ -1,8 +1,9 @@
 """The dashboard on the real local cluster, as an operator sees it: `kpulse collect` and
 `kpulse dashboard` run as processes, a headless Chromium (Debian's package) opens every page and
-checks its key text, screenshots go to test-artifacts/dashboard/. The triage flow: kill a broker,
-and its alert shows up on the Alerts page with the runbook. The Topics page's numbers are checked
-against the Admin API through AppTest on the same cluster."""
+checks its key text, screenshots go to test-artifacts/dashboard/, and the Overview's also to
+test-artifacts/overview.png (the README's picture, docs/images/overview.png, is one such PNG). The
+triage flow: kill a broker, and its alert shows up on the Alerts page with the runbook. The Topics
+page's numbers are checked against the Admin API through AppTest on the same cluster."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE, kpulse
-from tests.dashboard_browser import Browser, chromium_path, stop_process
+from tests.dashboard_browser import Browser, chromium_path, is_png, stop_process
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(chromium_path() is None, reason="chromium not installed: run `make test` "
@@ -28,6 +29,7 @@ APP_FILE = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
 DASHBOARD_PORT = TEST_PORT_BASE + 500
 DEVTOOLS_PORT = TEST_PORT_BASE + 501
 SCREENSHOTS = ARTIFACTS / "dashboard"
+OVERVIEW_SHOT = ARTIFACTS / "overview.png"
 PAGES = {  # st.dataframe draws on a canvas: its cells are not page text, so these are headings, tiles, pickers
     "": ["Overview", "Brokers up", "3 / 3", "Controller", "Firing alerts"],  # the default page, at /
     "brokers": ["Brokers", "Partition skew", "Request handler idle ratio", "Actions"],
@@ -119,13 +121,17 @@ def browser():
 
 
 def test_every_page_renders_its_key_text_in_chromium(running, browser):
+    OVERVIEW_SHOT.unlink(missing_ok=True)  # a picture left by an earlier run proves nothing
     for page, texts in PAGES.items():
         browser.open(f"http://127.0.0.1:{DASHBOARD_PORT}/{page}")
         text = browser.wait_for(texts, timeout=90)
         shot = SCREENSHOTS / f"{page.split('?')[0] or 'overview'}.png"
         browser.screenshot(shot)
+        if page == "":
+            browser.screenshot(OVERVIEW_SHOT)
         assert "Traceback" not in text and "Page not found" not in text, page
         assert shot.stat().st_size > 10_000
+    assert is_png(OVERVIEW_SHOT) and OVERVIEW_SHOT.stat().st_size > 10_000, f"{OVERVIEW_SHOT} is not a PNG image"
 
 
 def test_topics_page_numbers_equal_the_admin_api(running, monkeypatch):
