@@ -1,17 +1,15 @@
 """Committed offsets of many consumer groups in a few requests.
 
-librdkafka's Admin API reads one group per call and sends a FindCoordinator before each OffsetFetch:
-at 200 groups that is 400 requests a cycle, ~0.2 s of the brokers' CPU and ~0.1 s of the
-collector's (measured on the bench's cluster). Since Kafka 3.0 one FindCoordinator answers for many
-groups (KIP-699) and one OffsetFetch reads many groups (KIP-709). kafka-python, already a dependency
-for partition reassignment, speaks both, so :class:`BatchedOffsetFetch` sends:
+librdkafka's Admin API reads one group per call, with a FindCoordinator before each OffsetFetch
+(two requests per group and cycle). Since Kafka 3.0 one FindCoordinator answers for many groups
+(KIP-699) and one OffsetFetch reads many groups (KIP-709); kafka-python speaks both, so
+:class:`BatchedOffsetFetch` sends:
 
 - one FindCoordinator for the groups whose coordinator it does not know yet (coordinators are kept
   between cycles), then
-- one OffsetFetch per coordinator for all of that coordinator's groups:
+- one OffsetFetch per coordinator for all of that coordinator's groups
 
-4 requests a cycle for 200 groups on 3 brokers, ~0.03-0.06 s of the brokers' CPU and ~0.05 s of
-the collector's.
+(4 requests a cycle for 200 groups on 3 brokers; the broker CPU it saves is in docs/performance.md).
 
 A group whose coordinator moved (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
 COORDINATOR_LOAD_IN_PROGRESS) has its coordinator looked up again and is read once more in the same

@@ -1,18 +1,16 @@
 """Log end offsets (high watermarks) of many partitions: one ListOffsets per partition leader.
 
-librdkafka splits a ListOffsets call by leader, but its cost grows with the square of the call's
-partition count, so the lag collector sent 40 calls of 250 partitions: 120 requests a cycle at
-10,000 partitions on 3 brokers, ~0.15 s of the collector's CPU and 0.13-0.22 s of the brokers'
-(measured on the bench's cluster). :class:`LeaderLogEnds` sends one request per leader through the
-lag collector's kafka-python client (``kpulse/kafka/batched_client.py``): ~0.05 s of the collector's
-CPU and ~0.03 s of the brokers'.
+:class:`LeaderLogEnds` sends one ListOffsets request per partition leader through the lag
+collector's kafka-python client (``kpulse/kafka/batched_client.py``), where librdkafka's Admin API
+(whose cost grows with the square of a call's partition count) needed many calls and ~4x the
+requests (figures in docs/performance.md, "Why the code is shaped so").
 
 - Leaders come from a Metadata request for the topics whose partitions it does not know yet, and
   are kept between calls. A partition whose leader moved (NOT_LEADER_OR_FOLLOWER and the other
   errors of :data:`STALE_LEADER`), or whose leader could not be reached, has its topic's leaders
   looked up again and is read once more in the same call; what still fails gets its reason.
-- The request for a leader is kept while it asks for the same partitions (building 10,000
-  partition entries cost ~0.03 s a cycle).
+- The request for a leader is kept while it asks for the same partitions (it is not rebuilt
+  every cycle).
 - A leader the client has never heard of (a broker added since it connected) makes the call return
   None: the caller reads through librdkafka, which knows it.
 
