@@ -1,7 +1,7 @@
 """``spark-submit spark_jobs/slo_job.py --lake PATH [--definitions FILE] [--until TIME] [--cluster NAME]``.
 
 The same job as ``kpulse slo run``, for an existing Spark cluster. Ship the code with
-``--py-files`` (a zip of ``spark_jobs/``, ``collectors/`` and ``kpulse/``) or run from a checkout.
+``--py-files`` (a zip of ``spark_jobs/`` and ``kpulse/``) or run from a checkout.
 """
 
 import os
