@@ -26,10 +26,8 @@ from operations.offset_plan import STRATEGIES
 from operations.registry import ELECT_LEADERS, REASSIGN, RESET_OFFSETS, RESET_STREAMS_APP, operation
 
 
-def run(args: argparse.Namespace, config_path: str | None) -> int | None:
-    from kpulse.config import load_config
-
-    config = load_config(config_path)
+def run(args: argparse.Namespace, config) -> int | None:
+    """Run an operations subcommand on ``config`` (a :class:`KpulseConfig`)."""
     if args.command == USERS:
         return _users(args, config)
     from operations.service import Operations
