@@ -1,10 +1,11 @@
 """The Actions section of the group, Streams app, topic and broker pages (:func:`slot`).
 
-One flow for every operation of :mod:`operations.registry` (the one acting on the page's entity),
-with its form from :mod:`dashboard.action_forms`: the form -> **Plan** (the service plans; nothing changes) -> the plan
-as tables, exportable -> **Execute…** (or **Request approval…** on a cluster with the two-person
-rule) opens a confirmation dialog that requires typing the target's name -> the service executes
-(authorizes, locks, re-checks, applies, reads back, audits) -> the result and its verification.
+One flow for every operation (:mod:`operations.registry`: the one acting on the page's entity,
+with its form from :mod:`dashboard.action_forms`): the form -> **Plan** (the service plans;
+nothing changes) -> the plan as tables, exportable -> **Execute…** (or **Request approval…** on a
+cluster with the two-person rule) opens a confirmation dialog that requires typing the target's
+name -> the service executes (authorizes, locks, re-checks, applies, reads back, audits) -> the
+result and its verification.
 The dialog opens from a ``st.session_state`` flag, so a rerun (or AppTest) reopens it faithfully.
 
 Viewers get no controls; on a read-only cluster the controls are drawn disabled with the reason.

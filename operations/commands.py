@@ -24,6 +24,7 @@ from operations.errors import BadInput, LoginFailed, NotAuthorized
 from operations.numbers import JAVA_LONG, PARTITION, parse_integer, parse_integers
 from operations.offset_plan import STRATEGIES
 from operations.registry import ELECT_LEADERS, REASSIGN, RESET_OFFSETS, RESET_STREAMS_APP, operation
+from operations.roles import ADMIN
 
 
 def run(args: argparse.Namespace, config) -> int | None:
@@ -63,7 +64,7 @@ def cli_actor(config, as_user: str | None):
     if not users.exists():
         if as_user:
             raise BadInput(f"--as needs a users file ({users.path} does not exist; create it with kpulse users add)")
-        return User(os_user, "admin", "no-users-file")
+        return User(os_user, ADMIN, "no-users-file")
     if as_user:
         password = os.environ.get("KPULSE_PASSWORD")
         if password is None and sys.stdin.isatty():
@@ -403,7 +404,7 @@ def _users(args, config) -> None:
         return
     if users.exists():
         authorize_user_admin(cli_actor(config, args.as_user))
-    elif args.role != "admin":
+    elif args.role != ADMIN:
         raise BadInput("the first user must be an admin (--role admin)")
     password = os.environ.get("KPULSE_NEW_PASSWORD")
     if password is None:
