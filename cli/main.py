@@ -124,8 +124,28 @@ def _main(argv: list[str] | None) -> int:
         return 1
 
 
+WITHOUT_CONFIG = ("setup", "kafka-cli", "down", "cluster", "demo")
+"""Commands that never read the configuration (they work with a broken one)."""
+
+
+def needs_config(args: argparse.Namespace) -> bool:
+    """Whether the command reads the configuration: :func:`_dispatch` loads it once, for it."""
+    if args.command in WITHOUT_CONFIG:
+        return False
+    if args.command == "config":
+        return args.action == "check"
+    if args.command == "slo":
+        return args.action == "run" and args.lake is None
+    return True
+
+
 def _dispatch(args: argparse.Namespace) -> int | None:
     progress = Progress()
+    config = None
+    if needs_config(args):
+        from kpulse.config import load_config
+
+        config = load_config(args.config)
     if args.command == "setup":
         from localkafka.runtime import ensure_runtime
 
@@ -138,28 +158,27 @@ def _dispatch(args: argparse.Namespace) -> int | None:
         command = tool_command(args.tool, args.args, progress)
         os.execvp(command[0], command)
     if args.command == "config":
-        return _config(args)
+        return _config(args, config)
     if args.command == "alerts":
-        return _export_rules(args)
+        return _export_rules(args, config)
     if args.command == "dashboard":
         from dashboard.launch import dashboard_command
 
-        return dashboard_command(args.config, port=args.port)
+        return dashboard_command(config, args.config, port=args.port)
     if args.command == "slo":
         from spark_jobs.command import run_command
 
-        return run_command(args, args.config)
+        return run_command(args, config)
     from operations.commands import COMMANDS as OPERATION_COMMANDS
 
     if args.command in OPERATION_COMMANDS:
         from operations.commands import run as run_operation
 
-        return run_operation(args, args.config)
+        return run_operation(args, config)
     if args.command == "collect":
         from cli.collect import collect_command
-        from kpulse.config import load_config
 
-        return collect_command(load_config(args.config), once=args.once, as_json=args.json, cluster=args.cluster)
+        return collect_command(config, once=args.once, as_json=args.json, cluster=args.cluster)
 
     from localkafka.demo.workload import DemoWorkload
     from localkafka.cluster import LocalCluster
@@ -167,7 +186,7 @@ def _dispatch(args: argparse.Namespace) -> int | None:
     cluster = LocalCluster(progress=progress)
     demo = DemoWorkload(cluster, progress)
     if args.command == "up":
-        return _up(args, cluster, demo)
+        return _up(args, config, cluster, demo)
     if args.command == "down":
         from kpulse.home import state_dir
         from cli.services import Services
@@ -184,13 +203,12 @@ def _dispatch(args: argparse.Namespace) -> int | None:
     raise AssertionError(args.command)
 
 
-def _up(args, cluster, demo) -> None:
-    from kpulse.config import DEFAULT_SOURCE, load_config
+def _up(args, config, cluster, demo) -> None:
+    from kpulse.config import DEFAULT_SOURCE
 
     from kpulse.home import state_dir
     from cli.services import Service, Services
 
-    config = load_config(args.config)
     local = config.source == DEFAULT_SOURCE
     if local:
         status = cluster.up()
@@ -284,11 +302,10 @@ def _demo(args, demo) -> None:
                 print(f"{item.name:<24} {'running' if item.running else 'stopped':<8} {item.pid or '-':>7}  {item.log}")
 
 
-def _export_rules(args) -> None:
+def _export_rules(args, config) -> None:
     from alerting.rules_export import export_rules_yaml
-    from kpulse.config import load_config
 
-    groups = load_config(args.config).cluster(None).consumer_groups
+    groups = config.cluster(None).consumer_groups
     text = export_rules_yaml(args.job, kpulse_job_label=args.kpulse_job,
                              lag_seconds_threshold=groups.lag_seconds_threshold,
                              lag_seconds_overrides={g: o.lag_seconds_threshold for g, o in groups.overrides.items()
@@ -300,13 +317,12 @@ def _export_rules(args) -> None:
         print(text, end="")
 
 
-def _config(args) -> None:
-    from kpulse.config import load_config, reference_config_path
+def _config(args, config) -> None:
+    from kpulse.config import reference_config_path
 
     if args.action == "reference":
         print(reference_config_path().read_text(), end="")
         return
-    config = load_config(args.config)
     print(f"config from {config.source}: OK")
     print(json.dumps({"clusters": [cluster.redacted() for cluster in config.clusters]}, indent=2, default=str))
 

@@ -1,11 +1,13 @@
-"""The form of each entity page's action and its planner call: offset reset (group), Streams
-reset (app), preferred leader election (topic), reassignment (broker). A form returns its values;
-``plan(kind, ...)`` turns them into a plan through the operations service (changes nothing)."""
+"""The form of each operation (:mod:`operations.registry`), on the page of what it acts on: offset
+reset (group), Streams reset (app), preferred leader election (topic), reassignment (broker). A
+form draws its widgets and returns their values; its ``plan`` turns them into a plan through the
+operation's planner (changes nothing), its ``options`` say how the plan is to run."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import streamlit as st
 
@@ -14,6 +16,7 @@ from dashboard.services import plans
 from dashboard.services.sources import DashboardError
 from operations.internal_topics import is_kafka_internal_topic
 from operations.numbers import PARTITION, parse_integer
+from operations.registry import ELECT_LEADERS, REASSIGN, RESET_OFFSETS, RESET_STREAMS_APP, operation
 
 
 def _topics() -> list[str]:
@@ -92,24 +95,48 @@ def broker_form(key: str, name: str, disabled: bool) -> dict[str, Any]:
     return {"drain": goal.startswith("drain"), "brokers": chosen, "topics": topics, "throttle": int(throttle)}
 
 
-FORMS = {"group": group_form, "streams": streams_form, "topic": topic_form, "broker": broker_form}
+def plan_reset(operations, cluster: str, name: str, values: dict[str, Any]):
+    strategy = plans.strategy(values["strategy"], values["value"], values["file"])
+    try:
+        scope = plans.group_scope(values["scope"], values["topic"], _partitions(values["partitions"]))
+        return operation(RESET_OFFSETS).planner(operations, cluster, name, scope, strategy)
+    finally:
+        if strategy.name == "from-file":
+            Path(strategy.value).unlink(missing_ok=True)
 
 
-def plan(kind: str, operations, cluster: str, name: str, values: dict[str, Any]):
-    """The plan of ``kind`` from the form's ``values`` (raises one-line errors, changes nothing)."""
-    if kind == "group":
-        strategy = plans.strategy(values["strategy"], values["value"], values["file"])
-        try:
-            scope = plans.group_scope(values["scope"], values["topic"], _partitions(values["partitions"]))
-            return operations.plan_reset_offsets(cluster, name, scope, strategy)
-        finally:
-            if strategy.name == "from-file":
-                Path(strategy.value).unlink(missing_ok=True)
-    if kind == "streams":
-        strategy = plans.strategy(values["strategy"], values["value"])
-        return operations.plan_streams_reset(cluster, name, values["input"], values["intermediate"], None, strategy)
-    if kind == "topic":
-        chosen = _partitions(values["partitions"])
-        return operations.plan_election(cluster, ((name, tuple(chosen) if chosen else None),))
-    return operations.plan_reassignment(cluster, values["topics"], [int(b) for b in values["brokers"]] or None,
-                                        int(name) if values["drain"] else None)
+def plan_streams_reset(operations, cluster: str, name: str, values: dict[str, Any]):
+    strategy = plans.strategy(values["strategy"], values["value"])
+    return operation(RESET_STREAMS_APP).planner(operations, cluster, name, values["input"], values["intermediate"],
+                                                None, strategy)
+
+
+def plan_election(operations, cluster: str, name: str, values: dict[str, Any]):
+    chosen = _partitions(values["partitions"])
+    return operation(ELECT_LEADERS).planner(operations, cluster, ((name, tuple(chosen) if chosen else None),))
+
+
+def plan_reassignment(operations, cluster: str, name: str, values: dict[str, Any]):
+    return operation(REASSIGN).planner(operations, cluster, values["topics"],
+                                       [int(b) for b in values["brokers"]] or None,
+                                       int(name) if values["drain"] else None)
+
+
+@dataclass(frozen=True)
+class Form:
+    """An operation's form on the page of what it acts on."""
+
+    draw: Callable[[str, str, bool], dict[str, Any]]
+    """``(key, name, disabled)`` -> the values: draws the widgets (keys start with ``key``) for the
+    entity called ``name``."""
+    plan: Callable[..., Any]
+    """``(operations, cluster, name, values)`` -> the plan (raises one-line errors, changes nothing)."""
+    options: Callable[[dict[str, Any]], dict | None] = lambda values: None
+    """Values -> how the plan is to run (:attr:`operations.registry.Operation.executor`)."""
+
+
+FORMS = {RESET_OFFSETS: Form(group_form, plan_reset),
+         RESET_STREAMS_APP: Form(streams_form, plan_streams_reset),
+         ELECT_LEADERS: Form(topic_form, plan_election),
+         REASSIGN: Form(broker_form, plan_reassignment, lambda values: {"throttle_bytes": values["throttle"]})}
+"""Operation name -> its form."""

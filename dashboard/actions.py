@@ -1,9 +1,11 @@
 """The Actions section of the group, Streams app, topic and broker pages (:func:`slot`).
 
-One flow for every action: the form -> **Plan** (the service plans; nothing changes) -> the plan
-as tables, exportable -> **Execute…** (or **Request approval…** on a cluster with the two-person
-rule) opens a confirmation dialog that requires typing the target's name -> the service executes
-(authorizes, locks, re-checks, applies, reads back, audits) -> the result and its verification.
+One flow for every operation (:mod:`operations.registry`: the one acting on the page's entity,
+with its form from :mod:`dashboard.action_forms`): the form -> **Plan** (the service plans;
+nothing changes) -> the plan as tables, exportable -> **Execute…** (or **Request approval…** on a
+cluster with the two-person rule) opens a confirmation dialog that requires typing the target's
+name -> the service executes (authorizes, locks, re-checks, applies, reads back, audits) -> the
+result and its verification.
 The dialog opens from a ``st.session_state`` flag, so a rerun (or AppTest) reopens it faithfully.
 
 Viewers get no controls; on a read-only cluster the controls are drawn disabled with the reason.
@@ -21,26 +23,19 @@ from dashboard import action_forms, auth, frame, literal
 from dashboard.services import plans
 from dashboard.services.sources import one_line
 from kpulse.errors import KpulseError
-from operations.access import ACTION_ROLES, allowed
-from operations.offset_plan import ResetPlan
+from operations.access import allowed
 from operations.reassign_plan import ReassignmentPlan
-from operations.streams_reset import StreamsResetPlan
+from operations.registry import of_entity, of_plan
 
 CONFIRM_KEY = "kpulse-confirm"
 """Session-state flag: the action key whose confirmation dialog is open."""
 POLL_SECONDS = 2.0
-DRY_RUN_COMMANDS = {
-    "group": "kpulse reset-offsets --cluster {cluster} --group {name} --all-topics --to-latest",
-    "streams": "kpulse reset-streams-app --cluster {cluster} --application-id {name} --input-topics <topics>",
-    "topic": "kpulse elect-leaders --cluster {cluster} --topic {name}",
-    "broker": "kpulse reassign generate --cluster {cluster} --help",
-}
-"""The same action from the command line (a dry run unless ``--execute``); ``{cluster}`` and ``{name}``
-are filled in as shell words (:func:`command_line`)."""
 
 
 def command_line(kind: str, cluster: str, name: str) -> str:
-    return DRY_RUN_COMMANDS[kind].format(cluster=literal.shell(cluster), name=literal.shell(name))
+    """The same action from the command line (a dry run unless ``--execute``), ``cluster`` and
+    ``name`` quoted as shell words."""
+    return of_entity(kind).command_line.format(cluster=literal.shell(cluster), name=literal.shell(name))
 
 
 def slot(kind: str, cluster: str, name: str) -> None:
@@ -55,10 +50,9 @@ def slot(kind: str, cluster: str, name: str) -> None:
 
 def _slot(kind: str, cluster: str, name: str) -> None:
     user = auth.user()
-    action = plans.ACTIONS[kind]
-    needed = ACTION_ROLES[action.split(":")[0]]
-    if user is None or not allowed(user, action.split(":")[0]):
-        st.caption(f"{action} needs the {needed} role" + (f"; you are a {user.role}" if user else ""))
+    entry = of_entity(kind)
+    if user is None or not allowed(user, entry.name):
+        st.caption(f"{entry.action} needs the {entry.role} role" + (f"; you are a {user.role}" if user else ""))
         return
     operations = frame.operations()
     read_only = operations.config.cluster(cluster).read_only
@@ -67,14 +61,15 @@ def _slot(kind: str, cluster: str, name: str) -> None:
                 "disabled.",
                 icon=":material/lock:")
     key = f"op-{kind}-{cluster}-{name}"
+    form = action_forms.FORMS[entry.name]
     with st.form(f"{key}-form", border=False):
-        values = action_forms.FORMS[kind](key, name, read_only)
+        values = form.draw(key, name, read_only)
         submitted = st.form_submit_button("Plan (changes nothing)", disabled=read_only, icon=":material/list_alt:")
     if submitted:
         st.session_state.pop(key, None)
         with frame.shown_errors("plan"):
-            st.session_state[key] = {"plan": action_forms.plan(kind, operations, cluster, name, values),
-                                     "throttle": values.get("throttle", plans.DEFAULT_THROTTLE)}
+            st.session_state[key] = {"plan": form.plan(operations, cluster, name, values),
+                                     "options": form.options(values)}
     state = st.session_state.get(key)
     if state:
         show(key, state, operations, read_only)
@@ -83,30 +78,27 @@ def _slot(kind: str, cluster: str, name: str) -> None:
 def show(key: str, state: dict, operations, read_only: bool) -> None:
     """A plan, its execute button and dialog, then the result."""
     plan = state["plan"]
-    action = plans.action_of(plan)
+    entry = of_plan(plan)
     st.markdown("**Plan** · nothing has changed yet")
-    st.caption(plans.plan_summary(plan, literal.markdown))
-    for number, (title, table) in enumerate(plans.plan_tables(plan).items()):
+    st.caption(entry.summary(plan, literal.markdown))
+    for number, (title, table) in enumerate(entry.tables(plan).items()):
         if number == 0 or not table.empty:
             st.markdown(title)
             st.dataframe(table, hide_index=True, width="stretch", key=f"{key}-plan-{number}")
     for warning in getattr(plan, "warnings", ()):
         st.warning(literal.markdown(warning))
-    if isinstance(plan, StreamsResetPlan):
-        st.info(literal.markdown(plan.local_state_note))
+    for note in entry.notes(plan):
+        st.info(literal.markdown(note))
     export = st.columns(4)
     export[0].download_button("Plan as JSON", json.dumps(plan.to_dict(), indent=2), file_name=f"{key}-plan.json",
                               mime="application/json", key=f"{key}-json")
-    if isinstance(plan, ResetPlan):
-        export[1].download_button("Plan as CSV (kafka-consumer-groups)", plan.to_csv(), file_name=f"{key}-plan.csv",
-                                  mime="text/csv", key=f"{key}-csv")
-    if isinstance(plan, ReassignmentPlan):
-        export[1].download_button("Plan as reassignment JSON", plan.official_json(), file_name=f"{key}-reassign.json",
-                                  mime="application/json", key=f"{key}-official")
-    approval = operations.needs_approval(plan.cluster, action)
+    for column, other in zip(export[1:], entry.exports):
+        column.download_button(other.label, other.content(plan), file_name=f"{key}-{other.file_suffix}",
+                               mime=other.mime, key=f"{key}-{other.key}")
+    approval = operations.needs_approval(plan.cluster, entry.action)
     label = "Request approval…" if approval else "Execute…"
     if state.get("done") is None and st.button(label, key=f"{key}-execute", type="primary",
-                                               disabled=read_only or not _has_changes(plan)):
+                                               disabled=read_only or not entry.has_changes(plan)):
         st.session_state[CONFIRM_KEY] = key
     if approval:
         st.caption(f"Cluster {literal.markdown(plan.cluster)} requires a second operator's approval: the request "
@@ -117,12 +109,6 @@ def show(key: str, state: dict, operations, read_only: bool) -> None:
         st.error(literal.markdown(state["error"]), icon=":material/error:")
     if state.get("done") is not None:
         result(key, state["done"], plan, operations)
-
-
-def _has_changes(plan) -> bool:
-    if isinstance(plan, StreamsResetPlan):
-        return bool(plan.input or plan.intermediate or plan.delete_topics)
-    return bool(getattr(plan, "partitions", None) or getattr(plan, "moves", None))
 
 
 def _close() -> None:
@@ -136,10 +122,11 @@ def confirm(key: str) -> None:
     The name to type is shown exactly, in a code block (a trailing ``#``, spaces, backticks)."""
     state = st.session_state[key]
     plan = state["plan"]
-    expected = plans.confirmation_name(plan)
+    entry = of_plan(plan)
+    expected = entry.confirmation_name(plan)
     request_id = state.get("request_id")
-    approval = request_id is None and frame.operations().needs_approval(plan.cluster, plans.action_of(plan))
-    st.markdown(plans.plan_summary(plan, literal.markdown) + f" on cluster **{literal.markdown(plan.cluster)}**.")
+    approval = request_id is None and frame.operations().needs_approval(plan.cluster, entry.action)
+    st.markdown(entry.summary(plan, literal.markdown) + f" on cluster **{literal.markdown(plan.cluster)}**.")
     st.markdown("Type this name to confirm:")
     st.code(literal.visible(expected), language=None)
     st.caption(plans.name_note(expected))
@@ -156,14 +143,14 @@ def confirm(key: str) -> None:
             if user is None:
                 raise KpulseError("nobody is signed in")
             operations = frame.operations()
-            state["done"] = (plans.Done(plans.action_of(plan), operations.approve(user, request_id)) if request_id
-                             else plans.execute(operations, user, plan, state.get("throttle", plans.DEFAULT_THROTTLE)))
+            state["done"] = (plans.Done(entry.action, operations.approve(user, request_id)) if request_id
+                             else plans.execute(operations, user, plan, state.get("options")))
             state["error"] = None
         except KpulseError as error:
-            state["error"] = f"{plans.action_of(plan)} not executed: {one_line(error)}"
+            state["error"] = f"{entry.action} not executed: {one_line(error)}"
         except Exception as error:  # noqa: BLE001 - one line, never a traceback
             frame.LOG.exception("operation failed")
-            state["error"] = f"{plans.action_of(plan)} failed: {one_line(error)}"
+            state["error"] = f"{entry.action} failed: {one_line(error)}"
         _close()
         st.rerun()
     if cancel.button("Cancel", key=f"{key}-cancel"):
@@ -183,7 +170,7 @@ def result(key: str, done: plans.Done, plan, operations) -> None:
         st.dataframe(table, hide_index=True, width="stretch", key=f"{key}-outcome")
     if getattr(done.outcome, "local_state_note", None):
         st.info(literal.markdown(done.outcome.local_state_note))
-    if isinstance(plan, ReassignmentPlan) and done.outcome is not None and done.result in ("in-progress", "partial"):
+    if of_plan(plan).polled and done.outcome is not None and done.result in ("in-progress", "partial"):
         reassignment_progress(plan, key)
     if st.button("New plan", key=f"{key}-clear"):
         st.session_state.pop(key, None)

@@ -9,7 +9,6 @@ import socket
 import sys
 from pathlib import Path
 
-from kpulse.config import load_config
 from kpulse.errors import KpulseError
 
 APP = Path(__file__).resolve().parent / "app.py"
@@ -36,9 +35,9 @@ def check_port(host: str, port: int) -> None:
                                       f"(set dashboard.port in the config, or --port)") from None
 
 
-def dashboard_command(config_path: str | None, port: int | None = None) -> None:
-    """Validate the config, check the port, then replace this process with Streamlit."""
-    config = load_config(config_path)
+def dashboard_command(config, config_path: str | None, port: int | None = None) -> None:
+    """Check the port of ``config`` (a :class:`KpulseConfig`, read from ``config_path``, which the
+    dashboard process reads again), then replace this process with Streamlit."""
     host, port = config.dashboard.host, port or config.dashboard.port
     check_port(host, port)
     environ = dict(os.environ)

@@ -1,13 +1,15 @@
 """Who may act: roles, the local users file, and :func:`authorize`, which the CLI and the
 dashboard both call before any change.
 
-Roles, each including the one before:
+Roles (:mod:`operations.roles`), each including the one before:
 
 =========  ==================================================================================
 viewer     sees everything, changes nothing (the UI shows no action controls)
 operator   resets consumer group offsets, runs preferred leader elections, approves requests
 admin      also resets Streams applications (deletes topics), reassigns partitions, manages users
 =========  ==================================================================================
+
+The least role of each operation is declared with it (:mod:`operations.registry`).
 
 A cluster with ``read_only: true`` refuses every change, whatever the role.
 
@@ -37,18 +39,17 @@ from pathlib import Path
 import yaml
 
 from operations.errors import BadInput, LoginFailed, NotAuthorized, Refused
+from operations.registry import OPERATIONS
+from operations.roles import ADMIN, OPERATOR, ROLES, VIEWER
 
-ROLES = ("viewer", "operator", "admin")
-ACTION_ROLES = {
-    "reset-offsets": "operator",
-    "elect-leaders": "operator",
-    "approve": "operator",
-    "reset-streams-app": "admin",
-    "reassign": "admin",
-    "manage-users": "admin",
-}
-"""The least role each action needs."""
-CHANGES_CLUSTER = frozenset({"reset-offsets", "elect-leaders", "reset-streams-app", "reassign"})
+APPROVE = "approve"
+"""The action of approving (or rejecting) another operator's request."""
+MANAGE_USERS = "manage-users"
+"""The action of adding users or changing their roles."""
+ACTION_ROLES = {**{operation.name: operation.role for operation in OPERATIONS}, APPROVE: OPERATOR,
+                MANAGE_USERS: ADMIN}
+"""The least role each action needs: every operation's, and approving and managing users."""
+CHANGES_CLUSTER = frozenset(operation.name for operation in OPERATIONS)
 _USER_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}\Z")
 _SCRYPT = {"n": 2 ** 14, "r": 8, "p": 1}
 UNKNOWN_USER = "(unknown user)"
@@ -130,14 +131,14 @@ class UsersFile:
         except (yaml.YAMLError, TypeError, AttributeError, OSError, UnicodeDecodeError) as error:
             raise BadInput(f"{self.path}: not a kpulse users file: {' '.join(str(error).split())}") from None
         for name, entry in users.items():
-            if entry.get("role", "viewer") not in ROLES:
+            if entry.get("role", VIEWER) not in ROLES:
                 raise BadInput(f"{self.path}: user {name!r} has the unknown role {entry.get('role')!r}; "
                                f"one of {', '.join(ROLES)}")
         self._cache = (version, users)
         return users
 
     def _user(self, name: str, entry: dict) -> User:
-        return User(str(name), entry.get("role", "viewer"), "users-file")
+        return User(str(name), entry.get("role", VIEWER), "users-file")
 
     def users(self) -> list[User]:
         return [self._user(name, entry) for name, entry in sorted(self._load().items(), key=lambda item: str(item[0]))]
@@ -151,12 +152,12 @@ class UsersFile:
         when it may no longer act at all."""
         if user.source == "oidc":
             entry = self._load().get(user.name)
-            return replace(user, role=entry.get("role", "viewer") if entry else "viewer")
+            return replace(user, role=entry.get("role", VIEWER) if entry else VIEWER)
         if user.source == "users-file":
             entry = self._load().get(user.name)
             if entry is None:
                 raise NotAuthorized(f"{user.name} is no longer in the users file {self.path}")
-            return replace(user, role=entry.get("role", "viewer"))
+            return replace(user, role=entry.get("role", VIEWER))
         if self.exists():
             raise NotAuthorized(f"{user.name} acts as in a setup with no users file, but {self.path} now exists: "
                                 "sign in as a user of that file")
@@ -214,5 +215,5 @@ def authorize(user: User, action: str, cluster) -> None:
 
 
 def authorize_user_admin(user: User) -> None:
-    if not allowed(user, "manage-users"):
+    if not allowed(user, MANAGE_USERS):
         raise NotAuthorized(f"{user.name} ({user.role}) may not manage users: it needs the admin role")

@@ -3,6 +3,7 @@
 One operator's execute becomes a *request* (the plan, who, when); another operator approves it,
 and the plan runs then, as the requester, with the approver recorded in the audit log (the
 executor still re-checks every precondition at that moment). Nobody approves their own request.
+Which operations wait for approval is declared with each one (:data:`operations.registry.APPROVABLE`).
 Requests are JSON files under ``<state dir>/approvals/``, shared by the CLI and the dashboard of
 one installation (private to the kpulse user: files 0600, directory 0700); deciding takes a lock
 so a request is approved (or rejected) once.
@@ -22,11 +23,10 @@ from typing import Any, Callable
 
 from operations.errors import BadInput, NotAuthorized, Refused, unknown
 from operations.private_files import open_private, write_private
+from operations.registry import APPROVABLE
 
 REQUEST_ID = re.compile(r"[0-9a-f]{12}\Z")
 """A request id: 12 hex digits (anything else is unknown, never a file name to look up)."""
-APPROVABLE = ("reset-offsets", "reset-streams-app", "reassign:execute")
-"""Actions that wait for approval on a cluster that requires it."""
 
 
 @dataclass(frozen=True)

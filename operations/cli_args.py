@@ -7,15 +7,29 @@ accept ``1_000``), so a bad one is a one-line error like every other."""
 from __future__ import annotations
 
 from operations.offset_plan import STRATEGIES
+from operations.registry import ELECT_LEADERS, OPERATIONS, REASSIGN, RESET_OFFSETS, RESET_STREAMS_APP
+from operations.roles import ROLES
 
-COMMANDS = ("reset-offsets", "reset-streams-app", "elect-leaders", "reassign", "approvals", "audit", "users")
+APPROVALS, AUDIT, USERS = "approvals", "audit", "users"
+"""The subcommands that are not operations."""
+COMMANDS = tuple(operation.name for operation in OPERATIONS) + (APPROVALS, AUDIT, USERS)
+"""Every subcommand of this package (each operation's is its name)."""
 DEFAULT_THROTTLE = 10 * 1024 * 1024
 
 
 def add_parsers(commands) -> None:
-    """Add the operations subcommands to ``kpulse``'s subparsers."""
+    """Add the operations subcommands to ``kpulse``'s subparsers: each operation's
+    (:data:`PARSERS`), then approvals, audit and users."""
+    for operation in OPERATIONS:
+        PARSERS[operation.name](commands)
+    _approvals(commands)
+    _audit(commands)
+    _users(commands)
+
+
+def _reset_offsets(commands) -> None:
     reset = commands.add_parser(
-        "reset-offsets", help="reset a consumer group's committed offsets (dry run unless --execute)",
+        RESET_OFFSETS, help="reset a consumer group's committed offsets (dry run unless --execute)",
         description="Flags mirror `kafka-consumer-groups --reset-offsets`. Without --execute the plan is "
                     "shown and nothing changes.")
     reset.add_argument("--group", required=True, help="consumer group id")
@@ -32,8 +46,10 @@ def add_parsers(commands) -> None:
     reset.add_argument("--export", action="store_true", help="print the plan as the official tool's CSV (topic,partition,offset)")
     _include_internal(reset)
 
+
+def _reset_streams_app(commands) -> None:
     streams = commands.add_parser(
-        "reset-streams-app", help="reset a Kafka Streams application (dry run unless --execute)",
+        RESET_STREAMS_APP, help="reset a Kafka Streams application (dry run unless --execute)",
         description="Flags mirror `kafka-streams-application-reset`, but nothing changes without --execute. "
                     "Input topics go to the beginning (or the strategy), intermediate topics to the end, internal "
                     "topics are deleted, output topics are untouched.")
@@ -47,8 +63,10 @@ def add_parsers(commands) -> None:
     _mode_flags(streams)
     _include_internal(streams)
 
+
+def _elect_leaders(commands) -> None:
     elect = commands.add_parser(
-        "elect-leaders", help="preferred leader election (plan unless --execute)",
+        ELECT_LEADERS, help="preferred leader election (plan unless --execute)",
         description="Flags mirror `kafka-leader-election`; only the PREFERRED election type.")
     _cluster_and_actor(elect)
     elect.add_argument("--election-type", default="PREFERRED", type=str.upper, help="PREFERRED (the only one kpulse runs)")
@@ -61,7 +79,9 @@ def add_parsers(commands) -> None:
     _mode_flags(elect)
     _include_internal(elect, "; --all-topic-partitions leaves them out without it")
 
-    reassign = commands.add_parser("reassign", help="partition reassignment: generate, execute, verify, cancel")
+
+def _reassign(commands) -> None:
+    reassign = commands.add_parser(REASSIGN, help="partition reassignment: generate, execute, verify, cancel")
     reassign_commands = reassign.add_subparsers(dest="action", required=True, metavar="ACTION")
     generate = reassign_commands.add_parser("generate", help="plan a balanced assignment, or drain a broker (changes nothing)")
     _cluster_and_actor(generate)
@@ -86,7 +106,14 @@ def add_parsers(commands) -> None:
             command.add_argument("--wait", action="store_true", help="show progress until done, then verify")
             command.add_argument("--timeout", type=float, default=3600, help="with --wait: give up after seconds")
 
-    approvals = commands.add_parser("approvals", help="two-person approval requests (clusters with require_approval)")
+
+PARSERS = {RESET_OFFSETS: _reset_offsets, RESET_STREAMS_APP: _reset_streams_app, ELECT_LEADERS: _elect_leaders,
+           REASSIGN: _reassign}
+"""Operation name -> the function adding its subcommand (flags mirroring the official tool's)."""
+
+
+def _approvals(commands) -> None:
+    approvals = commands.add_parser(APPROVALS, help="two-person approval requests (clusters with require_approval)")
     approval_commands = approvals.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = approval_commands.add_parser("list", help="pending requests (--all: every request)")
     listing.add_argument("--cluster", help="only this cluster")
@@ -98,19 +125,23 @@ def add_parsers(commands) -> None:
         command.add_argument("--as", dest="as_user", metavar="USER", help="act as this user of the users file")
         command.add_argument("--json", action="store_true")
 
-    audit = commands.add_parser("audit", help="the audit log of operations")
+
+def _audit(commands) -> None:
+    audit = commands.add_parser(AUDIT, help="the audit log of operations")
     audit_commands = audit.add_subparsers(dest="action", required=True, metavar="ACTION")
     show = audit_commands.add_parser("show", help="recent audit records (oldest first)")
     show.add_argument("--cluster", help="only this cluster")
     show.add_argument("--since", default="P7D", help="ISO-8601 duration back from now (default P7D)")
     show.add_argument("--json", action="store_true")
 
-    users = commands.add_parser("users", help="the local users file (roles: viewer, operator, admin)")
+
+def _users(commands) -> None:
+    users = commands.add_parser(USERS, help=f"the local users file (roles: {', '.join(ROLES)})")
     users_commands = users.add_subparsers(dest="action", required=True, metavar="ACTION")
     add = users_commands.add_parser("add", help="add a user or replace its role and password "
                                                 "(password from $KPULSE_NEW_PASSWORD or a prompt)")
     add.add_argument("name")
-    add.add_argument("--role", required=True, choices=("viewer", "operator", "admin"))
+    add.add_argument("--role", required=True, choices=ROLES)
     add.add_argument("--as", dest="as_user", metavar="USER", help="act as this user (an admin)")
     users_commands.add_parser("list", help="users and their roles")
 

@@ -19,22 +19,22 @@ from pathlib import Path
 
 from kpulse.progress import Progress
 from operations.access import FAILED_LOGIN, users_file
-from operations.cli_args import COMMANDS, add_parsers  # noqa: F401 - cli.main's entry points
+from operations.cli_args import APPROVALS, AUDIT, COMMANDS, USERS, add_parsers  # noqa: F401 - cli.main's entry points
 from operations.errors import BadInput, LoginFailed, NotAuthorized
 from operations.numbers import JAVA_LONG, PARTITION, parse_integer, parse_integers
 from operations.offset_plan import STRATEGIES
+from operations.registry import ELECT_LEADERS, REASSIGN, RESET_OFFSETS, RESET_STREAMS_APP, operation
+from operations.roles import ADMIN
 
 
-def run(args: argparse.Namespace, config_path: str | None) -> int | None:
-    from kpulse.config import load_config
-
-    config = load_config(config_path)
-    if args.command == "users":
+def run(args: argparse.Namespace, config) -> int | None:
+    """Run an operations subcommand on ``config`` (a :class:`KpulseConfig`)."""
+    if args.command == USERS:
         return _users(args, config)
     from operations.service import Operations
 
     operations = Operations(config)
-    if args.command == "audit":
+    if args.command == AUDIT:
         return _audit_show(args, operations)
     try:
         return _change(args, operations)
@@ -49,20 +49,10 @@ def run(args: argparse.Namespace, config_path: str | None) -> int | None:
 
 
 def _change(args, operations) -> int | None:
-    if args.command == "reset-offsets":
-        return _reset_offsets(args, operations)
-    if args.command == "elect-leaders":
-        return _elect_leaders(args, operations)
-    if args.command == "reset-streams-app":
-        return _reset_streams_app(args, operations)
-    if args.command == "approvals":
-        return _approvals(args, operations)
-    if args.command == "reassign":
-        try:
-            return _reassign(args, operations)
-        finally:
-            operations.close()
-    raise AssertionError(args.command)
+    try:
+        return HANDLERS[args.command](args, operations)
+    finally:
+        operations.close()
 
 
 def cli_actor(config, as_user: str | None):
@@ -74,7 +64,7 @@ def cli_actor(config, as_user: str | None):
     if not users.exists():
         if as_user:
             raise BadInput(f"--as needs a users file ({users.path} does not exist; create it with kpulse users add)")
-        return User(os_user, "admin", "no-users-file")
+        return User(os_user, ADMIN, "no-users-file")
     if as_user:
         password = os.environ.get("KPULSE_PASSWORD")
         if password is None and sys.stdin.isatty():
@@ -93,6 +83,7 @@ def cli_actor(config, as_user: str | None):
 def _reset_offsets(args, operations) -> int | None:
     from operations.offset_plan import ResetPlan, Scope, Strategy, parse_expect_current
 
+    entry = operation(RESET_OFFSETS)
     cluster = operations.config.cluster(args.cluster).name
     expected = parse_expect_current(args.expect_current)
     if expected and not args.execute:
@@ -101,22 +92,23 @@ def _reset_offsets(args, operations) -> int | None:
         plan = ResetPlan.from_dict(_read_json(args.plan))
         if plan.group_id != args.group or plan.cluster != cluster:
             raise BadInput(f"the plan in {args.plan} is for group {plan.group_id!r} on cluster {plan.cluster!r}")
-        if not args.execute or operations.needs_approval(cluster, "reset-offsets"):
+        if not args.execute or operations.needs_approval(cluster, entry.action):
             # a dry run shows, and a request waits on, only a plan that could run (an execution is
             # checked, and audited, by the executor)
             operations.check_reset_plan(plan, include_internal=args.include_internal)
     else:
         if args.strategy is None:
             raise BadInput("a reset strategy is needed: --" + ", --".join(STRATEGIES))
-        plan = operations.plan_reset_offsets(cluster, args.group, Scope.parse(args.all_topics, args.topic),
-                                             Strategy(*args.strategy), include_internal=args.include_internal)
+        plan = entry.planner(operations, cluster, args.group, Scope.parse(args.all_topics, args.topic),
+                             Strategy(*args.strategy), include_internal=args.include_internal)
     outcome = None
     if args.execute:
         actor = cli_actor(operations.config, args.as_user)
-        if operations.needs_approval(cluster, "reset-offsets"):
-            options = {"expect_current": [[t, p, o] for (t, p), o in sorted(expected.items())]} if expected else {}
-            return _requested(operations.request_approval(actor, "reset-offsets", plan, _run_options(args, **options)))
-        outcome = operations.reset_offsets(actor, plan, expect_current=expected, include_internal=args.include_internal)
+        options = _run_options(args, **({"expect_current": [[t, p, o] for (t, p), o in sorted(expected.items())]}
+                                        if expected else {}))
+        if operations.needs_approval(cluster, entry.action):
+            return _requested(operations.request_approval(actor, entry.action, plan, options))
+        outcome = entry.executor(operations, actor, plan, options, None)
     if args.export:
         print(plan.to_csv(), end="")
     elif args.json:
@@ -131,7 +123,8 @@ def _reset_offsets(args, operations) -> int | None:
 
 
 def _run_options(args, **options) -> dict:
-    """How an approved request is to run: the CLI's execution flags."""
+    """How the plan is to run, now or once approved (:attr:`Operation.executor`'s ``options``):
+    the CLI's execution flags."""
     return {**options, **({"include_internal": True} if args.include_internal else {})}
 
 
@@ -182,17 +175,18 @@ def _topics(text: str) -> list[str]:
 def _reset_streams_app(args, operations) -> int | None:
     from operations.offset_plan import Strategy
 
+    entry = operation(RESET_STREAMS_APP)
     cluster = operations.config.cluster(args.cluster).name
     strategy = Strategy(*args.strategy) if args.strategy else None
-    plan = operations.plan_streams_reset(cluster, args.application_id, _topics(args.input_topics),
-                                         _topics(args.intermediate_topics), _topics(args.internal_topics), strategy,
-                                         include_internal=args.include_internal)
+    plan = entry.planner(operations, cluster, args.application_id, _topics(args.input_topics),
+                         _topics(args.intermediate_topics), _topics(args.internal_topics), strategy,
+                         include_internal=args.include_internal)
     outcome = None
     if args.execute:
         actor = cli_actor(operations.config, args.as_user)
-        if operations.needs_approval(cluster, "reset-streams-app"):
-            return _requested(operations.request_approval(actor, "reset-streams-app", plan, _run_options(args)))
-        outcome = operations.reset_streams_app(actor, plan, include_internal=args.include_internal)
+        if operations.needs_approval(cluster, entry.action):
+            return _requested(operations.request_approval(actor, entry.action, plan, _run_options(args)))
+        outcome = entry.executor(operations, actor, plan, _run_options(args), None)
     if args.json:
         print(json.dumps({"plan": plan.to_dict(), "result": outcome.to_dict() if outcome else None}, indent=2))
         return 1 if outcome is not None and outcome.result != "ok" else None
@@ -243,10 +237,11 @@ def _election_scope(args) -> tuple:
 
 
 def _elect_leaders(args, operations) -> int | None:
+    entry = operation(ELECT_LEADERS)
     cluster = operations.config.cluster(args.cluster).name
-    plan = operations.plan_election(cluster, _election_scope(args), include_internal=args.include_internal)
-    outcome = (operations.elect_leaders(cli_actor(operations.config, args.as_user), plan,
-                                        include_internal=args.include_internal) if args.execute else None)
+    plan = entry.planner(operations, cluster, _election_scope(args), include_internal=args.include_internal)
+    outcome = (entry.executor(operations, cli_actor(operations.config, args.as_user), plan, _run_options(args), None)
+               if args.execute else None)
     if args.json:
         print(json.dumps({"plan": plan.to_dict(), "result": outcome.to_dict() if outcome else None}, indent=2))
     else:
@@ -273,11 +268,12 @@ def _brokers(text: str) -> list[int]:
 def _reassign(args, operations) -> int | None:
     from operations.reassign_plan import ReassignmentPlan
 
+    entry = operation(REASSIGN)
     cluster = operations.config.cluster(args.cluster).name
     if args.action == "generate":
         drain = None if args.drain is None else parse_integer(args.drain, "--drain", PARTITION)
-        plan = operations.plan_reassignment(cluster, _topics(args.topics), _brokers(args.broker_list) or None, drain,
-                                            include_internal=args.include_internal)
+        plan = entry.planner(operations, cluster, _topics(args.topics), _brokers(args.broker_list) or None, drain,
+                             include_internal=args.include_internal)
         if args.output:
             try:
                 Path(args.output).write_text(json.dumps(plan.to_dict(), indent=2))
@@ -297,18 +293,18 @@ def _reassign(args, operations) -> int | None:
         if plan.cluster != cluster:
             raise BadInput(f"the plan in {args.plan} is for cluster {plan.cluster!r}")
     else:
-        plan = operations.plan_reassignment(cluster, [], official_json=json.dumps(data),
-                                            include_internal=args.include_internal)
+        plan = entry.planner(operations, cluster, [], official_json=json.dumps(data),
+                             include_internal=args.include_internal)
     actor = cli_actor(operations.config, args.as_user)
     progress = Progress()
     if args.action == "execute":
         throttle = parse_integer(str(args.throttle), "--throttle", (1, JAVA_LONG[1]))
         if args.wait and not 0 < args.timeout < float("inf"):
             raise BadInput(f"--timeout must be a positive number of seconds, got {args.timeout}")
-        if operations.needs_approval(cluster, "reassign:execute"):
-            return _requested(operations.request_approval(actor, "reassign:execute", plan,
-                                                          _run_options(args, throttle_bytes=throttle)))
-        status = operations.start_reassignment(actor, plan, throttle, include_internal=args.include_internal)
+        options = _run_options(args, throttle_bytes=throttle)
+        if operations.needs_approval(cluster, entry.action):
+            return _requested(operations.request_approval(actor, entry.action, plan, options))
+        status = entry.executor(operations, actor, plan, options, None)
         if args.wait and status.result == "in-progress":
             reassigner = operations.reassigner(cluster)
             status = reassigner.wait(plan, args.timeout, lambda s: progress.note(
@@ -370,6 +366,11 @@ def _approvals(args, operations) -> int | None:
     return 1 if outcome.result in ("failed", "partial") else None
 
 
+HANDLERS = {RESET_OFFSETS: _reset_offsets, RESET_STREAMS_APP: _reset_streams_app, ELECT_LEADERS: _elect_leaders,
+            REASSIGN: _reassign, APPROVALS: _approvals}
+"""Subcommand -> its handler: every operation's (by its name), and approvals."""
+
+
 # --- audit and users -----------------------------------------------------------------------------
 
 def _audit_show(args, operations) -> None:
@@ -403,7 +404,7 @@ def _users(args, config) -> None:
         return
     if users.exists():
         authorize_user_admin(cli_actor(config, args.as_user))
-    elif args.role != "admin":
+    elif args.role != ADMIN:
         raise BadInput("the first user must be an admin (--role admin)")
     password = os.environ.get("KPULSE_NEW_PASSWORD")
     if password is None:

@@ -20,16 +20,20 @@ from typing import Any, Callable
 from kpulse import home
 from kpulse.kafka.clients import admin_client, kafka_python_admin
 from operations import locks
-from operations.access import User, UsersFile, authorize, users_file
-from operations.approvals import APPROVABLE, ApprovalRequest, ApprovalStore
+from operations.access import APPROVE, User, UsersFile, authorize, users_file
+from operations.approvals import ApprovalRequest, ApprovalStore
 from operations.audit import AuditLog, AuditRecord
-from operations.errors import NotAuthorized, OperationError, Refused
+from operations.errors import BadInput, NotAuthorized, OperationError, Refused
 from operations.kafka_reads import TIMEOUT, GroupListing, all_groups, metadata
 from operations.leaders import ElectionOutcome, ElectionPlan, execute_election, plan_election
 from operations.offset_plan import ResetPlan, Scope, Strategy
 from operations.offset_reset import ResetOutcome, check_saved_plan, execute_offset_reset, plan_offset_reset
 from operations.reassign import Reassigner, ReassignmentStatus, generate, legacy_admin_client, plan_from_official_json
 from operations.reassign_plan import ReassignmentPlan
+from operations.registry import (
+    APPROVABLE, ELECT_LEADERS, REASSIGN_CANCEL, REASSIGN_EXECUTE, REASSIGN_VERIFY, RESET_OFFSETS, RESET_STREAMS_APP,
+    operation,
+)
 from operations.streams_reset import StreamsResetOutcome, StreamsResetPlan, execute_streams_reset, plan_streams_reset
 
 
@@ -96,7 +100,7 @@ class Operations:
                                            list_groups=self._group_listing(plan.cluster))
             return outcome, {f"{p.topic}-{p.partition}": p.after for p in outcome.partitions}
 
-        return self.run(actor, "reset-offsets", plan.cluster, plan.target, plan.to_dict(), before, apply,
+        return self.run(actor, RESET_OFFSETS, plan.cluster, plan.target, plan.to_dict(), before, apply,
                         approved_by=approved_by)
 
     # --- preferred leader election ---------------------------------------------------------------
@@ -113,7 +117,7 @@ class Operations:
             outcome = execute_election(self.admin(plan.cluster), plan, include_internal=include_internal)
             return outcome, {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions}
 
-        return self.run(actor, "elect-leaders", plan.cluster, plan.target, plan.to_dict(), before, apply)
+        return self.run(actor, ELECT_LEADERS, plan.cluster, plan.target, plan.to_dict(), before, apply)
 
     # --- Streams application reset --------------------------------------------------------------
 
@@ -136,7 +140,7 @@ class Operations:
             return outcome, {"offsets": {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions},
                              "deleted": list(outcome.deleted)}
 
-        return self.run(actor, "reset-streams-app", plan.cluster, plan.target, plan.to_dict(), before, apply,
+        return self.run(actor, RESET_STREAMS_APP, plan.cluster, plan.target, plan.to_dict(), before, apply,
                         approved_by=approved_by, lock=f"group {plan.application_id}")
 
     def _group_listing(self, cluster: str) -> Callable[[], dict[str, GroupListing]]:
@@ -171,7 +175,7 @@ class Operations:
 
     def start_reassignment(self, actor: User, plan: ReassignmentPlan, throttle_bytes: int, *,
                            approved_by: str | None = None, include_internal: bool = False) -> ReassignmentStatus:
-        return self._reassign(actor, "reassign:execute", plan, lambda reassigner: reassigner.execute(
+        return self._reassign(actor, REASSIGN_EXECUTE, plan, lambda reassigner: reassigner.execute(
             plan, throttle_bytes, include_internal=include_internal), approved_by)
 
     def verify_reassignment(self, actor: User, plan: ReassignmentPlan) -> ReassignmentStatus:
@@ -180,10 +184,10 @@ class Operations:
         status = self.reassigner(plan.cluster).status(plan)
         if status.result != "ok":
             return status
-        return self._reassign(actor, "reassign:verify", plan, lambda r: r.verify(plan))
+        return self._reassign(actor, REASSIGN_VERIFY, plan, lambda r: r.verify(plan))
 
     def cancel_reassignment(self, actor: User, plan: ReassignmentPlan) -> ReassignmentStatus:
-        return self._reassign(actor, "reassign:cancel", plan, lambda reassigner: reassigner.cancel(plan))
+        return self._reassign(actor, REASSIGN_CANCEL, plan, lambda reassigner: reassigner.cancel(plan))
 
     def _reassign(self, actor: User, action: str, plan: ReassignmentPlan, call,
                   approved_by: str | None = None) -> ReassignmentStatus:
@@ -221,7 +225,7 @@ class Operations:
         longer has the role the action needs makes the request fail (refused, audited)."""
         request = self.approvals.get(request_id)
         cluster = self.config.cluster(request.cluster)
-        approver = self.authorize(approver, "approve", cluster)
+        approver = self.authorize(approver, APPROVE, cluster)
         requester = User(request.requested_by, request.requested_role, request.requested_source)
         try:
             self.authorize(requester, request.action, cluster)
@@ -233,25 +237,19 @@ class Operations:
                                               error=str(error), approved_by=approver.name))
                 raise type(error)(f"approval request {request_id} refused: {error}") from None
         request = self.approvals.decide(request_id, approver.name, "approved")
-        include_internal = (request.options or {}).get("include_internal") is True
         try:
-            if request.action == "reset-offsets":
-                expected = {(t, p): o for t, p, o in (request.options or {}).get("expect_current", [])}
-                return self.reset_offsets(requester, ResetPlan.from_dict(request.plan), approved_by=approver.name,
-                                          expect_current=expected, include_internal=include_internal)
-            if request.action == "reset-streams-app":
-                return self.reset_streams_app(requester, StreamsResetPlan.from_dict(request.plan),
-                                              approved_by=approver.name, include_internal=include_internal)
-            return self.start_reassignment(requester, ReassignmentPlan.from_dict(request.plan),
-                                           int(request.options["throttle_bytes"]), approved_by=approver.name,
-                                           include_internal=include_internal)
+            if request.action not in APPROVABLE:  # a request file written by hand
+                raise BadInput(f"{request.action} does not take approval")
+            entry = operation(request.action)
+            return entry.executor(self, requester, entry.plan_type.from_dict(request.plan), request.options,
+                                 approver.name)
         except OperationError as error:
             self.approvals.mark_failed(request_id, str(error))
             raise
 
     def reject(self, approver: User, request_id: str) -> ApprovalRequest:
         request = self.approvals.get(request_id)
-        approver = self.authorize(approver, "approve", self.config.cluster(request.cluster))
+        approver = self.authorize(approver, APPROVE, self.config.cluster(request.cluster))
         decided = self.approvals.decide(request_id, approver.name, "rejected")
         self.audit.record(AuditRecord(cluster=request.cluster, actor=approver.name, action=request.action,
                                       target=request.target, result="rejected", plan=request.plan,

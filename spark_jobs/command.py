@@ -37,7 +37,9 @@ def add_parsers(commands) -> None:
     rules.add_argument("--output", "-o", help="write to this file instead of stdout")
 
 
-def run_command(args: argparse.Namespace, config_path: str | None) -> int:
+def run_command(args: argparse.Namespace, config) -> int:
+    """``kpulse slo ...``; ``config`` (a :class:`KpulseConfig`) gives the lake of ``run`` without
+    ``--lake`` (else it is ``None``)."""
     from spark_jobs.definitions import load_definitions
 
     definitions = load_definitions(args.definitions)
@@ -58,12 +60,7 @@ def run_command(args: argparse.Namespace, config_path: str | None) -> int:
         else:
             print(text, end="")
         return 0
-    lake = args.lake
-    if lake is None:
-        from kpulse.config import load_config
-
-        lake = load_config(config_path).lake.path
-    return execute(args, lake, definitions)
+    return execute(args, config.lake.path if args.lake is None else args.lake, definitions)
 
 
 def execute(args: argparse.Namespace, lake: str, definitions) -> int:

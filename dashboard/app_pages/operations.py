@@ -7,15 +7,12 @@ import streamlit as st
 
 from dashboard import actions, auth, frame, literal
 from dashboard.services import plans
-from operations.access import allowed
-from operations.offset_plan import ResetPlan
-from operations.reassign_plan import ReassignmentPlan
-from operations.streams_reset import StreamsResetPlan
+from operations.access import APPROVE, allowed
+from operations.registry import operation
 
 WINDOWS = {"1 hour": 3600, "1 day": 86400, "7 days": 7 * 86400, "30 days": 30 * 86400}
 APPROVE_KEY = "ops-approving"
 """Session-state key of the request being approved (its plan, then its outcome)."""
-PLAN_TYPES = {"reset-offsets": ResetPlan, "reset-streams-app": StreamsResetPlan, "reassign:execute": ReassignmentPlan}
 
 st.title("Operations")
 user = auth.user()
@@ -34,13 +31,14 @@ with frame.shown_errors("approvals"):
                                                                          f"{r.requested_by}")
                                                          for r in pending if r.id == i))
         request = next(r for r in pending if r.id == chosen)
-        plan = PLAN_TYPES[request.action].from_dict(request.plan)
-        st.caption(plans.plan_summary(plan, literal.markdown))
-        for number, (title, table) in enumerate(plans.plan_tables(plan).items()):
+        entry = operation(request.action)
+        plan = entry.plan_type.from_dict(request.plan)
+        st.caption(entry.summary(plan, literal.markdown))
+        for number, (title, table) in enumerate(entry.tables(plan).items()):
             if number == 0 or not table.empty:
                 st.markdown(title)
                 st.dataframe(table, hide_index=True, width="stretch", key=f"ops-request-plan-{number}")
-        if user is None or not allowed(user, "approve"):
+        if user is None or not allowed(user, APPROVE):
             st.caption("Approving needs the operator role.")
         elif request.requested_by == user.name:
             st.caption("You requested this: another operator must approve it.")

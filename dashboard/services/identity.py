@@ -27,6 +27,7 @@ from typing import Mapping
 from dashboard.services.sources import DashboardError
 from operations.access import User, UsersFile, users_file  # noqa: F401 - users_file: auth reads the same file
 from operations.errors import NotAuthorized
+from operations.roles import ADMIN, VIEWER
 
 AUTH_ENV = "KPULSE_DASHBOARD_AUTH"
 MODES = ("local", "oidc")
@@ -65,10 +66,10 @@ def is_local_setup(config) -> bool:
 
 def without_users_file(config, os_user: str, path) -> Identity:
     if is_local_setup(config):
-        return Identity(User(os_user, "admin", "no-users-file"),
+        return Identity(User(os_user, ADMIN, "no-users-file"),
                         f"No users file: local mode. You act as admin '{os_user}' (dashboard and clusters on this "
                         f"machine only). Create {path} with `kpulse users add` to require sign-in.")
-    return Identity(User(os_user, "viewer", "no-users-file"),
+    return Identity(User(os_user, VIEWER, "no-users-file"),
                     f"No users file: view only. This dashboard or a cluster is not local, so nobody may act until "
                     f"{path} exists (`kpulse users add NAME --role admin`).")
 
@@ -78,7 +79,7 @@ def oidc_user(claims: Mapping[str, object], users: UsersFile) -> User:
     for claim in ("email", "preferred_username", "sub"):
         name = claims.get(claim)
         if name:
-            return users.current(User(str(name), "viewer", "oidc"))
+            return users.current(User(str(name), VIEWER, "oidc"))
     raise DashboardError("the identity provider sent no email, preferred_username or sub claim")
 
 

@@ -1,6 +1,7 @@
 """The dashboard's side of operations: form values -> a plan from :class:`operations.service.Operations`,
-plans and outcomes -> tables, execute-or-request-approval, audit rows -> a table. No Streamlit,
-no Kafka client here (the service has them)."""
+plans and outcomes -> tables, execute-or-request-approval (each as its operation declares it in
+:mod:`operations.registry`), audit rows -> a table. No Streamlit, no Kafka client here (the service
+has them)."""
 
 from __future__ import annotations
 
@@ -13,14 +14,11 @@ import pandas as pd
 
 from kpulse.printable import CONTROL
 from operations.access import User
-from operations.leaders import ElectionPlan
-from operations.offset_plan import STRATEGIES, ResetPlan, Scope, Strategy
+from operations.offset_plan import STRATEGIES, Scope, Strategy
 from operations.reassign_plan import ReassignmentPlan
-from operations.streams_reset import STREAMS_STRATEGIES, StreamsResetPlan
+from operations.registry import REASSIGN, REASSIGN_CANCEL, REASSIGN_EXECUTE, REASSIGN_VERIFY, of_plan, operation
+from operations.streams_reset import STREAMS_STRATEGIES
 
-ACTIONS = {"group": "reset-offsets", "streams": "reset-streams-app", "topic": "elect-leaders",
-           "broker": "reassign:execute"}
-"""Entity kind -> the action its Actions section offers."""
 VALUE_HINTS = {"to-offset": "offset, e.g. 100", "shift-by": "shift, e.g. -50",
                "to-datetime": "YYYY-MM-DDTHH:mm:SS.sss (UTC)", "by-duration": "ISO-8601 duration, e.g. PT30M"}
 """Strategies that take a value, and what to type."""
@@ -74,73 +72,22 @@ def group_scope(scope: str, topic: str | None, partitions: list[int]) -> Scope:
 
 # --- tables ----------------------------------------------------------------------------------------
 
-def reset_rows(partitions) -> pd.DataFrame:
-    rows = [{"topic": p.topic, "partition": p.partition, "current offset": p.current, "new offset": p.new,
-             "lag before": p.lag_before, "lag after": p.lag_after, "replayed": p.replayed, "skipped": p.skipped,
-             "log start": p.log_start, "log end": p.log_end} for p in partitions]
-    frame = pd.DataFrame(rows, columns=["topic", "partition", "current offset", "new offset", "lag before",
-                                        "lag after", "replayed", "skipped", "log start", "log end"])
-    for column in ("current offset", "lag before"):
-        frame[column] = pd.array(frame[column], dtype="Int64")
-    return frame
-
-
 def plan_tables(plan) -> dict[str, pd.DataFrame]:
     """Title -> table of what ``plan`` would change (the first one is the main table)."""
-    if isinstance(plan, ResetPlan):
-        return {"Offsets per partition": reset_rows(plan.partitions)}
-    if isinstance(plan, StreamsResetPlan):
-        return {"Input topics (reset)": reset_rows(plan.input),
-                "Intermediate topics (to the end)": reset_rows(plan.intermediate),
-                "Internal topics to delete": pd.DataFrame({"topic": list(plan.delete_topics)}, dtype="object"),
-                "Untouched (output, or not named)": pd.DataFrame({"topic": list(plan.untouched)}, dtype="object"),
-                "Another application's, left alone": pd.DataFrame(
-                    {"topic": [t for t, _ in plan.foreign], "belongs to application": [g for _, g in plan.foreign]},
-                    dtype="object")}
-    if isinstance(plan, ElectionPlan):
-        return {"Partitions not led by their preferred replica": pd.DataFrame(
-            [{"topic": m.topic, "partition": m.partition, "leader": m.leader, "preferred": m.preferred,
-              "electable now": m.preferred_in_sync} for m in plan.moves],
-            columns=["topic", "partition", "leader", "preferred", "electable now"])}
-    return {"Moves": pd.DataFrame(
-        [{"topic": m.topic, "partition": m.partition, "current replicas": str(list(m.current)),
-          "target replicas": str(list(m.target)), "adding": str(list(m.adding)), "removing": str(list(m.removing))}
-         for m in plan.moves], columns=["topic", "partition", "current replicas", "target replicas", "adding",
-                                        "removing"])}
+    return of_plan(plan).tables(plan)
 
 
 def plan_summary(plan, name: Callable[[str], str] = str) -> str:
     """One sentence saying what ``plan`` changes; names, and anything else taken from the cluster or
     the user, pass through ``name`` (the dashboard's makes them literal Markdown)."""
-    if isinstance(plan, ResetPlan):
-        return (f"group {name(plan.group_id)} ({plan.group_state}): {name(plan.strategy.describe())}, scope "
-                f"{name(plan.scope.describe()) or 'from file'}; {len(plan.partitions)} partition(s), "
-                f"{plan.total_replayed} message(s) replayed, {plan.total_skipped} skipped")
-    if isinstance(plan, StreamsResetPlan):
-        return (f"Streams application {name(plan.application_id)} ({plan.group_state}): "
-                f"{name(plan.strategy.describe())} on {len(plan.input)} input and {len(plan.intermediate)} "
-                f"intermediate partition(s); {len(plan.delete_topics)} internal topic(s) deleted")
-    if isinstance(plan, ElectionPlan):
-        return (f"{len(plan.moves)} partition(s) of {name(plan.target)} not led by their preferred replica, "
-                f"{len(plan.electable)} electable now")
-    return f"{name(plan.goal)}: {len(plan.moves)} partition(s) change, {plan.replicas_moved} replica(s) move"
+    return of_plan(plan).summary(plan, name)
 
 
 def outcome_table(done: Done) -> pd.DataFrame:
     """Per partition: what the executor did and what it read back (the verification)."""
-    outcome = done.outcome
-    if outcome is None:
+    if done.outcome is None:
         return pd.DataFrame()
-    rows = [row if isinstance(row, dict) else {"topic": row.topic, "partition": row.partition, "before": row.before,
-                                              "new": row.new, "after (read back)": row.after, "error": row.error}
-            for row in outcome.partitions]
-    frame = pd.DataFrame(rows)
-    if "after" in frame:
-        frame = frame.rename(columns={"after": "after (read back)"})
-    for column in ("target", "replicas"):
-        if column in frame:
-            frame[column] = frame[column].map(str)
-    return frame
+    return operation(done.action).outcome_table(done.outcome)
 
 
 def outcome_text(done: Done, name: Callable[[str], str] = str) -> str:
@@ -162,24 +109,13 @@ def outcome_text(done: Done, name: Callable[[str], str] = str) -> str:
 # --- acting --------------------------------------------------------------------------------------
 
 def action_of(plan) -> str:
-    if isinstance(plan, ResetPlan):
-        return "reset-offsets"
-    if isinstance(plan, StreamsResetPlan):
-        return "reset-streams-app"
-    if isinstance(plan, ElectionPlan):
-        return "elect-leaders"
-    return "reassign:execute"
+    """What the audit log and approvals call executing ``plan``."""
+    return of_plan(plan).action
 
 
 def confirmation_name(plan) -> str:
     """What the user must type to confirm: the group, application, topic or broker acted on."""
-    if isinstance(plan, ResetPlan):
-        return plan.group_id
-    if isinstance(plan, StreamsResetPlan):
-        return plan.application_id
-    if isinstance(plan, ElectionPlan):
-        return plan.scope[0][0] if plan.scope else plan.cluster
-    return plan.cluster
+    return of_plan(plan).confirmation_name(plan)
 
 
 def confirmed(typed: str, expected: str) -> bool:
@@ -199,19 +135,13 @@ def name_note(expected: str) -> str:
     return "; ".join(notes)
 
 
-def execute(operations, user: User, plan, throttle_bytes: int = DEFAULT_THROTTLE) -> Done:
-    """Execute ``plan`` as ``user``, or file an approval request where the cluster requires one."""
-    action = action_of(plan)
-    if operations.needs_approval(plan.cluster, action):
-        options = {"throttle_bytes": throttle_bytes} if isinstance(plan, ReassignmentPlan) else None
-        return Done(action, request=operations.request_approval(user, action, plan, options))
-    if isinstance(plan, ResetPlan):
-        return Done(action, operations.reset_offsets(user, plan))
-    if isinstance(plan, StreamsResetPlan):
-        return Done(action, operations.reset_streams_app(user, plan))
-    if isinstance(plan, ElectionPlan):
-        return Done(action, operations.elect_leaders(user, plan))
-    return Done(action, operations.start_reassignment(user, plan, throttle_bytes))
+def execute(operations, user: User, plan, options: dict | None = None) -> Done:
+    """Execute ``plan`` as ``user``, or file an approval request where the cluster requires one;
+    ``options``: how it runs (:attr:`operations.registry.Operation.executor`), from its form."""
+    entry = of_plan(plan)
+    if operations.needs_approval(plan.cluster, entry.action):
+        return Done(entry.action, request=operations.request_approval(user, entry.action, plan, options))
+    return Done(entry.action, entry.executor(operations, user, plan, options, None))
 
 
 # --- the Operations page -------------------------------------------------------------------------
@@ -239,12 +169,12 @@ def open_reassignments(rows: pd.DataFrame) -> list[ReassignmentPlan]:
         return []
     plans: dict[str, ReassignmentPlan] = {}
     for row in rows.sort_values("time").itertuples():
-        if not row.plan_json or not str(row.action).startswith("reassign:"):
+        if not row.plan_json or not str(row.action).startswith(f"{REASSIGN}:"):
             continue
         key = row.plan_json
-        if row.action == "reassign:execute" and row.result in ("in-progress", "partial"):
+        if row.action == REASSIGN_EXECUTE and row.result in ("in-progress", "partial"):
             plans[key] = ReassignmentPlan.from_dict(json.loads(row.plan_json))
-        elif row.action in ("reassign:verify", "reassign:cancel") and row.result in ("ok", "cancelled"):
+        elif row.action in (REASSIGN_VERIFY, REASSIGN_CANCEL) and row.result in ("ok", "cancelled"):
             plans.pop(key, None)
     return list(plans.values())
 

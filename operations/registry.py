@@ -1,0 +1,306 @@
+"""The operations kpulse runs, each declared once: its name, the least role it needs, whether it
+waits for a second operator, its plan type, how a plan is summed up and shown, and how it is planned
+and executed through :class:`operations.service.Operations`.
+
+Access checks (:mod:`operations.access`), approvals (:mod:`operations.approvals` and
+:meth:`Operations.approve`), the CLI (:mod:`operations.cli_args`, :mod:`operations.commands`) and the
+dashboard's action flow (``dashboard/actions.py``, ``dashboard/services/plans.py``, the Operations
+page) read :data:`OPERATIONS` instead of branching on plan types or operation names.
+
+Adding an operation: a plan module (a frozen plan type with ``cluster``, ``target``, ``to_dict``
+and ``from_dict``), an executor (applied through :meth:`Operations.run`: authorized, locked,
+audited), one :class:`Operation` here, its form in ``dashboard/action_forms.py`` and its
+subcommand (``operations/cli_args.py`` for the flags, ``operations/commands.py`` for the printing).
+``tests/test_ops_registry.py`` checks that every part is there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from operations.leaders import ElectionPlan
+from operations.offset_plan import ResetPlan
+from operations.reassign_plan import ReassignmentPlan
+from operations.roles import ADMIN, OPERATOR
+from operations.streams_reset import StreamsResetPlan
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RESET_OFFSETS = "reset-offsets"
+RESET_STREAMS_APP = "reset-streams-app"
+ELECT_LEADERS = "elect-leaders"
+REASSIGN = "reassign"
+REASSIGN_EXECUTE = "reassign:execute"
+"""The audited action that starts a reassignment."""
+REASSIGN_VERIFY = "reassign:verify"
+"""The audited action that finds a reassignment complete and removes its throttles."""
+REASSIGN_CANCEL = "reassign:cancel"
+"""The audited action that cancels the moves still in progress."""
+
+Name = Callable[[str], str]
+"""How a summary quotes a name taken from the cluster or the user (the dashboard's makes it literal
+Markdown; ``str`` elsewhere)."""
+
+
+@dataclass(frozen=True)
+class Export:
+    """A download of a plan in another tool's format, offered beside the plan's JSON."""
+
+    label: str
+    """The button's text."""
+    content: Callable[[Any], str]
+    """Plan -> the file's text."""
+    file_suffix: str
+    """The end of the file name (after the action's key)."""
+    mime: str
+    key: str
+    """The end of the button's widget key (after the action's key)."""
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation, as every caller sees it."""
+
+    name: str
+    """What it is called: its CLI subcommand, and the action roles are checked against."""
+    role: str
+    """The least role that may run it (:mod:`operations.roles`)."""
+    approvable: bool
+    """Whether, on a cluster with ``require_approval: true``, executing it files a request that
+    another operator approves (:mod:`operations.approvals`)."""
+    plan_type: type
+    """The plan its planner returns and its executor takes (an approvable one's ``from_dict`` reads
+    back what ``to_dict`` wrote into the request)."""
+    entity: str
+    """What it acts on, the dashboard page whose Actions section offers it: ``group``, ``streams``,
+    ``topic`` or ``broker``."""
+    summary: Callable[[Any, Name], str]
+    """``(plan, name)`` -> one sentence saying what the plan changes (the plan's caption and the
+    confirmation dialog's text)."""
+    tables: Callable[[Any], dict[str, pd.DataFrame]]
+    """Plan -> title -> table of what it would change (the first is the main table, always shown;
+    the others when not empty)."""
+    outcome_table: Callable[[Any], pd.DataFrame]
+    """Outcome -> per partition: what the executor did and read back (the verification)."""
+    confirmation_name: Callable[[Any], str]
+    """Plan -> the name a person types to confirm it: the group, application, topic or cluster."""
+    has_changes: Callable[[Any], bool]
+    """Plan -> whether executing it would change anything (the dashboard offers execution only then)."""
+    planner: Callable[..., Any]
+    """``(operations, cluster, ...)`` -> a plan: the planner, through :class:`Operations` (changes
+    nothing); the arguments after the cluster are the operation's own."""
+    executor: Callable[..., Any]
+    """``(operations, actor, plan, options, approved_by)`` -> the outcome (with ``result`` and
+    ``error``): the executor, through :class:`Operations`. ``options`` are how it runs, as an
+    approval request keeps them: ``include_internal`` and the operation's own (``expect_current``,
+    ``throttle_bytes``)."""
+    command_line: str
+    """The same action from the command line, a dry run (``{cluster}`` and ``{name}`` are filled in)."""
+    action: str = ""
+    """What the audit log and approvals call its execution; the name unless it has several steps
+    (``reassign:execute``)."""
+    exports: tuple[Export, ...] = ()
+    notes: Callable[[Any], tuple[str, ...]] = lambda plan: ()
+    """Plan -> what to tell the person about it beyond its warnings (e.g. a Streams app's local state)."""
+    polled: bool = False
+    """Its execution can return while the change still runs (``in-progress``): the dashboard then
+    shows the progress until verified, with a cancel button."""
+
+    def __post_init__(self) -> None:
+        if not self.action:
+            object.__setattr__(self, "action", self.name)
+
+
+# --- consumer group offsets ----------------------------------------------------------------------
+
+def reset_rows(partitions) -> pd.DataFrame:
+    """Per partition of an offset reset: the offsets, the lag and the messages replayed or skipped."""
+    import pandas as pd
+
+    rows = [{"topic": p.topic, "partition": p.partition, "current offset": p.current, "new offset": p.new,
+             "lag before": p.lag_before, "lag after": p.lag_after, "replayed": p.replayed, "skipped": p.skipped,
+             "log start": p.log_start, "log end": p.log_end} for p in partitions]
+    frame = pd.DataFrame(rows, columns=["topic", "partition", "current offset", "new offset", "lag before",
+                                        "lag after", "replayed", "skipped", "log start", "log end"])
+    for column in ("current offset", "lag before"):
+        frame[column] = pd.array(frame[column], dtype="Int64")
+    return frame
+
+
+def _reset_summary(plan: ResetPlan, name: Name) -> str:
+    return (f"group {name(plan.group_id)} ({plan.group_state}): {name(plan.strategy.describe())}, scope "
+            f"{name(plan.scope.describe()) or 'from file'}; {len(plan.partitions)} partition(s), "
+            f"{plan.total_replayed} message(s) replayed, {plan.total_skipped} skipped")
+
+
+def _reset_outcome_table(outcome) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame([{"topic": p.topic, "partition": p.partition, "before": p.before, "new": p.new,
+                          "after (read back)": p.after, "error": p.error} for p in outcome.partitions])
+
+
+def _include_internal(options: dict | None) -> bool:
+    return (options or {}).get("include_internal") is True
+
+
+def _reset_offsets(operations, actor, plan: ResetPlan, options: dict | None, approved_by: str | None):
+    expected = {(t, p): o for t, p, o in (options or {}).get("expect_current", [])}
+    return operations.reset_offsets(actor, plan, approved_by=approved_by, expect_current=expected,
+                                    include_internal=_include_internal(options))
+
+
+# --- Streams application reset ------------------------------------------------------------------
+
+def _streams_summary(plan: StreamsResetPlan, name: Name) -> str:
+    return (f"Streams application {name(plan.application_id)} ({plan.group_state}): "
+            f"{name(plan.strategy.describe())} on {len(plan.input)} input and {len(plan.intermediate)} "
+            f"intermediate partition(s); {len(plan.delete_topics)} internal topic(s) deleted")
+
+
+def _streams_tables(plan: StreamsResetPlan) -> dict[str, pd.DataFrame]:
+    import pandas as pd
+
+    return {"Input topics (reset)": reset_rows(plan.input),
+            "Intermediate topics (to the end)": reset_rows(plan.intermediate),
+            "Internal topics to delete": pd.DataFrame({"topic": list(plan.delete_topics)}, dtype="object"),
+            "Untouched (output, or not named)": pd.DataFrame({"topic": list(plan.untouched)}, dtype="object"),
+            "Another application's, left alone": pd.DataFrame(
+                {"topic": [t for t, _ in plan.foreign], "belongs to application": [g for _, g in plan.foreign]},
+                dtype="object")}
+
+
+def _reset_streams_app(operations, actor, plan: StreamsResetPlan, options: dict | None, approved_by: str | None):
+    return operations.reset_streams_app(actor, plan, approved_by=approved_by,
+                                        include_internal=_include_internal(options))
+
+
+# --- preferred leader election ------------------------------------------------------------------
+
+def _election_summary(plan: ElectionPlan, name: Name) -> str:
+    return (f"{len(plan.moves)} partition(s) of {name(plan.target)} not led by their preferred replica, "
+            f"{len(plan.electable)} electable now")
+
+
+def _election_tables(plan: ElectionPlan) -> dict[str, pd.DataFrame]:
+    import pandas as pd
+
+    return {"Partitions not led by their preferred replica": pd.DataFrame(
+        [{"topic": m.topic, "partition": m.partition, "leader": m.leader, "preferred": m.preferred,
+          "electable now": m.preferred_in_sync} for m in plan.moves],
+        columns=["topic", "partition", "leader", "preferred", "electable now"])}
+
+
+def _elect_leaders(operations, actor, plan: ElectionPlan, options: dict | None, approved_by: str | None):
+    return operations.elect_leaders(actor, plan, include_internal=_include_internal(options))
+
+
+# --- partition reassignment ---------------------------------------------------------------------
+
+def _reassignment_summary(plan: ReassignmentPlan, name: Name) -> str:
+    return f"{name(plan.goal)}: {len(plan.moves)} partition(s) change, {plan.replicas_moved} replica(s) move"
+
+
+def _reassignment_tables(plan: ReassignmentPlan) -> dict[str, pd.DataFrame]:
+    import pandas as pd
+
+    return {"Moves": pd.DataFrame(
+        [{"topic": m.topic, "partition": m.partition, "current replicas": str(list(m.current)),
+          "target replicas": str(list(m.target)), "adding": str(list(m.adding)), "removing": str(list(m.removing))}
+         for m in plan.moves], columns=["topic", "partition", "current replicas", "target replicas", "adding",
+                                        "removing"])}
+
+
+def _start_reassignment(operations, actor, plan: ReassignmentPlan, options: dict | None, approved_by: str | None):
+    return operations.start_reassignment(actor, plan, int(options["throttle_bytes"]), approved_by=approved_by,
+                                         include_internal=_include_internal(options))
+
+
+# --- shared --------------------------------------------------------------------------------------
+
+def _read_back_table(outcome) -> pd.DataFrame:
+    """Outcome rows that are already dicts (``after``: the state read back)."""
+    import pandas as pd
+
+    frame = pd.DataFrame(list(outcome.partitions))
+    if "after" in frame:
+        frame = frame.rename(columns={"after": "after (read back)"})
+    for column in ("target", "replicas"):
+        if column in frame:
+            frame[column] = frame[column].map(str)
+    return frame
+
+
+def _changes_partitions(plan) -> bool:
+    return bool(getattr(plan, "partitions", None) or getattr(plan, "moves", None))
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        name=RESET_OFFSETS, role=OPERATOR, approvable=True, plan_type=ResetPlan, entity="group",
+        summary=_reset_summary, tables=lambda plan: {"Offsets per partition": reset_rows(plan.partitions)},
+        outcome_table=_reset_outcome_table, confirmation_name=lambda plan: plan.group_id,
+        has_changes=_changes_partitions,
+        planner=lambda operations, *args, **kwargs: operations.plan_reset_offsets(*args, **kwargs),
+        executor=_reset_offsets,
+        command_line="kpulse reset-offsets --cluster {cluster} --group {name} --all-topics --to-latest",
+        exports=(Export("Plan as CSV (kafka-consumer-groups)", lambda plan: plan.to_csv(), "plan.csv", "text/csv",
+                        "csv"),)),
+    Operation(
+        name=RESET_STREAMS_APP, role=ADMIN, approvable=True, plan_type=StreamsResetPlan, entity="streams",
+        summary=_streams_summary, tables=_streams_tables, outcome_table=_read_back_table,
+        confirmation_name=lambda plan: plan.application_id,
+        has_changes=lambda plan: bool(plan.input or plan.intermediate or plan.delete_topics),
+        planner=lambda operations, *args, **kwargs: operations.plan_streams_reset(*args, **kwargs),
+        executor=_reset_streams_app,
+        command_line="kpulse reset-streams-app --cluster {cluster} --application-id {name} --input-topics <topics>",
+        notes=lambda plan: (plan.local_state_note,)),
+    Operation(
+        name=ELECT_LEADERS, role=OPERATOR, approvable=False, plan_type=ElectionPlan, entity="topic",
+        summary=_election_summary, tables=_election_tables, outcome_table=_read_back_table,
+        confirmation_name=lambda plan: plan.scope[0][0] if plan.scope else plan.cluster,
+        has_changes=_changes_partitions,
+        planner=lambda operations, *args, **kwargs: operations.plan_election(*args, **kwargs),
+        executor=_elect_leaders,
+        command_line="kpulse elect-leaders --cluster {cluster} --topic {name}"),
+    Operation(
+        name=REASSIGN, action=REASSIGN_EXECUTE, role=ADMIN, approvable=True, plan_type=ReassignmentPlan,
+        entity="broker", summary=_reassignment_summary, tables=_reassignment_tables, outcome_table=_read_back_table,
+        confirmation_name=lambda plan: plan.cluster, has_changes=_changes_partitions,
+        planner=lambda operations, *args, **kwargs: operations.plan_reassignment(*args, **kwargs),
+        executor=_start_reassignment,
+        command_line="kpulse reassign generate --cluster {cluster} --help",
+        exports=(Export("Plan as reassignment JSON", lambda plan: plan.official_json(), "reassign.json",
+                        "application/json", "official"),),
+        polled=True),
+)
+"""Every operation, in the order the CLI's help lists them."""
+
+APPROVABLE = tuple(operation.action for operation in OPERATIONS if operation.approvable)
+"""Actions that wait for approval on a cluster that requires it."""
+
+
+def operation(name: str) -> Operation:
+    """The operation called ``name``, or of the audited action ``name`` (``reassign:verify``)."""
+    for candidate in OPERATIONS:
+        if candidate.name == name.split(":")[0]:
+            return candidate
+    raise KeyError(f"unknown operation {name!r}")
+
+
+def of_plan(plan) -> Operation:
+    """The operation whose plan ``plan`` is."""
+    for candidate in OPERATIONS:
+        if type(plan) is candidate.plan_type:
+            return candidate
+    raise KeyError(f"no operation plans a {type(plan).__name__}")
+
+
+def of_entity(entity: str) -> Operation:
+    """The operation the dashboard page of ``entity`` (group, streams, topic, broker) offers."""
+    for candidate in OPERATIONS:
+        if candidate.entity == entity:
+            return candidate
+    raise KeyError(f"no operation acts on a {entity!r}")
