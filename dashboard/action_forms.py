@@ -16,6 +16,7 @@ from dashboard.services import plans
 from dashboard.services.sources import DashboardError
 from operations.internal_topics import is_kafka_internal_topic
 from operations.numbers import PARTITION, parse_integer
+from operations.reassign_plan import DEFAULT_THROTTLE_BYTES
 from operations.registry import ELECT_LEADERS, REASSIGN, RESET_OFFSETS, RESET_STREAMS_APP, operation
 
 
@@ -90,7 +91,7 @@ def broker_form(key: str, name: str, disabled: bool) -> dict[str, Any]:
     topics = right.multiselect("Topics (empty: all but internal)", _topics(), key=f"{key}-topics", disabled=disabled,
                                accept_new_options=True)
     throttle = right.number_input("Replication throttle (bytes/s per broker)", min_value=1,
-                                  value=plans.DEFAULT_THROTTLE, step=1_000_000, key=f"{key}-throttle",
+                                  value=DEFAULT_THROTTLE_BYTES, step=1_000_000, key=f"{key}-throttle",
                                   disabled=disabled)
     return {"drain": goal.startswith("drain"), "brokers": chosen, "topics": topics, "throttle": int(throttle)}
 

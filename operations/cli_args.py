@@ -7,6 +7,7 @@ accept ``1_000``), so a bad one is a one-line error like every other."""
 from __future__ import annotations
 
 from operations.offset_plan import STRATEGIES
+from operations.reassign_plan import DEFAULT_THROTTLE_BYTES
 from operations.registry import ELECT_LEADERS, OPERATIONS, REASSIGN, RESET_OFFSETS, RESET_STREAMS_APP
 from operations.roles import ROLES
 
@@ -14,7 +15,6 @@ APPROVALS, AUDIT, USERS = "approvals", "audit", "users"
 """The subcommands that are not operations."""
 COMMANDS = tuple(operation.name for operation in OPERATIONS) + (APPROVALS, AUDIT, USERS)
 """Every subcommand of this package (each operation's is its name)."""
-DEFAULT_THROTTLE = 10 * 1024 * 1024
 
 
 def add_parsers(commands) -> None:
@@ -101,8 +101,8 @@ def _reassign(commands) -> None:
         command.add_argument("--json", action="store_true")
         _include_internal(command)
         if action == "execute":
-            command.add_argument("--throttle", default=str(DEFAULT_THROTTLE), metavar="BYTES_PER_SEC",
-                                 help=f"replication throttle while moving (default {DEFAULT_THROTTLE})")
+            command.add_argument("--throttle", default=str(DEFAULT_THROTTLE_BYTES), metavar="BYTES_PER_SEC",
+                                 help=f"replication throttle while moving (default {DEFAULT_THROTTLE_BYTES})")
             command.add_argument("--wait", action="store_true", help="show progress until done, then verify")
             command.add_argument("--timeout", type=float, default=3600, help="with --wait: give up after seconds")
 

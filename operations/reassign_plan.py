@@ -26,6 +26,10 @@ from operations.plan_fields import PlanFields
 TopicPartition = tuple[str, int]
 Assignment = dict[TopicPartition, list[int]]
 
+DEFAULT_THROTTLE_BYTES = 10 * 1024 * 1024
+"""The replication throttle of a reassignment unless one is given (10 MiB/s), in the CLI and the
+dashboard alike."""
+
 
 @dataclass(frozen=True)
 class PartitionMove:

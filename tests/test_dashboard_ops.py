@@ -252,6 +252,7 @@ def test_an_admin_rebalances_a_topic_with_a_progress_bar_until_the_throttles_are
     app.switch_page("app_pages/brokers.py").run()
     key = f"op-broker-{CLUSTER}-1"
     app.multiselect(key=f"{key}-topics").set_value([topic])
+    assert app.number_input(key=f"{key}-throttle").value == 10 * 1024 * 1024  # the CLI's default too (docs/operations.md)
     next(b for b in app.button if b.label == "Plan (changes nothing)").click().run()
     assert not app.error, [e.value for e in app.error]
     moves = table_with(app, "target replicas")

@@ -25,7 +25,6 @@ VALUE_HINTS = {"to-offset": "offset, e.g. 100", "shift-by": "shift, e.g. -50",
 GROUP_STRATEGIES = STRATEGIES
 """Offset reset strategies, as the official tool names them."""
 STREAMS_RESET_STRATEGIES = STREAMS_STRATEGIES
-DEFAULT_THROTTLE = 10_000_000
 """Bytes per second per broker while replicas move."""
 
 
