@@ -130,3 +130,15 @@ def test_plan_recomputes_from_the_midnight_before_the_previous_run_minus_latenes
 
 def test_plan_is_none_when_no_complete_minute_is_newer():
     assert plan_run(3 * DAY, None, 3 * DAY, lateness_minutes=10, longest_window_minutes=DAY) is None
+
+
+def test_every_indicator_reads_a_lake_table_and_columns_the_lake_schema_declares():
+    from kpulse.lake.schema import SCHEMAS
+    from spark_jobs import minutes
+    from spark_jobs.definitions import INDICATORS
+
+    assert set(INDICATORS) == set(minutes.COLUMNS) == set(minutes.SAMPLERS)
+    missing = {name: sorted(set(minutes.COLUMNS[name]) - set(SCHEMAS[indicator.table].names))
+               for name, indicator in INDICATORS.items() if indicator.table in SCHEMAS}
+    assert {name: indicator.table for name, indicator in INDICATORS.items() if indicator.table not in SCHEMAS} == {}
+    assert {name: columns for name, columns in missing.items() if columns} == {}

@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,40 @@ def install_add_on(directory: Path, monkeypatch) -> None:
     monkeypatch.delitem(sys.modules, ADD_ON_MODULE, raising=False)
 
 
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "docs" / "snapshot.schema.json"
+
+
+def test_the_published_json_schema_is_the_one_the_model_generates():
+    from kpulse.snapshot import schema_text
+
+    assert SCHEMA_FILE.read_text() == schema_text(), \
+        "regenerate it: python -m kpulse.snapshot > docs/snapshot.schema.json"
+
+
+def test_the_schema_documents_every_field_and_is_a_valid_json_schema():
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(SCHEMA_FILE.read_text())
+    Draft202012Validator.check_schema(schema)
+    undocumented = [f"{name}.{field}" for name, definition in [("Snapshot", schema), *schema["$defs"].items()]
+                    for field, spec in definition["properties"].items() if not spec.get("description")]
+    assert undocumented == []
+
+
+def test_an_add_on_section_is_in_the_schema_by_its_declared_type():
+    from jsonschema import Draft202012Validator
+
+    from kpulse.snapshot import json_schema
+
+    module = {}
+    exec(compile(ADD_ON_SOURCE, ADD_ON_MODULE, "exec", dont_inherit=True), module)
+    validator = Draft202012Validator(json_schema({"topic_census": module["TopicCensus"]}))
+    assert validator.schema["properties"]["topic_census"]["anyOf"][0] == {"$ref": "#/$defs/TopicCensus"}
+    census = validator.schema["$defs"]["TopicCensus"]
+    assert census["required"] == ["topics", "internal_topics"] and census["additionalProperties"] is False
+    assert census["properties"]["topics"] == {"type": "integer", "description": "Topics in the cluster metadata."}
+
+
 @pytest.fixture
 def add_on_tables_forgotten(monkeypatch):
     """The lake tables add-ons register stay registered for the process: forget them after the test."""
@@ -117,6 +152,75 @@ def test_an_add_on_collector_from_the_entry_point_group_reaches_the_snapshot_and
     assert "lake_errors" not in snapshot, snapshot.get("lake_errors")
     census = snapshot["topic_census"]
     assert census["topics"] == snapshot["cluster"]["topic_count"]
-    assert census["internal_topics"] >= 1  # __consumer_offsets
     rows = read_table(lake, "topic_census")
-    assert list(rows["topics"]) == [census["topics"]] and list(rows["cluster"]) == ["test"]
+    assert list(rows["cluster"]) == ["test"]
+    assert (list(rows["topics"]), list(rows["internal_topics"])) == ([census["topics"]], [census["internal_topics"]])
+    from jsonschema import Draft202012Validator
+
+    from kpulse.snapshot import json_schema, to_json
+
+    schema = json_schema(service.declared.add_on_sections)
+    Draft202012Validator(schema).validate(json.loads(to_json(snapshot)))
+
+
+def commit_a_group(bootstrap: str, topic: str, group: str) -> None:
+    """A topic of two partitions with a record each, and a group that committed on one of them."""
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 2, 3)])[topic].result(timeout=30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for partition in (0, 1):
+        producer.produce(topic, b"x", partition=partition)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        for attempt in range(30):  # a fresh cluster creates __consumer_offsets at the first group: NOT_COORDINATOR
+            try:
+                consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+                return
+            except KafkaException:
+                if attempt == 29:
+                    raise
+                time.sleep(1)
+    finally:
+        consumer.close()
+
+
+@pytest.mark.cluster
+def test_collect_once_json_validates_against_the_published_schema(config_file, bootstrap):
+    from jsonschema import Draft202012Validator
+
+    from kpulse.snapshot import json_schema
+
+    commit_a_group(bootstrap, "snapshot-contract", "snapshot-contract-group")
+    result = subprocess.run([sys.executable, "-m", "cli.main", "--config", str(config_file), "collect", "--once",
+                             "--json"], capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    snapshot = json.loads(result.stdout)
+    Draft202012Validator(json.loads(SCHEMA_FILE.read_text())).validate(snapshot)
+    Draft202012Validator(json_schema({})).validate(snapshot)  # no add-on: no section beyond the model's
+    assert snapshot["probe"] is not None and snapshot["brokers"], "the sections to validate were collected"
+    [group] = [g for g in snapshot["consumer_groups"] if g["group_id"] == "snapshot-contract-group"]
+    assert group["partitions"], group
+
+
+def test_a_section_outside_the_model_fails_validation():
+    from jsonschema import Draft202012Validator, ValidationError
+
+    from kpulse.snapshot import json_schema
+
+    validator = Draft202012Validator(json_schema({}))
+    snapshot = {"time": 1.0, "cluster_name": "c", "brokers": [], "consumer_groups": [], "streams_apps": [],
+                "probe": None, "alerts": [], "collectors": [],
+                "cluster": {"controller_id": None, "brokers": [], "brokers_up": None, "brokers_total": None,
+                            "topic_count": None, "partition_count": None, "under_replicated_partitions": None,
+                            "offline_partitions": None, "under_min_isr_partitions": None,
+                            "preferred_leader_imbalance": None, "active_controller_count": None,
+                            "problem_partitions": [], "reasons": {}}}
+    validator.validate(snapshot)
+    with pytest.raises(ValidationError, match="'surprise' was unexpected"):
+        validator.validate({**snapshot, "surprise": 1})
+    with pytest.raises(ValidationError, match="'partitions' was unexpected"):
+        validator.validate({**snapshot, "cluster": {**snapshot["cluster"], "partitions": 3}})
