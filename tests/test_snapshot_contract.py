@@ -224,3 +224,99 @@ def test_a_section_outside_the_model_fails_validation():
         validator.validate({**snapshot, "surprise": 1})
     with pytest.raises(ValidationError, match="'partitions' was unexpected"):
         validator.validate({**snapshot, "cluster": {**snapshot["cluster"], "partitions": 3}})
+
+
+# --- the readers read the model's fields, and no other ------------------------------------------------
+
+VARIANTS = ({"int": 5, "float": 0.05, "bool": True, "status": "STOP", "state": "ERROR", "severity": "critical"},
+            {"int": 0, "float": 1e9, "bool": False, "status": "OK", "state": "RUNNING", "severity": "warning"})
+
+
+class StrictDict(dict):
+    """A snapshot object that notes every key read from it that its type does not declare."""
+
+    def __init__(self, data: dict, kind: type, unknown: set[str]) -> None:
+        super().__init__(data)
+        self._fields, self._kind, self._unknown = set(kind.__annotations__), kind.__name__, unknown
+
+    def _read(self, key) -> None:
+        if key not in self._fields:
+            self._unknown.add(f"{self._kind}.{key}")
+
+    def get(self, key, default=None):
+        self._read(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self._read(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key):
+        self._read(key)
+        return super().__contains__(key)
+
+
+def example(hint, name: str, values: dict, unknown: set[str]):
+    """A value of type ``hint`` with every field present and every list of one item: objects are
+    :class:`StrictDict`."""
+    import types
+    import typing
+
+    from kpulse.snapshot import _unwrap
+
+    hint, _ = _unwrap(hint)
+    if typing.is_typeddict(hint):
+        fields = typing.get_type_hints(hint, include_extras=True)
+        return StrictDict({key: example(kind, key, values, unknown) for key, kind in fields.items()}, hint, unknown)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return example(next(arg for arg in args if arg is not type(None)), name, values, unknown)
+    if origin is list:
+        return [example(args[0], name, values, unknown)]
+    if origin is dict:
+        return {"key": example(args[1], name, values, unknown)}
+    if hint is str:
+        return values.get(name, f"{name}-1")
+    if hint in (int, float, bool):
+        return values[hint.__name__] if name != "time" else 1_700_000_000.0
+    return None
+
+
+def test_the_exporter_the_alert_rules_and_the_dashboard_read_only_fields_of_the_model():
+    import pandas as pd
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from alerting.rules import RULES
+    from cli.collect import summary_line
+    from collectors.runner import CycleResult
+    from dashboard.services import alerts, brokers, groups, health, streams
+    from exporters.prometheus import SnapshotExporter
+    from kpulse.snapshot import Snapshot
+
+    unknown: set[str] = set()
+    for values in VARIANTS:
+        snapshot = example(Snapshot, "snapshot", values, unknown)
+        exporter = SnapshotExporter()
+        exporter.update(snapshot)
+        registry = CollectorRegistry()
+        registry.register(exporter)
+        assert "kpulse_collector_up" in generate_latest(registry).decode()
+        for rule in RULES:
+            rule.check(snapshot)
+        assert len(health.overview_tiles(snapshot, pd.DataFrame(columns=["severity"]), pd.DataFrame())) > 5
+        [group] = snapshot["consumer_groups"]
+        assert len(groups.groups_frame(snapshot)) == 1 and groups.partial_groups(snapshot) in (0, 1)
+        assert len(groups.group_partitions(snapshot, group["group_id"])) == 1
+        assert len(brokers.broker_table(snapshot, pd.DataFrame())) == 1
+        [app] = snapshot["streams_apps"]
+        assert len(streams.apps_frame(snapshot)) == 1
+        assert len(streams.instances_frame(streams.app(snapshot, app["application_id"]))) == 1
+        events = pd.DataFrame(columns=["time", "rule", "entity", "state", "severity", "since", "value", "summary"])
+        assert len(alerts.firing_alerts(events, snapshot, {}, 1_700_000_001.0)) == 1
+        for rule, entity in (("UnderReplicatedPartitions", "cluster/c"), ("RequestHandlerIdleLow", "broker/5"),
+                             ("BrokerDown", "broker/5"), ("ConsumerGroupLagSeconds", f"group/{group['group_id']}"),
+                             ("ConsumerGroupStatus", f"group/{group['group_id']}")):
+            query = alerts.context_query(rule, entity)
+            alerts.with_snapshot_point(query, pd.DataFrame(columns=["time", "value"]), snapshot)
+        assert snapshot["cluster_name"] in summary_line(snapshot, CycleResult())
+    assert sorted(unknown) == []
