@@ -6,7 +6,8 @@ is generated from these types (``python -m kpulse.snapshot > docs/snapshot.schem
 Why ``TypedDict`` with ``Annotated[type, "doc"]``: the snapshot stays what it has always been at
 run time, a plain dict of plain values (written with orjson, ~1.4 MB a cycle at 10,000 partitions,
 read back with ``json.load``, indexed by tests), so building it costs nothing more and no reader
-converts anything; a type checker checks every key written or read against these classes; and the
+converts anything; a type checker (mypy, pyright) can check every key written or read against these
+classes; and the
 documentation of each field is part of its type (``typing.get_type_hints(..., include_extras=True)``),
 so the JSON Schema carries it as ``description`` without parsing any source. (This module does not
 use ``from __future__ import annotations``: on Python 3.11 a ``TypedDict`` cannot see
@@ -417,9 +418,11 @@ def _schema_of(hint: Any, definitions: dict[str, Any]) -> dict[str, Any]:
         return {}
     if typing.is_typeddict(hint):
         name = hint.__name__
+        if name in definitions and definitions[name].get("title") not in (None, _title(hint)):
+            name = f"{hint.__module__}.{name}"  # an add-on's type named like one of the model's
         if name not in definitions:
-            definitions[name] = {}  # recursion guard
-            definitions[name] = _object_schema(hint, definitions)
+            definitions[name] = {"title": _title(hint)}  # recursion guard
+            definitions[name] = {"title": _title(hint), **_object_schema(hint, definitions)}
         return {"$ref": f"#/$defs/{name}"}
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (Union, types.UnionType):
@@ -437,6 +440,10 @@ def _schema_of(hint: Any, definitions: dict[str, Any]) -> dict[str, Any]:
                     "a Literal or a union of them")
 
 
+def _title(kind: type) -> str:
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
 def schema_text() -> str:
     """``docs/snapshot.schema.json``: :func:`json_schema`, indented, with a final newline."""
     import json
@@ -444,5 +451,7 @@ def schema_text() -> str:
     return json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
-if __name__ == "__main__":
-    sys.stdout.write(schema_text())
+if __name__ == "__main__":  # run as __main__: the types named by their importable module
+    from kpulse import snapshot
+
+    sys.stdout.write(snapshot.schema_text())

@@ -320,3 +320,50 @@ def test_the_exporter_the_alert_rules_and_the_dashboard_read_only_fields_of_the_
             alerts.with_snapshot_point(query, pd.DataFrame(columns=["time", "value"]), snapshot)
         assert snapshot["cluster_name"] in summary_line(snapshot, CycleResult())
     assert sorted(unknown) == []
+
+
+# --- declarations that cannot go together are refused in one line -----------------------------------
+
+def test_a_built_in_table_name_or_a_table_without_time_and_cluster_is_refused(monkeypatch):
+    import pyarrow as pa
+
+    from kpulse.lake import schema
+
+    monkeypatch.setattr(schema, "_ADD_ON_SCHEMAS", {})
+    schema.register_tables({"consumer_lag": schema.SCHEMAS["consumer_lag"]})  # a built-in declaring its own
+    with pytest.raises(schema.LakeTableError, match="^lake table 'probe' is built in: an add-on cannot declare it"):
+        schema.register_tables({"probe": pa.schema([("time", schema.TIME), ("cluster", pa.string())])})
+    with pytest.raises(schema.LakeTableError, match="^lake table 'census' must begin with time"):
+        schema.register_tables({"census": pa.schema([("cluster", pa.string()), ("time", schema.TIME)])})
+    census = pa.schema([("time", schema.TIME), ("cluster", pa.string()), ("topics", pa.int32())])
+    schema.register_tables({"census": census})
+    with pytest.raises(schema.LakeTableError, match="^lake table 'census' is declared twice with different columns"):
+        schema.register_tables({"census": pa.schema([*census][:2])})
+    assert schema.table_schema("census") == census and schema.table_names()[-1] == "census"
+
+
+def test_a_section_named_like_the_models_own_or_declared_twice_is_refused():
+    from collectors.protocol import DeclarationError, declarations
+    from kpulse.snapshot import BUILTIN_SECTIONS, ConsumerGroup
+
+    def collector(name, sections):
+        return type("C", (), {"name": name, "sections": sections})()
+
+    declared = declarations([collector("lag", {"consumer_groups": list[ConsumerGroup]}),
+                             collector("census", {"census": int})])
+    assert declared.add_on_sections == {"census": int} and "consumer_groups" in BUILTIN_SECTIONS
+    for taken in ("brokers", "alerts", "consumer_groups"):
+        with pytest.raises(DeclarationError, match=f"^collector 'mine' declares section '{taken}', a name of "
+                                                   "kpulse's own snapshot"):
+            declarations([collector("mine", {taken: dict})])
+    with pytest.raises(DeclarationError, match="^section 'census' is declared by two collectors, 'a' and 'b'$"):
+        declarations([collector("a", {"census": int}), collector("b", {"census": int})])
+
+
+def test_a_declared_section_not_returned_is_null_and_an_undeclared_one_is_left_out():
+    from collectors.protocol import CollectorStatus
+    from collectors.snapshot import compose
+
+    snapshot = compose("c", 1.0, {"census": {"topics": 3}, "stray": 1}, [CollectorStatus("census", True, 0.1)],
+                       add_on_sections=["census", "absent"])
+    assert snapshot["census"] == {"topics": 3} and snapshot["absent"] is None and "stray" not in snapshot
