@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, ru
 
 from kpulse.errors import KpulseError
 from kpulse.lake.rows import Columns
+from kpulse.lake.schema import SCHEMAS
 from kpulse.snapshot import BUILTIN_SECTIONS, RESERVED_NAMES
 
 if TYPE_CHECKING:
@@ -92,8 +93,9 @@ class Declarations:
 def declarations(collectors: Iterable[Collector]) -> Declarations:
     """The sections and tables ``collectors`` declare. A section declared by two collectors of
     different names, or a built-in name declared with another type, is refused
-    (:class:`DeclarationError`); tables are checked when the lake registers them
-    (``kpulse.lake.schema.register_tables``)."""
+    (:class:`DeclarationError`), as is a built-in lake table declared with other columns or one
+    table declared twice with different ones (the lake checks the rest when it registers them,
+    ``kpulse.lake.schema.register_tables``)."""
     sections: dict[str, Any] = {}
     owners: dict[str, str] = {}
     tables: dict[str, pa.Schema] = {}
@@ -109,8 +111,11 @@ def declarations(collectors: Iterable[Collector]) -> Declarations:
                                        f"{collector.name!r}")
             sections[name] = kind
         for name, schema in (getattr(collector, "tables", None) or {}).items():
-            tables.setdefault(name, schema)
-            if not tables[name].equals(schema):
+            built_in = SCHEMAS.get(name)
+            if built_in is not None and not schema.equals(built_in):
+                raise DeclarationError(f"collector {collector.name!r} declares lake table {name!r}, a built-in "
+                                       f"table, with other columns (its columns: {', '.join(built_in.names)})")
+            if not tables.setdefault(name, schema).equals(schema):
                 raise DeclarationError(f"lake table {name!r} is declared twice with different columns "
                                        f"(collector {collector.name!r})")
     return Declarations(sections, tables)

@@ -172,7 +172,7 @@ StreamsTransition = TypedDict("StreamsTransition", {  # "from" is a Python keywo
     "from": Annotated[str | None, "State before."],
     "to": Annotated[str | None, "State after."],
     "inferred": Annotated[bool, "Not seen but deduced: a rebalance between two scrapes (its "
-                                  "rebalance count moved), recorded as S -> REBALANCING -> S of duration 0."],
+                                "rebalance count moved), recorded as S -> REBALANCING -> S of duration 0."],
 })
 StreamsTransition.__doc__ = "A state change of one instance."
 

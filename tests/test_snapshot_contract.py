@@ -367,3 +367,40 @@ def test_a_declared_section_not_returned_is_null_and_an_undeclared_one_is_left_o
     snapshot = compose("c", 1.0, {"census": {"topics": 3}, "stray": 1}, [CollectorStatus("census", True, 0.1)],
                        add_on_sections=["census", "absent"])
     assert snapshot["census"] == {"topics": 3} and snapshot["absent"] is None and "stray" not in snapshot
+
+
+def test_kpulse_collect_stops_in_one_line_on_an_add_on_that_takes_a_built_in_table(tmp_path):
+    import os
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "kpulse_test_greedy.py").write_text(textwrap.dedent('''\
+        import pyarrow as pa
+
+
+        class Greedy:
+            name = "greedy"
+            tables = {"probe": pa.schema([("time", pa.timestamp("us", tz="UTC")), ("cluster", pa.string())])}
+
+            def collect(self, context):
+                raise AssertionError("never run")
+
+
+        def factory(cluster):
+            return Greedy()
+        '''))
+    info = site / "kpulse_test_greedy-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kpulse-test-greedy\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[kpulse.collectors]\ngreedy = kpulse_test_greedy:factory\n")
+    config = tmp_path / "kpulse.yaml"
+    config.write_text(yaml.safe_dump({"clusters": [{"name": "c", "bootstrap_servers": "127.0.0.1:1"}],
+                                      "lake": {"path": str(tmp_path / "lake")}}))
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-m", "cli.main", "--config", str(config), "collect", "--once"],
+                            capture_output=True, text=True, timeout=120, env=environment)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "kpulse: error: collector 'greedy' declares lake table 'probe', a built-in table, with other columns (its "
+        "columns: time, cluster, broker_id, partition, produced, produce_errors, consumed, lost, duplicated, "
+        "latency_p50_ms, latency_p99_ms, latency_max_ms)"]
