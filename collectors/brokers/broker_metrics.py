@@ -118,8 +118,9 @@ class BrokerMetricsCollector:
         else:
             raise ValueError(f"unknown metrics source {metrics.source!r}")
         errors.update({str(b.broker_id): b.error for b in brokers if b.error})
-        section: BrokerMetricsSection = {"source": metrics.source, "brokers": [dataclasses.asdict(b) for b in brokers],
-                   **cluster_level(brokers), "errors": errors, "note": note}
+        section: BrokerMetricsSection = {"source": metrics.source,
+                                         "brokers": [dataclasses.asdict(b) for b in brokers],
+                                         **cluster_level(brokers), "errors": errors, "note": note}
         rows = [to_row(b, now=context.now, cluster=self._cluster.name) for b in brokers]
         return CollectorResult(sections={SECTION: section}, rows={TABLE: rows})
 

@@ -92,8 +92,8 @@ class ConsumerLagCollector:
         rows: list[GroupPartition] = []
         for (topic, partition), c, end, lag, lag_seconds, status, why in zip(
                 partitions, committed_or_none, log_end_or_none, lags, seconds, statuses, why_seconds):
-            row: GroupPartition = {"topic": topic, "partition": partition, "committed_offset": c, "log_end_offset": end,
-                   "lag": lag, "lag_seconds": lag_seconds, "status": status}
+            row: GroupPartition = {"topic": topic, "partition": partition, "committed_offset": c,
+                                   "log_end_offset": end, "lag": lag, "lag_seconds": lag_seconds, "status": status}
             if why is not None or end is None:
                 row["reasons"] = _reasons(offsets, topic, partition, c, end, why)
             rows.append(row)
