@@ -7,7 +7,9 @@ alerts in :mod:`alerting.state`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable
+
+from kpulse.snapshot import Snapshot
 
 WARNING = "warning"
 CRITICAL = "critical"
@@ -42,8 +44,8 @@ class Unknown:
     reason: str = ""
 
 
-Check = Callable[[Mapping[str, Any]], list]
-"""snapshot -> list of :class:`Finding` and :class:`Unknown`."""
+Check = Callable[[Snapshot], list]
+"""snapshot (``kpulse/snapshot.py``) -> list of :class:`Finding` and :class:`Unknown`."""
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,10 @@ no value for a partial sum and says "lag at least N (K partitions unknown)". Sna
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 from alerting.model import CRITICAL, WARNING, Check, Finding, Rule, Unknown
+from kpulse.snapshot import ConsumerGroup, Snapshot
 
 URP_HOLD_SECONDS = 60.0
 """URP must be sustained: a broker restart or a leader move causes short, harmless blips."""
@@ -70,7 +71,7 @@ COLLECTOR_HOLD_SECONDS = 120.0
 
 # --- rule conditions -------------------------------------------------------------------------------
 
-def cluster_entity(snapshot: Mapping[str, Any]) -> str:
+def cluster_entity(snapshot: Snapshot) -> str:
     return f"cluster/{snapshot.get('cluster_name')}"
 
 
@@ -82,7 +83,7 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
-def _cluster_value(snapshot, key: str) -> tuple[str, float | None]:
+def _cluster_value(snapshot: Snapshot, key: str) -> tuple[str, float | None]:
     cluster = snapshot.get("cluster")
     return cluster_entity(snapshot), None if cluster is None else _number(cluster.get(key))
 
@@ -139,7 +140,7 @@ def _broker_down(snapshot):
     return results
 
 
-def _groups(snapshot, check_group: Callable[[Mapping[str, Any], str], Finding | Unknown | None]) -> list:
+def _groups(snapshot: Snapshot, check_group: Callable[[ConsumerGroup, str], Finding | Unknown | None]) -> list:
     groups = snapshot.get("consumer_groups")
     if groups is None:
         return [Unknown(None, "consumer groups not collected")]

@@ -4,6 +4,13 @@ A collector is an object with a ``name`` and ``collect(context) -> CollectorResu
 constructor must not connect to anything (pass clients in, or build them lazily in ``collect``).
 The registry runs each collector in isolation: one that raises is marked down (``up=False`` with
 the error) and the others keep running.
+
+A collector declares what it returns (:class:`Collector`): the snapshot sections (``sections``,
+name -> type) and the lake tables (``tables``, name -> Arrow schema). The collection loop gathers
+the declarations of every collector (:func:`declarations`): a declared section is in every
+snapshot (null in a cycle the collector did not return it), a declared table is written to the
+lake and the Kafka sink like a built-in one. A section or table nobody declared is not: the section
+is left out of the snapshot (and logged), the table's rows are refused (``lake_errors``).
 """
 
 from __future__ import annotations
@@ -11,9 +18,15 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
+from kpulse.errors import KpulseError
 from kpulse.lake.rows import Columns
+from kpulse.lake.schema import SCHEMAS
+from kpulse.snapshot import BUILTIN_SECTIONS, RESERVED_NAMES
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -38,9 +51,74 @@ class CollectorResult:
 
 @runtime_checkable
 class Collector(Protocol):
+    """A collector. Besides ``name`` and ``collect``, it may declare (class attributes; not part of
+    the ``isinstance`` check, both default to empty):
+
+    ``sections: Mapping[str, type]``
+        The snapshot sections it returns, name -> type: a ``TypedDict`` whose fields are
+        ``Annotated[type, "doc"]`` (as in ``kpulse/snapshot.py``), or ``list[...]`` of one, or a
+        plain JSON type. The JSON Schema of the snapshot includes it
+        (``kpulse.snapshot.json_schema(add_on_sections)``). A built-in section name
+        (``kpulse.snapshot.RESERVED_NAMES``) can be declared only with its built-in type.
+    ``tables: Mapping[str, pyarrow.Schema]``
+        The lake tables it writes, name -> schema beginning with ``time`` (timestamp[us, tz=UTC])
+        and ``cluster`` (string). A built-in table can be declared only with its own schema
+        (``kpulse.lake.schema.SCHEMAS``).
+    """
+
     name: str
 
     def collect(self, context: CollectContext) -> CollectorResult: ...
+
+
+class DeclarationError(KpulseError):
+    """Collectors declare sections that cannot go together (one line)."""
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """What a set of collectors declares, merged."""
+
+    sections: dict[str, Any] = field(default_factory=dict)
+    """Section name -> type, built-in ones included."""
+    tables: dict[str, pa.Schema] = field(default_factory=dict)
+    """Lake table name -> schema, built-in ones included."""
+
+    @property
+    def add_on_sections(self) -> dict[str, Any]:
+        """The declared sections that are not the built-in collectors': they pass through to the snapshot."""
+        return {name: kind for name, kind in self.sections.items() if name not in BUILTIN_SECTIONS}
+
+
+def declarations(collectors: Iterable[Collector]) -> Declarations:
+    """The sections and tables ``collectors`` declare. A section declared by two collectors of
+    different names, or a built-in name declared with another type, is refused
+    (:class:`DeclarationError`), as is a built-in lake table declared with other columns or one
+    table declared twice with different ones (the lake checks the rest when it registers them,
+    ``kpulse.lake.schema.register_tables``)."""
+    sections: dict[str, Any] = {}
+    owners: dict[str, str] = {}
+    tables: dict[str, pa.Schema] = {}
+    for collector in collectors:
+        declared: Mapping[str, Any] = getattr(collector, "sections", None) or {}
+        for name, kind in declared.items():
+            if name in RESERVED_NAMES and kind != BUILTIN_SECTIONS.get(name):
+                raise DeclarationError(f"collector {collector.name!r} declares section {name!r}, a name of "
+                                       "kpulse's own snapshot: choose another name")
+            owner = owners.setdefault(name, collector.name)
+            if owner != collector.name:
+                raise DeclarationError(f"section {name!r} is declared by two collectors, {owner!r} and "
+                                       f"{collector.name!r}")
+            sections[name] = kind
+        for name, schema in (getattr(collector, "tables", None) or {}).items():
+            built_in = SCHEMAS.get(name)
+            if built_in is not None and not schema.equals(built_in):
+                raise DeclarationError(f"collector {collector.name!r} declares lake table {name!r}, a built-in "
+                                       f"table, with other columns (its columns: {', '.join(built_in.names)})")
+            if not tables.setdefault(name, schema).equals(schema):
+                raise DeclarationError(f"lake table {name!r} is declared twice with different columns "
+                                       f"(collector {collector.name!r})")
+    return Declarations(sections, tables)
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,10 @@ from alerting.state import AlertState, to_dicts
 from collectors.registry import default_registry
 from kpulse.lake.store import SNAPSHOT_DIR, LakeWriter, gap_row, resolve
 from collectors.loop_state import LoopMark, LoopState, restorable_alerts
-from collectors.protocol import CollectContext, Collector, Registry, run_isolated
-from collectors.snapshot import compose, to_json
+from collectors.protocol import CollectContext, Collector, Registry, declarations, run_isolated
+from collectors.snapshot import compose
+from kpulse.lake.schema import register_tables
+from kpulse.snapshot import BUILTIN_SECTIONS, to_json
 
 LOG = logging.getLogger(__name__)
 FLUSH_SECONDS = 60.0
@@ -65,6 +67,11 @@ class CollectionService:
         clusters = [config.cluster(name) for name in cluster_names] if cluster_names else list(config.clusters)
         factory = alert_state_factory or (lambda cluster: AlertState(cluster=cluster.name))
         self.clusters = [ClusterCollection(c, registry.create(c), factory(c)) for c in clusters]
+        self.declared = declarations(c for entry in self.clusters for c in entry.collectors)
+        """The sections and lake tables the collectors declare (``collectors/protocol.py``)."""
+        register_tables(self.declared.tables)
+        self._add_on_sections = list(self.declared.add_on_sections)
+        self._undeclared_seen: set[str] = set()
         self.lake = lake if lake is not None else LakeWriter(config.lake.path)
         self.exporter = exporter
         self.kafka_sink = kafka_sink if kafka_sink is not None else _configured_kafka_sink(config)
@@ -94,7 +101,8 @@ class CollectionService:
             now = self._clock()
             sections, rows, statuses = run_isolated(entry.collectors, CollectContext(entry.cluster, now),
                                                     pool=self._pool)
-            snapshot = compose(entry.cluster.name, now, sections, statuses)
+            self._say_undeclared(sections)
+            snapshot = compose(entry.cluster.name, now, sections, statuses, self._add_on_sections)
             evaluation = entry.alerts.evaluate(snapshot)
             snapshot["alerts"] = to_dicts(evaluation.firing)
             if evaluation.errors:
@@ -128,6 +136,14 @@ class CollectionService:
             settle_gc()
         self._cycles += 1
         return result
+
+    def _say_undeclared(self, sections: dict[str, Any]) -> None:
+        """Log, once per name, a section a collector returned without declaring it (left out of the snapshot)."""
+        undeclared = sections.keys() - self.declared.sections.keys() - BUILTIN_SECTIONS.keys() - self._undeclared_seen
+        for name in sorted(undeclared):
+            LOG.warning("section %r is left out of the snapshot: no collector declares it (collectors/protocol.py)",
+                        name)
+        self._undeclared_seen |= undeclared
 
     def flush(self) -> str | None:
         """Write buffered rows to the lake; the error (one line) when some could not be written."""

@@ -1,75 +1,50 @@
-"""The snapshot: what `kpulse collect --once --json` prints and the dashboard reads, composed from
-the sections the collectors return. Pure: no I/O.
+"""Composes the snapshot (``kpulse/snapshot.py``: its types, a doc per field, the JSON Schema)
+from the sections the collectors return. Pure: no I/O.
 
-Shape (every value may be null, with ``reasons`` saying why)::
-
-    {"time", "cluster_name",
-     "cluster": {controller_id, brokers[{id, up, address}], brokers_up, brokers_total,
-                 under_replicated_partitions, offline_partitions, under_min_isr_partitions,
-                 active_controller_count, preferred_leader_imbalance, topic_count, partition_count,
-                 problem_partitions[...], reasons{}},
-     "brokers": [{id, up, request_handler_idle_ratio, network_processor_idle_ratio,
-                  bytes_in_per_sec, bytes_out_per_sec, messages_in_per_sec, partition_count,
-                  leader_count, preferred_leader_count, produce_p99_ms, fetch_p99_ms, error, reasons}],
-     "consumer_groups": [{group_id, state, members, partition_count, total_lag, total_lag_partial,
-                          lag_unknown_partitions, max_lag_seconds, max_lag_seconds_partial,
-                          lag_seconds_unknown_partitions, status, lag_seconds_threshold, error,
-                          reasons{}, partitions[{topic, partition, committed_offset,
-                          log_end_offset, lag, lag_seconds, status, reasons{}}]}],
-     "streams_apps": [{application_id, state, instances[{id, state}], transitions[{time, instance, from, to}]}],
-     "probe": {...} | null,
-     "alerts": [{rule, severity, entity, value, summary, since}],
-     "collectors": [{name, up, duration_seconds, error}]}
-
-A group's ``total_lag`` / ``max_lag_seconds`` are over the partitions whose value is known;
-``lag_unknown_partitions`` / ``lag_seconds_unknown_partitions`` count the partitions with a
-committed offset that were left out (a log end not read while a broker is down), and
-``total_lag_partial`` / ``max_lag_seconds_partial`` are true when the value is over some partitions
-but not all (a lower bound), with ``reasons`` naming the partitions and why.
+The built-in collectors' ``cluster`` (metadata) and ``broker_metrics`` sections are merged into the
+snapshot's ``cluster`` and ``brokers``; ``consumer_groups``, ``streams_apps`` and ``probe`` are
+taken as they are; the sections add-on collectors declare follow under their own names.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import orjson
+from typing import Any, Iterable
 
 from collectors.protocol import CollectorStatus
+from kpulse.snapshot import (Broker, BrokerMetricsSection, ClusterHealth, ClusterMetadataSection, CollectorState,
+                             Snapshot)
 
 _METRIC_FIELDS = ("request_handler_idle_ratio", "network_processor_idle_ratio", "bytes_in_per_sec",
                   "bytes_out_per_sec", "messages_in_per_sec", "produce_p99_ms", "fetch_p99_ms")
 
 
-def compose(cluster_name: str, now: float, sections: dict[str, Any],
-            statuses: list[CollectorStatus]) -> dict[str, Any]:
+def compose(cluster_name: str, now: float, sections: dict[str, Any], statuses: list[CollectorStatus],
+            add_on_sections: Iterable[str] = ()) -> Snapshot:
+    """The snapshot of one cycle (``alerts`` empty: the loop evaluates them on it). ``add_on_sections``:
+    the names of the sections add-on collectors declare, each in the snapshot (null when not returned)."""
     down = {s.name: s.error for s in statuses if not s.up}
-    metadata = sections.get("cluster")
-    metrics = sections.get("broker_metrics") or {}
-    cluster = _cluster(metadata, metrics, down)
-    return {
+    metadata: ClusterMetadataSection | None = sections.get("cluster")
+    metrics: BrokerMetricsSection = sections.get("broker_metrics") or {}
+    collectors: list[CollectorState] = [{"name": s.name, "up": s.up, "duration_seconds": round(s.duration_seconds, 4),
+                                         "error": s.error} for s in statuses]
+    snapshot: Snapshot = {
         "time": now,
         "cluster_name": cluster_name,
-        "cluster": cluster,
+        "cluster": _cluster(metadata, metrics, down),
         "brokers": _brokers(metadata, metrics, down),
         "consumer_groups": sections.get("consumer_groups", []),
         "streams_apps": sections.get("streams_apps", []),
         "probe": sections.get("probe"),
         "alerts": [],
-        "collectors": [{"name": s.name, "up": s.up, "duration_seconds": round(s.duration_seconds, 4),
-                        "error": s.error} for s in statuses],
+        "collectors": collectors,
     }
+    for name in add_on_sections:
+        snapshot[name] = sections.get(name)  # type: ignore[literal-required]  # declared by its collector
+    return snapshot
 
 
-_JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-
-
-def to_json(snapshot: dict[str, Any]) -> bytes:
-    """The snapshot as JSON (what ``_snapshots/<cluster>.json`` holds): keys made text, anything not
-    JSON by nature (a datetime, a dataclass) written as ``str()`` of it, NaN and infinity as null."""
-    return orjson.dumps(snapshot, default=str, option=_JSON_OPTIONS)
-
-
-def _cluster(metadata: dict | None, metrics: dict, down: dict[str, str]) -> dict[str, Any]:
+def _cluster(metadata: ClusterMetadataSection | None, metrics: BrokerMetricsSection,
+             down: dict[str, str]) -> ClusterHealth:
     if metadata is None:
         why = down.get("cluster_metadata", "cluster metadata not collected")
         keys = ("controller_id", "brokers_up", "brokers_total", "under_replicated_partitions", "offline_partitions",
@@ -91,7 +66,8 @@ def _cluster(metadata: dict | None, metrics: dict, down: dict[str, str]) -> dict
     return cluster
 
 
-def _brokers(metadata: dict | None, metrics: dict, down: dict[str, str]) -> list[dict[str, Any]]:
+def _brokers(metadata: ClusterMetadataSection | None, metrics: BrokerMetricsSection,
+             down: dict[str, str]) -> list[Broker]:
     by_id: dict[int, dict[str, Any]] = {}
     for broker in (metadata or {}).get("brokers", []):
         by_id[broker["id"]] = {"id": broker["id"], "up": broker["up"]}

@@ -3,7 +3,8 @@
 Configured by ``lake.kafka_sink`` (``cluster``: which configured cluster receives the records,
 ``topic_prefix``). Table ``consumer_lag`` goes to topic ``<prefix>consumer_lag``, and so on; the
 record key is the monitored cluster's name, the value the row as JSON: timestamps as RFC 3339
-UTC strings with microseconds, nulls as ``null``, column names as in ``docs/lake.md``. A missing
+UTC strings with microseconds (the columns the table's schema types as timestamps,
+``kpulse.lake.schema``), nulls as ``null``, column names as in ``docs/lake.md``. A missing
 topic is created on first use with the broker's default partitions and replication factor (a
 topic the operator created beforehand is used as it is).
 
@@ -23,23 +24,33 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
+import pyarrow as pa
+
+from kpulse.lake.schema import table_schema
 from kpulse.lake.store import Gap, to_micros
 
-TIME_COLUMNS = frozenset({"time", "since", "first_time", "last_time"})
 DEFAULT_MAX_QUEUED = 500_000
 TOPIC_RETRY_SECONDS = 60.0
 
 
-def record_value(table: str, row: dict[str, Any]) -> bytes:
-    """The JSON value of one row; pure."""
-    return json.dumps({key: _json_value(key, value) for key, value in row.items()},
+def record_value(table: str, row: dict[str, Any], times: frozenset[str] | None = None) -> bytes:
+    """The JSON value of one row of ``table`` (a built-in table, or an add-on's registered one); pure.
+    ``times``: :func:`time_columns` of the table, when the caller has it already."""
+    times = time_columns(table) if times is None else times
+    return json.dumps({key: _json_value(key in times, value) for key, value in row.items()},
                       separators=(",", ":"), allow_nan=False).encode()
 
 
-def _json_value(key: str, value: Any) -> Any:
+def time_columns(table: str) -> frozenset[str]:
+    """The columns of ``table`` its schema types as timestamps (none for a table the lake does not know)."""
+    schema = table_schema(table)
+    return frozenset() if schema is None else frozenset(f.name for f in schema if pa.types.is_timestamp(f.type))
+
+
+def _json_value(is_time: bool, value: Any) -> Any:
     if value is None:
         return None
-    if key in TIME_COLUMNS:
+    if is_time:
         micros = to_micros(value)
         moment = datetime.fromtimestamp(micros // 1_000_000, tz=timezone.utc)
         return moment.replace(microsecond=micros % 1_000_000).isoformat().replace("+00:00", "Z")
@@ -118,10 +129,11 @@ class KafkaSink:
         topic = self.topic_prefix + table
         self._ensure_topic(topic)
         queued = 0
+        times = time_columns(table)
         for row in rows:
             cluster = str(row.get("cluster"))
             try:
-                producer.produce(topic, key=cluster.encode(), value=record_value(table, row),
+                producer.produce(topic, key=cluster.encode(), value=record_value(table, row, times),
                                  on_delivery=self._on_delivery(table, cluster, row.get("time")))
                 queued += 1
             except BufferError:

@@ -17,10 +17,12 @@ dropped: an alert on ``lag_sum > N`` that holds on part of the partitions holds 
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterator
+from typing import Iterator
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from kpulse.snapshot import Snapshot
 
 STATUSES = ("OK", "WARN", "REWIND", "STALL", "STOP", "ERR")
 STREAMS_STATES = ("CREATED", "REBALANCING", "RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING", "PENDING_ERROR", "ERROR",
@@ -32,9 +34,9 @@ class SnapshotExporter(Collector):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._snapshots: dict[str, dict[str, Any]] = {}
+        self._snapshots: dict[str, Snapshot] = {}
 
-    def update(self, snapshot: dict[str, Any]) -> None:
+    def update(self, snapshot: Snapshot) -> None:
         with self._lock:
             self._snapshots[snapshot["cluster_name"]] = snapshot
 
@@ -56,7 +58,7 @@ class SnapshotExporter(Collector):
         yield from families.values()
 
 
-def _emit_snapshot(emit, snapshot: dict[str, Any]) -> None:
+def _emit_snapshot(emit, snapshot: Snapshot) -> None:
     c = {"cluster": snapshot["cluster_name"]}
     cluster = snapshot.get("cluster") or {}
     emit("kafka_brokers", "Number of brokers up", c, cluster.get("brokers_up"))

@@ -282,7 +282,7 @@ def test_a_crashed_collector_process_is_restarted_and_the_crash_recorded(config_
 def test_the_published_snapshot_is_plain_json_whatever_the_values():
     from datetime import datetime, timezone
 
-    from collectors.snapshot import to_json
+    from kpulse.snapshot import to_json
 
     since = datetime(2026, 11, 24, 3, 0, tzinfo=timezone.utc)
     text = to_json({"time": 1.5, "lag_seconds": float("nan"), "since": since, "by_broker": {1: "up"},

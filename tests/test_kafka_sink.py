@@ -29,6 +29,20 @@ def test_a_row_becomes_json_with_utc_times_and_nulls():
         "2024-02-29T23:59:59.999999Z"
 
 
+def test_the_timestamp_columns_are_those_of_the_table_schema_an_add_on_table_included(monkeypatch):
+    import pyarrow as pa
+
+    from kpulse.lake import schema
+
+    monkeypatch.setattr(schema, "_ADD_ON_SCHEMAS", {})
+    schema.register_tables({"topic_census": pa.schema([("time", schema.TIME), ("cluster", pa.string()),
+                                                       ("checked_at", schema.TIME), ("since", pa.string())])})
+    value = json.loads(record_value("topic_census", {"time": T, "cluster": "prod", "checked_at": T + 1,
+                                                     "since": "yesterday"}))
+    assert value == {"time": "2023-11-14T22:13:20.250000Z", "cluster": "prod",
+                     "checked_at": "2023-11-14T22:13:21.250000Z", "since": "yesterday"}
+
+
 def test_dropped_rows_merge_into_one_gap_per_table_and_cluster():
     ledger = GapLedger(clock=lambda: T + 100)
     for offset in (5, 1, 9):

@@ -390,6 +390,21 @@ def test_docs_list_every_table_and_column_with_its_type():
     assert documented == actual
 
 
+def test_docs_give_each_column_the_meaning_the_schema_declares():
+    from kpulse.lake.schema import COLUMN_DOCS
+
+    documented: dict[str, dict[str, str]] = {}
+    current = None
+    for line in DOCS.read_text().splitlines():
+        if heading := re.fullmatch(r"### `(\w+)`", line):
+            current = documented.setdefault(heading[1], {})
+        elif line.startswith("#"):
+            current = None
+        elif current is not None and (row := re.fullmatch(r"\| `(\w+)` \| `[^`]+` \| (.*) \|", line)):
+            current[row[1]] = row[2]
+    assert documented == COLUMN_DOCS
+
+
 # --- Spark reads what we write ---------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -46,6 +46,8 @@ from collectors.brokers.prometheus_query import (
     PROMETHEUS_BROKER_LABEL, MetricsHTTPError, prometheus_queries, values_from_prometheus, vector_by_broker,
 )
 from collectors.protocol import CollectContext, CollectorResult
+from kpulse.lake.schema import SCHEMAS
+from kpulse.snapshot import BrokerMetricsSection
 
 SECTION = TABLE = "broker_metrics"
 MAX_SCRAPE_THREADS = 8
@@ -93,6 +95,8 @@ class BrokerMetricsCollector:
     Keep one object per cluster across cycles: it holds the previous counter readings."""
 
     name = "broker_metrics"
+    sections = {SECTION: BrokerMetricsSection}
+    tables = {TABLE: SCHEMAS[TABLE]}
 
     def __init__(self, cluster_config: Any, http_get: Callable[[str, float], str] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -114,8 +118,9 @@ class BrokerMetricsCollector:
         else:
             raise ValueError(f"unknown metrics source {metrics.source!r}")
         errors.update({str(b.broker_id): b.error for b in brokers if b.error})
-        section = {"source": metrics.source, "brokers": [dataclasses.asdict(b) for b in brokers],
-                   **cluster_level(brokers), "errors": errors, "note": note}
+        section: BrokerMetricsSection = {"source": metrics.source,
+                                         "brokers": [dataclasses.asdict(b) for b in brokers],
+                                         **cluster_level(brokers), "errors": errors, "note": note}
         rows = [to_row(b, now=context.now, cluster=self._cluster.name) for b in brokers]
         return CollectorResult(sections={SECTION: section}, rows={TABLE: rows})
 

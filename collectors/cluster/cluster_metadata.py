@@ -15,6 +15,8 @@ from typing import Any, Callable
 from collectors.cluster.cluster_health import PartitionState, summarize
 from collectors.protocol import CollectContext, CollectorResult
 from kpulse.kafka.clients import LazyAdmin
+from kpulse.lake.schema import SCHEMAS
+from kpulse.snapshot import ClusterMetadataSection
 
 CONFIG_REFRESH_SECONDS = 60.0
 PROBLEM_PARTITIONS_SHOWN = 200
@@ -22,6 +24,8 @@ PROBLEM_PARTITIONS_SHOWN = 200
 
 class ClusterMetadataCollector:
     name = "cluster_metadata"
+    sections = {"cluster": ClusterMetadataSection}
+    tables = {table: SCHEMAS[table] for table in ("cluster_health", "broker_state")}
 
     def __init__(self, cluster_config, admin_factory: Callable[[dict], Any] | None = None,
                  clock: Callable[[], float] = time.monotonic, request_timeout: float = 10.0):
@@ -49,7 +53,7 @@ class ClusterMetadataCollector:
 
         brokers = [{"id": b, "up": b in live, "address": live.get(b)} for b in sorted(self._known_brokers)]
         load = {b.broker_id: b for b in summary.brokers}
-        section = {
+        section: ClusterMetadataSection = {
             "controller_id": None,
             "admin_reported_controller_id": metadata.controller_id,
             "reasons": {"controller_id": "KRaft: the Admin API names a random broker; taken from broker metrics"},

@@ -26,10 +26,14 @@ from kpulse.kafka.log_ends import LeaderLogEnds
 from collectors.protocol import CollectContext, CollectorResult
 from kpulse.lake.rows import Columns
 from kpulse.kafka.clients import LazyAdmin
+from kpulse.lake.schema import SCHEMAS
+from kpulse.snapshot import ConsumerGroup, GroupPartition
 
 
 class ConsumerLagCollector:
     name = "consumer_lag"
+    sections = {"consumer_groups": list[ConsumerGroup]}
+    tables = {table: SCHEMAS[table] for table in ("consumer_lag", "consumer_group")}
 
     def __init__(self, cluster_config, admin_factory: Callable[[dict], Any] | None = None,
                  read_offsets: Callable[..., ClusterOffsets] = read_cluster_offsets, concurrency: int = 32,
@@ -85,11 +89,11 @@ class ConsumerLagCollector:
         why_seconds = [REASONS[code] for code in answer.lag_seconds_reason.tolist()]
         committed_or_none = [None if c < 0 else c for c in committed]
         log_end_or_none = [None if end < 0 else end for end in log_ends]
-        rows = []
+        rows: list[GroupPartition] = []
         for (topic, partition), c, end, lag, lag_seconds, status, why in zip(
                 partitions, committed_or_none, log_end_or_none, lags, seconds, statuses, why_seconds):
-            row = {"topic": topic, "partition": partition, "committed_offset": c, "log_end_offset": end,
-                   "lag": lag, "lag_seconds": lag_seconds, "status": status}
+            row: GroupPartition = {"topic": topic, "partition": partition, "committed_offset": c,
+                                   "log_end_offset": end, "lag": lag, "lag_seconds": lag_seconds, "status": status}
             if why is not None or end is None:
                 row["reasons"] = _reasons(offsets, topic, partition, c, end, why)
             rows.append(row)
@@ -104,8 +108,8 @@ class ConsumerLagCollector:
         return CollectorResult(sections={"consumer_groups": groups},
                                rows={"consumer_lag": lake_rows, "consumer_group": group_rows})
 
-    def _groups(self, keys, rows: list[dict], committed: list, status_codes: list[int],
-                now: float) -> tuple[list[dict], list[dict]]:
+    def _groups(self, keys, rows: list[GroupPartition], committed: list, status_codes: list[int],
+                now: float) -> tuple[list[ConsumerGroup], list[dict]]:
         """Each group's summary with its partitions (the snapshot) and its ``consumer_group`` row;
         ``keys`` are (group, its partitions) in the order of the per-partition lists."""
         groups_config = self._cluster.consumer_groups
@@ -117,7 +121,7 @@ class ConsumerLagCollector:
             total = sum_over_partitions([p["lag"] for p in partitions], offsets)
             worst = max_over_partitions([p["lag_seconds"] for p in partitions], offsets)
             status = STATUS_BY_CODE[max(status_codes[start:end], default=0)]
-            summary = {
+            summary: ConsumerGroup = {
                 "group_id": group.group_id, "state": group.state, "members": group.members,
                 "partition_count": len(items),
                 "total_lag": total.value, "total_lag_partial": total.partial, "lag_unknown_partitions": total.unknown,

@@ -56,6 +56,8 @@ from typing import Any
 
 from collectors.probe.probe_ledger import PartitionStats, ProbeLedger, plan_probe_topic, summarize
 from collectors.protocol import CollectContext, CollectorResult
+from kpulse.lake.schema import SCHEMAS
+from kpulse.snapshot import Probe, ProbePartition
 
 SECTION = TABLE = "probe"
 DEFAULT_TOPIC = "kpulse-probe"
@@ -72,6 +74,8 @@ class ProbeCollector:
     ``messages_per_cycle`` is records per partition per cycle. Call :meth:`close` when done."""
 
     name = "probe"
+    sections = {SECTION: Probe}
+    tables = {TABLE: SCHEMAS[TABLE]}
 
     def __init__(self, cluster_config: Any, topic: str = DEFAULT_TOPIC, messages_per_cycle: int = 1,
                  producer_factory: Callable[[dict], Any] | None = None,
@@ -207,7 +211,7 @@ class ProbeCollector:
             partitions = self._ensure_topic()
             self._assign(partitions)
         except Exception as error:  # noqa: BLE001 - the probe reports that it could not probe
-            section = {"topic": self.topic, **summarize([]), "per_partition": [], "error": _one_line(error)}
+            section: Probe = {"topic": self.topic, **summarize([]), "per_partition": [], "error": _one_line(error)}
             return CollectorResult(sections={SECTION: section}, rows={TABLE: []})
         self.ledger.start_cycle()
         self._read(0.0)
@@ -223,7 +227,7 @@ class ProbeCollector:
             first = failed[0]
             error = (f"{totals['produce_errors']} produce error(s) on {len(failed)} partition(s); first: partition "
                      f"{first['partition']} (leader {first['broker_id']}): {first['error']}")
-        section = {"topic": self.topic, **totals, "per_partition": per_partition, "error": error}
+        section: Probe = {"topic": self.topic, **totals, "per_partition": per_partition, "error": error}
         rows = [{"time": context.now, "cluster": self._cluster.name,
                  **{k: v for k, v in p.items() if k not in ("error", "consume_availability")}}
                 for p in per_partition]
@@ -268,7 +272,7 @@ class ProbeCollector:
                 return
 
 
-def _partition_view(stats: PartitionStats, leader: int | None) -> dict[str, Any]:
+def _partition_view(stats: PartitionStats, leader: int | None) -> ProbePartition:
     return {"partition": stats.partition, "broker_id": leader, "produced": stats.produced,
             "produce_errors": stats.produce_errors, "consumed": stats.consumed, "lost": stats.lost,
             "duplicated": stats.duplicated, "latency_p50_ms": stats.latency(0.5),

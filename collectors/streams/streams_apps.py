@@ -38,6 +38,8 @@ from collectors.protocol import CollectContext, CollectorResult
 from collectors.streams.streams_state import (InstanceReading, Observation, TransitionTracker, app_state,
                                       instances_from_samples, rebalance_summary, streams_app_ids, unreachable)
 from kpulse.kafka.clients import LazyAdmin, group_state_name
+from kpulse.lake.schema import SCHEMAS
+from kpulse.snapshot import StreamsApp, StreamsInstance
 
 SECTION = "streams_apps"
 INSTANCE_TABLE = "streams_instance"
@@ -66,6 +68,8 @@ class StreamsAppsCollector:
     it holds the last states and transitions."""
 
     name = "streams_apps"
+    sections = {SECTION: list[StreamsApp]}
+    tables = {table: SCHEMAS[table] for table in (INSTANCE_TABLE, TRANSITION_TABLE)}
 
     def __init__(self, cluster_config: Any, http_get: Callable[[str, float], str] | None = None,
                  admin_factory: Callable[[dict], Any] | None = None, clock: Callable[[], float] = time.time,
@@ -85,7 +89,8 @@ class StreamsAppsCollector:
         endpoints = sorted({url for app in configured.values() for url in app.metrics_endpoints})
         readings = dict(zip(endpoints, _concurrently(self._read_endpoint, endpoints)))
         groups = self._read_groups(configured, context.now)
-        apps, instance_rows, transition_rows = [], [], []
+        apps: list[StreamsApp] = []
+        instance_rows, transition_rows = [], []
         for app_id in sorted(set(configured) | set(groups)):
             app = configured.get(app_id)
             instances = [r for url in (app.metrics_endpoints if app else ()) for r in readings[url]]
@@ -197,7 +202,7 @@ class TopicNames:
         self._recognised = set(app_ids)
 
 
-def _instance_view(reading: InstanceReading) -> dict[str, Any]:
+def _instance_view(reading: InstanceReading) -> StreamsInstance:
     return {"id": reading.id, "endpoint": reading.endpoint, "state": reading.state, "up": reading.up,
             "alive_threads": reading.alive_threads, "failed_threads": reading.failed_threads,
             "thread_states": dict(reading.thread_states), "error": reading.error}

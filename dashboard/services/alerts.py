@@ -10,13 +10,14 @@ from typing import Any, Mapping
 import pandas as pd
 
 from dashboard.services.acks import Ack
+from kpulse.snapshot import Snapshot
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1}
 ALERT_COLUMNS = ["rule", "severity", "entity", "since", "age_seconds", "value", "summary", "ack", "ack_by",
                  "ack_until", "silenced"]
 
 
-def firing_alerts(events: pd.DataFrame, snapshot: Mapping[str, Any] | None, acks: Mapping[tuple[str, str], Ack],
+def firing_alerts(events: pd.DataFrame, snapshot: Snapshot | None, acks: Mapping[tuple[str, str], Ack],
                   now: float) -> pd.DataFrame:
     """Alerts firing now: critical first, then the oldest first.
 
@@ -125,9 +126,12 @@ def context_series(query: ContextQuery, rows: pd.DataFrame) -> pd.DataFrame:
     return values.sort_values("time").reset_index(drop=True)
 
 
-def with_snapshot_point(query: ContextQuery, series: pd.DataFrame, snapshot: Mapping[str, Any] | None) -> pd.DataFrame:
+def with_snapshot_point(query: ContextQuery, series: pd.DataFrame, snapshot: Snapshot | None) -> pd.DataFrame:
     """The series plus the snapshot's value at its time: the lake is flushed about once a minute,
-    the snapshot every cycle, so the newest point (often the alert's cause) comes from it."""
+    the snapshot every cycle, so the newest point (often the alert's cause) comes from it. The lake
+    column charted (``query.column``) is read from the snapshot field of the same name: the
+    ``cluster_health``, ``broker_metrics`` and ``consumer_group`` columns charted have the names of
+    :class:`kpulse.snapshot.ClusterHealth`, ``Broker`` and ``ConsumerGroup`` fields."""
     if snapshot is None:
         return series
     value = None

@@ -3,16 +3,25 @@ balance. Pure."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import pandas as pd
 
+from kpulse.snapshot import Snapshot
+
+BROKER_TABLE: dict[str, str] = {
+    "broker": "id", "up": "up", "partitions": "partition_count", "leaders": "leader_count",
+    "preferred_leaders": "preferred_leader_count", "request_handler_idle": "request_handler_idle_ratio",
+    "network_idle": "network_processor_idle_ratio", "bytes_in_per_sec": "bytes_in_per_sec",
+    "bytes_out_per_sec": "bytes_out_per_sec", "produce_p99_ms": "produce_p99_ms", "fetch_p99_ms": "fetch_p99_ms",
+    "error": "error",
+}
+"""Column of the page's broker table -> the :class:`kpulse.snapshot.Broker` field it shows, under
+the short headings the page has always had (``under_replicated`` comes from the lake instead)."""
 BROKER_COLUMNS = ["broker", "up", "partitions", "leaders", "preferred_leaders", "request_handler_idle",
                   "network_idle", "bytes_in_per_sec", "bytes_out_per_sec", "under_replicated", "produce_p99_ms",
                   "fetch_p99_ms", "error"]
 
 
-def broker_table(snapshot: Mapping[str, Any] | None, latest_metrics: pd.DataFrame) -> pd.DataFrame:
+def broker_table(snapshot: Snapshot | None, latest_metrics: pd.DataFrame) -> pd.DataFrame:
     """The snapshot's brokers, with URP led by each broker from its newest ``broker_metrics`` row."""
     urp = {}
     if latest_metrics is not None and not latest_metrics.empty:
@@ -20,14 +29,8 @@ def broker_table(snapshot: Mapping[str, Any] | None, latest_metrics: pd.DataFram
         urp = dict(zip(newest["broker_id"].astype(int), newest["under_replicated_partitions"]))
     rows = []
     for broker in (snapshot or {}).get("brokers") or []:
-        rows.append({"broker": broker.get("id"), "up": broker.get("up"), "partitions": broker.get("partition_count"),
-                     "leaders": broker.get("leader_count"), "preferred_leaders": broker.get("preferred_leader_count"),
-                     "request_handler_idle": broker.get("request_handler_idle_ratio"),
-                     "network_idle": broker.get("network_processor_idle_ratio"),
-                     "bytes_in_per_sec": broker.get("bytes_in_per_sec"),
-                     "bytes_out_per_sec": broker.get("bytes_out_per_sec"),
-                     "under_replicated": urp.get(broker.get("id")), "produce_p99_ms": broker.get("produce_p99_ms"),
-                     "fetch_p99_ms": broker.get("fetch_p99_ms"), "error": broker.get("error")})
+        rows.append({**{column: broker.get(field) for column, field in BROKER_TABLE.items()},
+                     "under_replicated": urp.get(broker.get("id"))})
     return pd.DataFrame(rows, columns=BROKER_COLUMNS)
 
 

@@ -7,26 +7,30 @@ numbers only (no Kafka-supplied name: it is safe to show as a caption)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 import pandas as pd
 
-GROUP_COLUMNS = ["group_id", "status", "state", "members", "partitions", "total_lag", "max_lag_seconds",
-                 "lag_seconds_threshold", "partial"]
+from kpulse.snapshot import ConsumerGroup, Snapshot
+
+GROUP_TABLE: dict[str, str] = {
+    "group_id": "group_id", "status": "status", "state": "state", "members": "members",
+    "partitions": "partition_count", "total_lag": "total_lag", "max_lag_seconds": "max_lag_seconds",
+    "lag_seconds_threshold": "lag_seconds_threshold",
+}
+"""Column of the page's group table -> the :class:`kpulse.snapshot.ConsumerGroup` field it shows.
+The one renamed: ``partitions`` (``partition_count``), the name of the lake's ``consumer_group``
+column the group's history beside it is read from."""
+GROUP_COLUMNS = [*GROUP_TABLE, "partial"]
 STATUS_ORDER = {"OK": 0, "WARN": 1, "REWIND": 2, "STALL": 3, "STOP": 4, "ERR": 5}
 """Burrow's order (worst last); unknown status sorts before OK."""
 SORTS = {"lag seconds": "max_lag_seconds", "status": "status_rank", "lag (offsets)": "total_lag",
          "group id": "group_id"}
 
 
-def groups_frame(snapshot: Mapping[str, Any] | None) -> pd.DataFrame:
-    """One row per group of the snapshot, with ``status_rank`` for sorting by status."""
+def groups_frame(snapshot: Snapshot | None) -> pd.DataFrame:
+    """One row per group of the snapshot (:data:`GROUP_TABLE`), with ``status_rank`` for sorting by status."""
     groups = (snapshot or {}).get("consumer_groups") or []
-    frame = pd.DataFrame([{"group_id": g.get("group_id"), "status": g.get("status"), "state": g.get("state"),
-                           "members": g.get("members"), "partitions": g.get("partition_count"),
-                           "total_lag": g.get("total_lag"), "max_lag_seconds": g.get("max_lag_seconds"),
-                           "lag_seconds_threshold": g.get("lag_seconds_threshold"), "partial": partial_note(g)}
-                          for g in groups],
+    frame = pd.DataFrame([{**{column: g.get(field) for column, field in GROUP_TABLE.items()},
+                           "partial": partial_note(g)} for g in groups],
                          columns=GROUP_COLUMNS)
     frame["total_lag"] = pd.array(frame["total_lag"], dtype="Int64")
     frame["members"] = pd.array(frame["members"], dtype="Int64")
@@ -40,7 +44,7 @@ _SUMS = (("total lag", "total_lag", "total_lag_partial", "lag_unknown_partitions
          ("lag seconds", "max_lag_seconds", "max_lag_seconds_partial", "lag_seconds_unknown_partitions"))
 
 
-def partial_note(group: Mapping[str, Any]) -> str | None:
+def partial_note(group: ConsumerGroup) -> str | None:
     """"total lag over 2 of 3 partitions · lag seconds ..." for the group's sums that leave partitions
     out; ``None`` when both are complete (or the snapshot predates the counts)."""
     counted = sum(1 for p in group.get("partitions") or [] if p.get("committed_offset") is not None)
@@ -57,12 +61,12 @@ def partial_note(group: Mapping[str, Any]) -> str | None:
     return " · ".join(notes) or None
 
 
-def partial_groups(snapshot: Mapping[str, Any] | None) -> int:
+def partial_groups(snapshot: Snapshot | None) -> int:
     """How many groups of the snapshot have a partial (or wholly unknown) sum."""
     return sum(1 for g in (snapshot or {}).get("consumer_groups") or [] if partial_note(g))
 
 
-def group_partitions(snapshot: Mapping[str, Any] | None, group_id: str) -> pd.DataFrame | None:
+def group_partitions(snapshot: Snapshot | None, group_id: str) -> pd.DataFrame | None:
     """Per-partition lag of ``group_id`` in the snapshot; ``None`` when the group is not there."""
     for group in (snapshot or {}).get("consumer_groups") or []:
         if group.get("group_id") == group_id:

@@ -4,9 +4,11 @@ the freshness of the data. Pure: snapshot dicts and frames in, plain values out.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
+
+from kpulse.snapshot import Snapshot
 
 OK, WARN, CRIT, UNKNOWN, INFO = "ok", "warning", "critical", "unknown", "info"
 IDLE_WARNING_BELOW = 0.2
@@ -72,7 +74,7 @@ def _count_tile(label: str, value: Any, level_if_positive: str, detail: str = ""
     return Tile(label, f"{int(value)}", level_if_positive if value > 0 else OK, detail)
 
 
-def overview_tiles(snapshot: Mapping[str, Any] | None, alerts: pd.DataFrame, slo_status: pd.DataFrame) -> list[Tile]:
+def overview_tiles(snapshot: Snapshot | None, alerts: pd.DataFrame, slo_status: pd.DataFrame) -> list[Tile]:
     """The Overview's tiles. ``alerts`` is :func:`services.alerts.firing_alerts`' frame (``severity``),
     ``slo_status`` the latest status per SLO and entity (``alert``, ``error_budget_remaining``)."""
     cluster = (snapshot or {}).get("cluster") or {}

@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 import pandas as pd
+
+from kpulse.snapshot import Snapshot, StreamsApp
 
 APP_COLUMNS = ["application_id", "state", "group_state", "members", "instances", "expected_instances",
                "rebalances", "rebalancing_seconds"]
 
 
-def apps_frame(snapshot: Mapping[str, Any] | None) -> pd.DataFrame:
+def apps_frame(snapshot: Snapshot | None) -> pd.DataFrame:
     rows = []
     for app in (snapshot or {}).get("streams_apps") or []:
         rebalances = app.get("rebalances") or {}
@@ -22,12 +24,12 @@ def apps_frame(snapshot: Mapping[str, Any] | None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=APP_COLUMNS)
 
 
-def app(snapshot: Mapping[str, Any] | None, application_id: str) -> Mapping[str, Any] | None:
+def app(snapshot: Snapshot | None, application_id: str) -> StreamsApp | None:
     return next((a for a in (snapshot or {}).get("streams_apps") or [] if a.get("application_id") == application_id),
                 None)
 
 
-def instances_frame(app_entry: Mapping[str, Any]) -> pd.DataFrame:
+def instances_frame(app_entry: StreamsApp) -> pd.DataFrame:
     rows = [{"instance": i.get("id"), "state": i.get("state"), "up": i.get("up"), "alive_threads": i.get("alive_threads"),
              "failed_threads": i.get("failed_threads"),
              "threads": ", ".join(f"{t}: {s}" for t, s in sorted((i.get("thread_states") or {}).items())),

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from kpulse.lake.schema import SCHEMAS, TIME
+from kpulse.lake.schema import SCHEMAS, TIME, table_names, table_schema
 from kpulse.lake.rows import Columns
 
 if TYPE_CHECKING:  # pandas (also loaded by pyarrow.dataset) is for readers: the collectors never need its ~50 MB
@@ -199,7 +199,7 @@ class LakeWriter:
         """One file per date; the rows (and gaps) of a date that failed stay for the next flush."""
         buffered = self._buffers.pop(table, None)
         if buffered is None:
-            buffered = SCHEMAS[table].empty_table()
+            buffered = _schema(table).empty_table()
         gap_keys = list(self._gaps) if table == GAP_TABLE else []
         gap_rows = rows_to_arrow(table, [gap_row(self._gaps[key]) for key in gap_keys])
         data = pa.concat_tables([buffered, gap_rows]).combine_chunks()
@@ -279,7 +279,7 @@ class LakeWriter:
 
 
 def rows_to_arrow(table: str, rows: list[dict[str, Any]] | Columns) -> pa.Table:
-    """Rows (dicts, or :class:`Columns`) as an Arrow table of exactly ``SCHEMAS[table]``;
+    """Rows (dicts, or :class:`Columns`) as an Arrow table of exactly the table's schema;
     ``ValueError`` naming table and column for anything outside the contract."""
     schema = _schema(table)
     names = set(schema.names)
@@ -407,9 +407,11 @@ def _pandas_types() -> dict:
 
 
 def _schema(table: str) -> pa.Schema:
-    if table not in SCHEMAS:
-        raise ValueError(f"unknown lake table {table!r}; known tables: {', '.join(sorted(SCHEMAS))}")
-    return SCHEMAS[table]
+    """A built-in table's schema, or an add-on's registered one (``kpulse.lake.schema.register_tables``)."""
+    schema = table_schema(table)
+    if schema is None:
+        raise ValueError(f"unknown lake table {table!r}; known tables: {', '.join(sorted(table_names()))}")
+    return schema
 
 
 def record_unreadable(path: str, problems: Iterable[UnreadableFile], *, now: float | None = None,

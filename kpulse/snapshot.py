@@ -1,0 +1,457 @@
+"""The snapshot: the typed contract between the collectors (``collectors/snapshot.py`` composes it),
+the alert rules, the Prometheus exporter, the dashboard (``<lake>/_snapshots/<cluster>.json``) and
+``kpulse collect --once --json``. Every field is documented here, once; ``docs/snapshot.schema.json``
+is generated from these types (``python -m kpulse.snapshot > docs/snapshot.schema.json``).
+
+Why ``TypedDict`` with ``Annotated[type, "doc"]``: the snapshot stays what it has always been at
+run time, a plain dict of plain values (written with orjson, ~1.4 MB a cycle at 10,000 partitions,
+read back with ``json.load``, indexed by tests), so building it costs nothing more and no reader
+converts anything; a type checker (mypy, pyright) can check every key written or read against these
+classes; and the
+documentation of each field is part of its type (``typing.get_type_hints(..., include_extras=True)``),
+so the JSON Schema carries it as ``description`` without parsing any source. (This module does not
+use ``from __future__ import annotations``: on Python 3.11 a ``TypedDict`` cannot see
+``NotRequired`` in a postponed annotation.)
+
+Conventions: a value that could not be collected is null, never zero, and a ``reasons`` map of the
+same object says why (field name -> one line). Times are epoch seconds (UTC). Keys are exactly those
+declared; ``NotRequired`` keys appear only when they apply. Add-on collectors add sections of their
+own at the top level (:data:`ADD_ON_SECTIONS_NOTE`), each declared with its type by its collector
+(``collectors/protocol.py``).
+"""
+
+import sys
+import types
+import typing
+from typing import Annotated, Any, Mapping, NotRequired, TypedDict, Union
+
+import orjson
+
+Reasons = dict[str, str]
+"""Field name -> why that field is null (or partial), one line."""
+
+
+# --- the cluster section ------------------------------------------------------------------------------
+
+class MetadataBroker(TypedDict):
+    """A broker the cluster metadata names (``cluster.brokers``)."""
+
+    id: Annotated[int, "Broker (node) id."]
+    up: Annotated[bool, "The broker is in the cluster metadata this cycle."]
+    address: Annotated[str | None, "host:port it advertises; null while it is not up."]
+
+
+class ProblemPartition(TypedDict):
+    """A partition that is offline, under min ISR or under-replicated (the first 200, by topic and partition)."""
+
+    topic: Annotated[str, "Topic."]
+    partition: Annotated[int, "Partition number."]
+    leader: Annotated[int | None, "Leader's broker id; null or -1 without a leader."]
+    replicas: Annotated[list[int], "Replica broker ids, the preferred leader first."]
+    isr: Annotated[list[int], "In-sync replica broker ids."]
+    problems: Annotated[list[str], "Which of offline, under_min_isr, under_replicated."]
+
+
+class ClusterHealth(TypedDict):
+    """Partition health from the Admin API, the controller from the brokers' metrics."""
+
+    controller_id: Annotated[int | None, "Active controller's node id, from broker metrics (in KRaft the "
+                                         "Admin API names a random broker)."]
+    admin_reported_controller_id: NotRequired[Annotated[int | None, "What the Admin API's DescribeCluster names "
+                                                                    "(a random live broker in KRaft); absent when "
+                                                                    "the metadata was not collected."]]
+    brokers: Annotated[list[MetadataBroker], "Brokers known: live now, named in a replica list, or seen since the "
+                                             "collector started."]
+    brokers_up: Annotated[int | None, "Brokers present in the cluster metadata this cycle."]
+    brokers_total: Annotated[int | None, "Brokers known (up or not)."]
+    topic_count: Annotated[int | None, "Topics in the metadata."]
+    partition_count: Annotated[int | None, "Partitions of all topics."]
+    under_replicated_partitions: Annotated[int | None, "Partitions whose ISR is smaller than their replica set."]
+    offline_partitions: Annotated[int | None, "Partitions without a leader."]
+    under_min_isr_partitions: Annotated[int | None, "Partitions whose ISR is smaller than the topic's "
+                                                    "min.insync.replicas."]
+    preferred_leader_imbalance: Annotated[int | None, "Online partitions whose leader is not the first "
+                                                      "(preferred) replica."]
+    active_controller_count: Annotated[int | None, "Nodes reporting themselves as the active controller "
+                                                   "(healthy: 1); from broker metrics."]
+    problem_partitions: Annotated[list[ProblemPartition], "The first partitions with a problem, by topic and "
+                                                          "partition."]
+    reasons: Annotated[Reasons, "Why a field above is null."]
+
+
+# --- brokers --------------------------------------------------------------------------------------------
+
+class Broker(TypedDict):
+    """One broker: load from the metadata, saturation, traffic and latency from its metrics."""
+
+    id: Annotated[int, "Broker (node) id."]
+    up: Annotated[bool | None, "In the cluster metadata this cycle; null when the metadata was not collected."]
+    partition_count: Annotated[int | None, "Replicas hosted by the broker."]
+    leader_count: Annotated[int | None, "Partitions the broker leads."]
+    preferred_leader_count: Annotated[int | None, "Partitions whose preferred (first) replica it is."]
+    request_handler_idle_ratio: Annotated[float | None, "0..1 idle fraction of the request handler threads "
+                                                        "(< 0.2 warn, < 0.1 critical)."]
+    network_processor_idle_ratio: Annotated[float | None, "0..1 idle fraction of the network threads."]
+    bytes_in_per_sec: Annotated[float | None, "Produced bytes per second, replication excluded."]
+    bytes_out_per_sec: Annotated[float | None, "Bytes fetched by consumers per second, replication excluded."]
+    messages_in_per_sec: Annotated[float | None, "Produced messages per second."]
+    produce_p99_ms: Annotated[float | None, "99th percentile of Produce request total time, ms."]
+    fetch_p99_ms: Annotated[float | None, "99th percentile of FetchConsumer request total time, ms."]
+    error: Annotated[str | None, "Why its metrics could not be read (one line); null when they were."]
+    reasons: Annotated[Reasons, "Why a metric above is null."]
+
+
+# --- consumer groups ------------------------------------------------------------------------------------
+
+class GroupPartition(TypedDict):
+    """One partition a consumer group has a committed offset for (or is assigned)."""
+
+    topic: Annotated[str, "Topic."]
+    partition: Annotated[int, "Partition number."]
+    committed_offset: Annotated[int | None, "The group's committed offset (the next record it reads); null "
+                                            "without a commit."]
+    log_end_offset: Annotated[int | None, "The partition's log end offset; null when it could not be read."]
+    lag: Annotated[int | None, "log_end_offset - committed_offset, clamped at 0; null when either is unknown."]
+    lag_seconds: Annotated[float | None, "How far behind in time, interpolated from the log end history; null "
+                                         "when it cannot be told."]
+    status: Annotated[str | None, "Burrow-style status: OK, WARN, REWIND, STALL, STOP or ERR; null with too "
+                                  "few observations."]
+    reasons: NotRequired[Annotated[Reasons, "Why a value above is null; present only then."]]
+
+
+class ConsumerGroup(TypedDict):
+    """One consumer group: its sums over its partitions, and the partitions.
+
+    ``total_lag`` / ``max_lag_seconds`` are over the partitions whose value is known;
+    ``lag_unknown_partitions`` / ``lag_seconds_unknown_partitions`` count the partitions with a
+    committed offset that were left out (a log end not read while a broker is down), and
+    ``total_lag_partial`` / ``max_lag_seconds_partial`` are true when the value is over some
+    partitions but not all (a lower bound), with ``reasons`` naming the partitions and why."""
+
+    group_id: Annotated[str, "Consumer group id."]
+    state: Annotated[str | None, "Kafka's group state (Stable, PreparingRebalance, CompletingRebalance, Empty, "
+                                 "Dead, ...)."]
+    members: Annotated[int | None, "Active members."]
+    partition_count: Annotated[int, "Partitions the group has offsets for (the lake's consumer_group.partitions)."]
+    total_lag: Annotated[int | None, "Sum of the partitions' lag over those whose lag is known; null when none is."]
+    total_lag_partial: Annotated[bool, "total_lag leaves out some partitions: a lower bound."]
+    lag_unknown_partitions: Annotated[int, "Partitions with a committed offset left out of total_lag."]
+    max_lag_seconds: Annotated[float | None, "Largest lag_seconds over the partitions whose time lag is known; "
+                                             "null when none is."]
+    max_lag_seconds_partial: Annotated[bool, "max_lag_seconds leaves out some partitions: a lower bound."]
+    lag_seconds_unknown_partitions: Annotated[int, "Partitions with a committed offset left out of "
+                                                   "max_lag_seconds."]
+    status: Annotated[str | None, "Worst partition status (OK < WARN < REWIND < STALL < STOP < ERR); null while "
+                                  "no partition has one."]
+    lag_seconds_threshold: Annotated[float | None, "The configured time-lag threshold for this group, seconds."]
+    error: Annotated[str | None, "Why the group's offsets could not be read (one line); null when they were."]
+    reasons: NotRequired[Annotated[Reasons, "Why a sum is partial or null, or the status unknown; present only "
+                                            "then."]]
+    partitions: Annotated[list[GroupPartition], "Its partitions, by topic and partition."]
+
+
+# --- Kafka Streams applications -------------------------------------------------------------------------
+
+class StreamsInstance(TypedDict):
+    """One Streams instance, as its metrics endpoint shows it."""
+
+    id: Annotated[str, "The instance: its client id, or the endpoint's URL until it has answered."]
+    endpoint: Annotated[str, "The metrics endpoint it is read from."]
+    state: Annotated[str | None, "KafkaStreams client state (RUNNING, REBALANCING, ERROR, ...), UNREACHABLE "
+                                 "when the endpoint did not answer; null when it answered without one."]
+    up: Annotated[bool, "The endpoint answered this cycle."]
+    alive_threads: Annotated[int | None, "Stream threads alive."]
+    failed_threads: Annotated[int | None, "Stream threads that died."]
+    thread_states: Annotated[dict[str, str], "Stream thread id -> its state."]
+    error: Annotated[str | None, "Why the endpoint could not be read (one line)."]
+
+
+StreamsTransition = TypedDict("StreamsTransition", {  # "from" is a Python keyword: the functional form
+    "time": Annotated[float, "When it was observed (epoch seconds)."],
+    "instance": Annotated[str, "The instance that changed."],
+    "from": Annotated[str | None, "State before."],
+    "to": Annotated[str | None, "State after."],
+    "inferred": Annotated[bool, "Not seen but deduced: a rebalance between two scrapes (its "
+                                "rebalance count moved), recorded as S -> REBALANCING -> S of duration 0."],
+})
+StreamsTransition.__doc__ = "A state change of one instance."
+
+
+class Rebalances(TypedDict):
+    """Rebalancing episodes over the transitions kept."""
+
+    count: Annotated[int, "Episodes (a period with an instance REBALANCING)."]
+    total_seconds: Annotated[float, "Time spent rebalancing, seconds."]
+    ongoing_seconds: Annotated[float | None, "How long the current episode has lasted; null when none is ongoing."]
+
+
+class StreamsApp(TypedDict):
+    """One Kafka Streams application: configured, or discovered by its internal topics."""
+
+    application_id: Annotated[str, "Streams application.id (also its consumer group)."]
+    state: Annotated[str | None, "RUNNING when every expected instance is RUNNING, else the worst instance state; "
+                                 "null for a discovered application (no metrics endpoints)."]
+    group_state: Annotated[str | None, "Its consumer group's state; null when not read."]
+    members: Annotated[int | None, "Its consumer group's members; null when not read."]
+    group_error: Annotated[str | None, "Why the group could not be read (one line)."]
+    expected_instances: Annotated[int | None, "Instances configured; null for a discovered application."]
+    instances: Annotated[list[StreamsInstance], "Its instances (configured applications only)."]
+    transitions: Annotated[list[StreamsTransition], "The last 100 state changes, oldest first."]
+    rebalances: Annotated[Rebalances, "Rebalancing over those transitions."]
+
+
+# --- the end-to-end probe -------------------------------------------------------------------------------
+
+class ProbePartition(TypedDict):
+    """One probe partition's cycle."""
+
+    partition: Annotated[int, "Probe topic partition."]
+    broker_id: Annotated[int | None, "Its leader this cycle; null when it has none."]
+    produced: Annotated[int, "Probe records acknowledged."]
+    produce_errors: Annotated[int, "Probe records whose delivery failed."]
+    consumed: Annotated[int, "Probe records read back for the first time."]
+    lost: Annotated[int, "Records acknowledged but never read back within the loss deadline."]
+    duplicated: Annotated[int, "Reads of a record already read."]
+    latency_p50_ms: Annotated[float | None, "Median produce-to-consume latency, ms."]
+    latency_p99_ms: Annotated[float | None, "99th percentile produce-to-consume latency, ms."]
+    latency_max_ms: Annotated[float | None, "Largest produce-to-consume latency, ms."]
+    consume_availability: Annotated[float | None, "Of this cycle's acknowledged records, the fraction read back "
+                                                  "this cycle; null when there was nothing to measure."]
+    error: Annotated[str | None, "Why the partition could not be probed, or its produce errors (one line)."]
+
+
+class Probe(TypedDict):
+    """The end-to-end probe's cycle: totals over every partition, then each partition."""
+
+    topic: Annotated[str, "The probe topic."]
+    produce_availability: Annotated[float | None, "produced / (produced + produce_errors); null when nothing was "
+                                                  "sent."]
+    consume_availability: Annotated[float | None, "Of the records acknowledged this cycle, the fraction read back "
+                                                  "this cycle; null when there was nothing to measure."]
+    latency_p50_ms: Annotated[float | None, "Median produce-to-consume latency, ms."]
+    latency_p99_ms: Annotated[float | None, "99th percentile produce-to-consume latency, ms."]
+    latency_max_ms: Annotated[float | None, "Largest produce-to-consume latency, ms."]
+    produced: Annotated[int, "Probe records acknowledged."]
+    produce_errors: Annotated[int, "Probe records whose delivery failed."]
+    consumed: Annotated[int, "Probe records read back for the first time."]
+    lost: Annotated[int, "Records acknowledged but never read back within the loss deadline."]
+    duplicated: Annotated[int, "Reads of a record already read."]
+    per_partition: Annotated[list[ProbePartition], "Each probe partition."]
+    error: Annotated[str | None, "Why the probe could not run, or a summary of the produce errors; else null."]
+
+
+# --- alerts and collectors ------------------------------------------------------------------------------
+
+class FiringAlert(TypedDict):
+    """A firing alert (``alerting/``)."""
+
+    rule: Annotated[str, "Alert rule name (also the runbook key)."]
+    severity: Annotated[str, "warning or critical."]
+    entity: Annotated[str, "What it is about: cluster/<name>, broker/<id>, group/<id>, streams/<app id>, probe "
+                           "or collector/<name>."]
+    value: Annotated[float | None, "The value the condition looked at."]
+    summary: Annotated[str, "One line for a human, with the numbers."]
+    since: Annotated[float, "When the condition was first seen (epoch seconds)."]
+    runbook: Annotated[str, "Key of the rule's runbook."]
+
+
+class CollectorState(TypedDict):
+    """How one collector's cycle went."""
+
+    name: Annotated[str, "Collector name."]
+    up: Annotated[bool, "It ran without error."]
+    duration_seconds: Annotated[float, "How long it took, seconds."]
+    error: Annotated[str | None, "Why it failed (one line); null when up."]
+
+
+# --- the snapshot ---------------------------------------------------------------------------------------
+
+class Snapshot(TypedDict):
+    """The newest state of one cluster, composed every collection cycle."""
+
+    time: Annotated[float, "Time of the collection cycle (epoch seconds)."]
+    cluster_name: Annotated[str, "Configured cluster name."]
+    cluster: Annotated[ClusterHealth, "Partition health and the controller."]
+    brokers: Annotated[list[Broker], "Every broker known, by id."]
+    consumer_groups: Annotated[list[ConsumerGroup], "Every consumer group with committed offsets."]
+    streams_apps: Annotated[list[StreamsApp], "Kafka Streams applications, by application id."]
+    probe: Annotated[Probe | None, "The end-to-end probe; null when it is turned off or did not run."]
+    alerts: Annotated[list[FiringAlert], "Alerts firing after this cycle."]
+    collectors: Annotated[list[CollectorState], "Each collector's cycle, in registration order."]
+    alert_errors: NotRequired[Annotated[list[str], "Alert rules that raised this cycle (one line each)."]]
+    lake_errors: NotRequired[Annotated[list[str], "Lake rows refused this cycle: a collector broke the lake's "
+                                                  "contract (one line each)."]]
+
+
+ADD_ON_SECTIONS_NOTE = ("Sections of add-on collectors, under the names they declare (collectors/protocol.py); "
+                        "null when the collector did not return it this cycle.")
+
+
+# --- what the built-in collectors hand collectors/snapshot.compose ---------------------------------------
+
+class BrokerLoad(TypedDict):
+    """One broker's share of the partitions, from the metadata."""
+
+    broker_id: Annotated[int, "Broker (node) id."]
+    partition_count: Annotated[int, "Replicas hosted."]
+    leader_count: Annotated[int, "Partitions led."]
+    preferred_leader_count: Annotated[int, "Partitions whose preferred replica it is."]
+
+
+class ClusterMetadataSection(TypedDict):
+    """Section ``cluster`` of the cluster metadata collector: :class:`ClusterHealth` without the
+    values from broker metrics, plus each broker's load (which compose moves to ``brokers``)."""
+
+    controller_id: Annotated[None, "Not known from the Admin API (see admin_reported_controller_id)."]
+    admin_reported_controller_id: Annotated[int | None, "What DescribeCluster names."]
+    reasons: Annotated[Reasons, "Why a field is null."]
+    brokers: Annotated[list[MetadataBroker], "Brokers known."]
+    brokers_up: Annotated[int, "Brokers in the metadata."]
+    brokers_total: Annotated[int, "Brokers known."]
+    topic_count: Annotated[int, "Topics."]
+    partition_count: Annotated[int, "Partitions."]
+    under_replicated_partitions: Annotated[int, "Under-replicated partitions."]
+    offline_partitions: Annotated[int, "Partitions without a leader."]
+    under_min_isr_partitions: Annotated[int, "Partitions under min ISR."]
+    preferred_leader_imbalance: Annotated[int, "Partitions not led by their preferred replica."]
+    broker_load: Annotated[list[BrokerLoad], "Each broker's load."]
+    problem_partitions: Annotated[list[ProblemPartition], "The first partitions with a problem."]
+
+
+class BrokerMetricsSection(TypedDict):
+    """Section ``broker_metrics`` of the broker metrics collector (merged into ``cluster`` and
+    ``brokers`` by compose, not in the snapshot itself)."""
+
+    source: Annotated[str, "jmx_exporter, prometheus or none."]
+    brokers: Annotated[list[dict[str, Any]], "Each broker's collectors.brokers.broker_values.BrokerMetrics as a "
+                                             "dict (the broker_metrics lake row's fields, plus reasons)."]
+    active_controller_count: Annotated[int | None, "Sum over the answering nodes that export it."]
+    offline_partitions: Annotated[int | None, "Largest over the controllers."]
+    controller_id: Annotated[int | None, "The controller most answering nodes name."]
+    reasons: Annotated[Reasons, "Why a value above is null."]
+    errors: Annotated[dict[str, str], "Broker id -> why it could not be read."]
+    note: Annotated[str | None, "Why there are no metrics at all (source none)."]
+
+
+BUILTIN_SECTIONS: Mapping[str, Any] = types.MappingProxyType({
+    "cluster": ClusterMetadataSection,
+    "broker_metrics": BrokerMetricsSection,
+    "consumer_groups": list[ConsumerGroup],
+    "streams_apps": list[StreamsApp],
+    "probe": Probe,
+})
+"""Section name -> type, of the sections the built-in collectors return: ``cluster`` and
+``broker_metrics`` are composed into the snapshot's ``cluster`` and ``brokers``, the others are
+the snapshot's sections of the same name."""
+RESERVED_NAMES = frozenset(Snapshot.__annotations__) | frozenset(BUILTIN_SECTIONS)
+"""Names an add-on's section cannot take."""
+
+
+# --- JSON ---------------------------------------------------------------------------------------------
+
+_JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def to_json(snapshot: Mapping[str, Any]) -> bytes:
+    """The snapshot as JSON (what ``_snapshots/<cluster>.json`` holds): keys made text, anything not
+    JSON by nature (a datetime, a dataclass) written as ``str()`` of it, NaN and infinity as null."""
+    return orjson.dumps(snapshot, default=str, option=_JSON_OPTIONS)
+
+
+# --- the JSON Schema ----------------------------------------------------------------------------------
+
+def json_schema(add_on_sections: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a snapshot. Without ``add_on_sections`` (what
+    ``docs/snapshot.schema.json`` holds) any further top-level section is allowed (an add-on's);
+    with them (name -> type, as collectors declare them) exactly those are, each by its type."""
+    definitions: dict[str, Any] = {}
+    root = _object_schema(Snapshot, definitions)
+    root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    root["title"] = "kpulse snapshot"
+    if add_on_sections is None:
+        root["additionalProperties"] = {"description": ADD_ON_SECTIONS_NOTE}
+    else:
+        for name, kind in add_on_sections.items():
+            root["properties"][name] = {"anyOf": [_schema_of(kind, definitions), {"type": "null"}],
+                                        "description": ADD_ON_SECTIONS_NOTE}
+    root["$defs"] = dict(sorted(definitions.items()))
+    return {key: root[key] for key in ("$schema", "title", "description", "type", "properties",
+                                        "required", "additionalProperties", "$defs")}
+
+
+def _object_schema(kind: type, definitions: dict[str, Any]) -> dict[str, Any]:
+    hints = typing.get_type_hints(kind, include_extras=True)
+    properties = {}
+    for name, hint in hints.items():
+        hint, doc = _unwrap(hint)
+        properties[name] = {**_schema_of(hint, definitions), **({"description": doc} if doc else {})}
+    schema = {"description": " ".join((kind.__doc__ or "").split()), "type": "object", "properties": properties,
+              "required": [name for name in hints if name in kind.__required_keys__],
+              "additionalProperties": False}
+    return schema
+
+
+def _unwrap(hint: Any) -> tuple[Any, str | None]:
+    """The type inside ``NotRequired`` / ``Annotated``, and the field's doc."""
+    doc = None
+    while True:
+        origin = typing.get_origin(hint)
+        if origin is NotRequired or origin is typing.Required:
+            hint = typing.get_args(hint)[0]
+        elif origin is Annotated:
+            doc = next((m for m in hint.__metadata__ if isinstance(m, str)), doc)
+            hint = hint.__origin__
+        else:
+            return hint, doc
+
+
+_SCALARS = {int: "integer", float: "number", str: "string", bool: "boolean", type(None): "null"}
+
+
+def _schema_of(hint: Any, definitions: dict[str, Any]) -> dict[str, Any]:
+    hint, _ = _unwrap(hint)
+    if hint is None:
+        hint = type(None)
+    if hint in _SCALARS:
+        return {"type": _SCALARS[hint]}
+    if hint is Any:
+        return {}
+    if typing.is_typeddict(hint):
+        name = hint.__name__
+        if name in definitions and definitions[name].get("title") not in (None, _title(hint)):
+            name = f"{hint.__module__}.{name}"  # an add-on's type named like one of the model's
+        if name not in definitions:
+            definitions[name] = {"title": _title(hint)}  # recursion guard
+            definitions[name] = {"title": _title(hint), **_object_schema(hint, definitions)}
+        return {"$ref": f"#/$defs/{name}"}
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        choices = [_schema_of(arg, definitions) for arg in args]
+        if all(set(choice) == {"type"} for choice in choices):
+            return {"type": [choice["type"] for choice in choices]}
+        return {"anyOf": choices}
+    if origin is list:
+        return {"type": "array", "items": _schema_of(args[0], definitions)}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": _schema_of(args[1], definitions)}
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    raise TypeError(f"no JSON Schema for {hint!r}: use int, float, str, bool, None, list, dict, a TypedDict, "
+                    "a Literal or a union of them")
+
+
+def _title(kind: type) -> str:
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def schema_text() -> str:
+    """``docs/snapshot.schema.json``: :func:`json_schema`, indented, with a final newline."""
+    import json
+
+    return json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":  # run as __main__: the types named by their importable module
+    from kpulse import snapshot
+
+    sys.stdout.write(snapshot.schema_text())
