@@ -164,8 +164,8 @@ def run_isolated(collectors: list[Collector], context: CollectContext,
     and contributes nothing. Results are merged in registration order.
 
     ``pool``: threads kept from one cycle to the next (with at least one per collector); without
-    it, threads are started for this call. Starting five threads cost a cycle ~30 ms here: each
-    start waits for the new thread to run, on cores the brokers are busy with."""
+    it, threads are started for this call (each start waits for the new thread to run, which costs
+    a cycle noticeably on busy cores: docs/performance.md)."""
 
     def run(collector: Collector) -> tuple[CollectorResult | None, CollectorStatus]:
         began = clock()

@@ -246,17 +246,12 @@ def settle_gc() -> None:
     garbage among them lives at most one settle period), and make young collections rare
     (:data:`GC_YOUNG_THRESHOLD`).
 
-    Why: a cycle at 10,000 partitions allocates ~150,000 container objects, so the collector runs
-    one or two full collections a cycle, and a full collection walks every live object: modules,
-    clients, and the lag collector's history and status windows of every partition (~120,000
-    objects, 0.1-0.15 s a cycle here, all of it holding the GIL the collectors share). Nearly all
-    of them live as long as the process; frozen, they are not walked.
-
-    Why the threshold: with Python's 700, the ~150,000 short-lived containers of a cycle set off
-    ~220 young collections, ~20 middle and ~2 full ones a cycle (0.09-0.13 s here), and everything
-    alive at those moments (the cycle's half-built rows) was walked again as it was promoted. At
-    100,000, a young collection runs about once a cycle, mostly after the cycle's temporaries were
-    freed by reference counting; garbage cycles wait at most until the next settle."""
+    Why: a cycle allocates many short-lived containers, and each full collection would walk every
+    long-lived object (modules, clients, the lag collector's per-partition state) while holding the
+    GIL the collectors share; frozen, they are not walked. With the higher young threshold a young
+    collection runs about once a cycle, mostly after the cycle's temporaries were freed by
+    reference counting; garbage cycles wait at most until the next settle. The measurements:
+    docs/performance.md, "Why the code is shaped so"."""
     gc.unfreeze()
     gc.collect()
     gc.freeze()
