@@ -124,7 +124,8 @@ class LagArrays:
     # --- the history of log ends ---------------------------------------------------------------
 
     def record(self, partitions: Sequence[tuple[str, int]], log_ends: Sequence[int], now: float) -> None:
-        """This cycle's log end of each partition (``OffsetHistory.record`` of tests/lag_oracle.py for each)."""
+        """This cycle's log end of each partition (``OffsetHistory.record`` of tests/lag_oracle.py, for
+        each)."""
         if self._recorded is not None and self._recorded[0] == partitions:  # the same partitions as last time
             rows = self._recorded[1]
         else:
@@ -252,7 +253,8 @@ class LagArrays:
 
     def _lag_seconds(self, rows: np.ndarray, committed: np.ndarray, log_end: np.ndarray,
                      now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``estimate_lag_seconds`` of tests/lag_oracle.py for each partition, its history already recorded."""
+        """``estimate_lag_seconds`` of tests/lag_oracle.py for each partition, its history already
+        recorded."""
         count = len(rows)
         seconds = np.full(count, np.nan)
         reason = np.zeros(count, np.int8)
@@ -338,7 +340,8 @@ class LagArrays:
 
 
 def _after(left_offset, left_time, right_offset, right_time, committed, now: float) -> np.ndarray:
-    """Seconds since the log end was ``committed``, between two points (as ``estimate_lag_seconds`` of tests/lag_oracle.py)."""
+    """Seconds since the log end was ``committed``, between two points (as ``estimate_lag_seconds``
+    of tests/lag_oracle.py)."""
     rate = (right_offset - left_offset) / (right_time - left_time)
     moment = left_time + (committed - left_offset) / rate
     return np.maximum(0.0, now - moment)
