@@ -97,10 +97,6 @@ def _wanted(topics: dict, scope, include_internal: bool) -> list[TopicPartition]
     return wanted
 
 
-def read_plan(admin, cluster: str, scope, include_internal: bool = False) -> ElectionPlan:
-    return plan_election(kafka_reads.metadata(admin).topics, cluster, scope, include_internal=include_internal)
-
-
 def execute_election(admin, plan: ElectionPlan, *, settle_seconds: float = 15.0,
                      include_internal: bool = False) -> ElectionOutcome:
     """Elect the preferred leader of every electable partition still not led by it (refused on an

@@ -17,7 +17,7 @@ from kpulse.kafka.group_listing import GroupListing, listings_from
 from kpulse.kafka.log_ends import LeaderLogEnds, ends_from, leaders_from
 from kpulse.kafka.group_offsets import _committed_offsets
 from kpulse.config import parse_config
-from tests.test_consumer_lag_collector import commit, create_topic, fill_topic
+from tests.support import admin_for, commit, create_topic, fill_topic, read_log_ends
 
 
 def partition(index, offset, error=0):
@@ -88,9 +88,10 @@ def cluster_config(local_cluster, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def committed_groups(bootstrap):
-    create_topic(bootstrap, "cotest.orders", 3)
+    admin = admin_for(bootstrap)
+    create_topic(admin, "cotest.orders", 3)
     for i, group_id in enumerate(GROUPS):
-        commit(bootstrap, group_id, {("cotest.orders", p): i * 10 + p for p in range(i % 3 + 1)})
+        commit(admin, group_id, {("cotest.orders", p): i * 10 + p for p in range(i % 3 + 1)})
     return GROUPS
 
 
@@ -195,7 +196,7 @@ def partition_leaders(bootstrap, topic):
 
 @pytest.mark.cluster
 def test_log_ends_by_leader_equal_librdkafkas_and_unreadable_partitions_say_why(log_ends, bootstrap, filled_topic):
-    from kpulse.kafka.group_offsets import ClusterOffsets, read_log_ends
+    from kpulse.kafka.group_offsets import ClusterOffsets
 
     wanted = [("cotest.ends", 0), ("cotest.ends", 1), ("cotest.ends", 2), ("cotest.ends", 7),
               ("cotest.no-such-topic", 0)]
@@ -248,7 +249,7 @@ def test_lag_through_a_killed_and_restarted_broker_agrees_with_kafka_consumer_gr
     from collectors.lag.consumer_lag import ConsumerLagCollector
     from collectors.protocol import CollectContext
     from tests.conftest import kpulse, start_broker_and_restore_leaders
-    from tests.test_demo_workload import group_rows
+    from tests.support import group_rows
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topics = [NewTopic("lagkill.rf3", num_partitions=3, replication_factor=3, config={"min.insync.replicas": "1"}),
@@ -262,8 +263,8 @@ def test_lag_through_a_killed_and_restarted_broker_agrees_with_kafka_consumer_gr
     producer.flush(30)
     groups = [f"lagkill-{i}" for i in range(4)]
     for i, group_id in enumerate(groups):
-        commit(bootstrap, group_id, {("lagkill.rf3", 0): i, ("lagkill.rf3", 1): 2 * i, ("lagkill.rf3", 2): 3 * i,
-                                     ("lagkill.rf1", 0): 4 * i})
+        commit(admin, group_id, {("lagkill.rf3", 0): i, ("lagkill.rf3", 1): 2 * i, ("lagkill.rf3", 2): 3 * i,
+                                 ("lagkill.rf1", 0): 4 * i})
     config = parse_config({"clusters": [{"name": "test", "bootstrap_servers": bootstrap,
                                          "consumer_groups": {"include": ["lagkill-.*"]}}]},
                           source="test", base_dir=".").cluster(None)

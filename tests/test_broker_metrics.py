@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import threading
 import time
 import uuid
@@ -20,6 +19,7 @@ from collectors.brokers.broker_values import (FIRST_SAMPLE, IDLE_NANOS, IDLE_ONE
                                       counter_rate)
 from collectors.protocol import CollectContext, Collector
 from kpulse.config.model import ClusterConfig, MetricsConfig
+from tests.support import free_port
 
 NOW = 1_700_000_000.0
 URLS = {1: "http://node-1:7071/metrics", 2: "http://node-2:7071/metrics", 3: "http://node-3:7071/metrics"}
@@ -509,12 +509,6 @@ def test_an_unreachable_prometheus_is_an_error_not_an_empty_healthy_cluster():
     assert "prometheus" in section["errors"]
     assert section["by_id"][1]["error"].startswith("every Prometheus query failed")
     assert section["active_controller_count"] is None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --- the real local cluster -----------------------------------------------------------------------

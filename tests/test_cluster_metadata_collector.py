@@ -12,7 +12,7 @@ from collectors.cluster.cluster_metadata import ClusterMetadataCollector
 from collectors.protocol import CollectContext
 from kpulse.config import parse_config
 from tests.conftest import kpulse, start_broker_and_restore_leaders
-from tests.test_local_cluster import _described
+from tests.support import described_partitions
 
 pytestmark = pytest.mark.cluster
 
@@ -32,7 +32,7 @@ def collect(collector, config):
 
 def official_counts(bootstrap: str) -> tuple[int, int, int]:
     """(under-replicated, unavailable, under-min-ISR) partitions as kafka-topics lists them, all topics."""
-    return tuple(len(_described(bootstrap, flag, None)) for flag in
+    return tuple(len(described_partitions(bootstrap, flag, None)) for flag in
                  ("--under-replicated-partitions", "--unavailable-partitions", "--under-min-isr-partitions"))
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from collectors.protocol import CollectContext, CollectorResult, DuplicateCollec
 from collectors.runner import CollectionService
 from kpulse.lake.rows import Columns
 from kpulse.config import load_config
+from tests.support import free_port
 
 
 class Broken:
@@ -165,12 +165,6 @@ def config_file(local_cluster, tmp_path_factory):
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.cluster
 def test_collect_once_json_prints_the_documented_snapshot(config_file):
     result = subprocess.run([sys.executable, "-m", "cli.main", "--config", str(config_file), "collect", "--once",
@@ -298,7 +292,7 @@ def test_a_killed_collection_loop_leaves_a_lake_gap_and_its_firing_alert_keeps_i
     restart with the same ``since``."""
     import psutil
 
-    from tests.test_ops_support import admin_for, commit, create_topic, produce
+    from tests.support import admin_for, commit, create_topic, produce
 
     bootstrap = local_cluster.layout.bootstrap_servers
     admin = admin_for(bootstrap)

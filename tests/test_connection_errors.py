@@ -14,7 +14,7 @@ import yaml
 from operations.errors import OperationError
 from operations.offset_plan import Scope, Strategy
 from tests.conftest import one_error_line
-from tests.test_ops_safety import cli
+from tests.support import cli
 
 pytestmark = pytest.mark.cluster
 

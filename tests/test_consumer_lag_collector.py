@@ -6,13 +6,13 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
 
 from collectors.lag.consumer_lag import ConsumerLagCollector
 from collectors.protocol import CollectContext
 from kpulse.config import parse_config
-from tests.test_demo_workload import group_rows
+from tests.support import admin_for, commit, create_topic, fill_topic, group_rows, read_log_ends
 
 pytestmark = pytest.mark.cluster
 
@@ -24,54 +24,18 @@ def cluster_config(local_cluster, tmp_path_factory):
     return parse_config(data, source="test", base_dir=tmp_path_factory.mktemp("cfg")).cluster(None)
 
 
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=3)])[name].result(30)
-
-
-def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    """Commit, retrying while the group coordinator is still being elected (a fresh cluster creates
-    __consumer_offsets on the first commit, and its leaders move for a few seconds)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        for attempt in range(30):
-            try:
-                consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()],
-                                asynchronous=False)
-                return
-            except KafkaException as error:
-                retriable = error.args[0].retriable() or error.args[0].code() in (
-                    KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                    KafkaError.COORDINATOR_NOT_AVAILABLE)
-                if not retriable or attempt == 29:
-                    raise
-                time.sleep(1)
-    finally:
-        consumer.close()
-
-
-def fill_topic(bootstrap: str, name: str, counts: dict[int, int]) -> None:
-    """Create ``name`` with one partition per key of ``counts`` and write that many records to each."""
-    create_topic(bootstrap, name, len(counts))
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for partition, count in counts.items():
-        for _ in range(count):
-            producer.produce(name, value=b"x", partition=partition)
-    producer.flush(30)
-
-
 def group_section(result, group_id):
     return next(g for g in result.sections["consumer_groups"] if g["group_id"] == group_id)
 
 
 @pytest.fixture(scope="module")
 def orders_group(bootstrap):
-    create_topic(bootstrap, "lagtest.orders", 4)
+    create_topic(admin_for(bootstrap), "lagtest.orders", 4)
     producer = Producer({"bootstrap.servers": bootstrap})
     for i in range(400):
         producer.produce("lagtest.orders", key=str(i), value=b"x")
     producer.flush(30)
-    commit(bootstrap, "lagtest-equal", {("lagtest.orders", 0): 10, ("lagtest.orders", 1): 0, ("lagtest.orders", 2): 77})
+    commit(admin_for(bootstrap), "lagtest-equal", {("lagtest.orders", 0): 10, ("lagtest.orders", 1): 0, ("lagtest.orders", 2): 77})
     # partition 3 is never committed: both must show no lag for it, not zero
     return "lagtest-equal"
 
@@ -99,14 +63,15 @@ def test_per_partition_lag_equals_kafka_consumer_groups_describe(cluster_config,
 
 
 def test_groups_outside_the_include_filter_are_not_collected(cluster_config, bootstrap, orders_group):
-    commit(bootstrap, "other-group", {("lagtest.orders", 0): 1})
+    commit(admin_for(bootstrap), "other-group", {("lagtest.orders", 0): 1})
     result = ConsumerLagCollector(cluster_config).collect(CollectContext(cluster_config, time.time()))
     ids = {g["group_id"] for g in result.sections["consumer_groups"]}
     assert "other-group" not in ids and "lagtest-equal" in ids
 
 
 def test_time_lag_is_within_20_percent_for_a_producer_at_a_known_rate(cluster_config, bootstrap):
-    create_topic(bootstrap, "lagtest.rate", 1)
+    admin = admin_for(bootstrap)
+    create_topic(admin, "lagtest.rate", 1)
     collector = ConsumerLagCollector(cluster_config)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     rate, produced, started = 40.0, 0, time.time()
@@ -120,7 +85,7 @@ def test_time_lag_is_within_20_percent_for_a_producer_at_a_known_rate(cluster_co
             produced += 1
         producer.flush(5)
         if committed_at is None and now - started >= 3:
-            commit(bootstrap, "lagtest-rate", {("lagtest.rate", 0): produced})
+            commit(admin, "lagtest-rate", {("lagtest.rate", 0): produced})
             committed_at = time.time()  # the log end was `produced` at about this moment
         if now >= next_cycle:
             result = collector.collect(CollectContext(cluster_config, time.time()))
@@ -141,7 +106,7 @@ def test_log_ends_are_read_in_chunks_and_an_unreadable_partition_says_why(cluste
     result = group_offsets.ClusterOffsets()
     wanted = [("lagtest.ends", 0), ("lagtest.ends", 1), ("lagtest.ends", 2), ("lagtest.ends", 7),
               ("lagtest.no-such-topic", 0)]
-    group_offsets.read_log_ends(AdminClient({"bootstrap.servers": bootstrap}), wanted, 15.0, result)
+    read_log_ends(AdminClient({"bootstrap.servers": bootstrap}), wanted, 15.0, result)
     assert result.log_end == {("lagtest.ends", 0): 5, ("lagtest.ends", 1): 0, ("lagtest.ends", 2): 9}
     # partition 7 fails inside a request that reads partition 2; the last request fails whole
     assert set(result.log_end_errors) == {("lagtest.ends", 7), ("lagtest.no-such-topic", 0)}
@@ -153,8 +118,8 @@ def test_a_group_listed_as_empty_is_not_described_and_a_group_with_members_is(bo
     """Describing a group costs four requests (an Empty one has nothing to describe)."""
     from kpulse.kafka.group_offsets import read_cluster_offsets
 
-    create_topic(bootstrap, "lagtest.live", 2)
-    commit(bootstrap, "lagtest-idle", {("lagtest.live", 0): 0})
+    create_topic(admin_for(bootstrap), "lagtest.live", 2)
+    commit(admin_for(bootstrap), "lagtest-idle", {("lagtest.live", 0): 0})
     member = Consumer({"bootstrap.servers": bootstrap, "group.id": "lagtest-live", "enable.auto.commit": False})
     try:
         member.subscribe(["lagtest.live"])

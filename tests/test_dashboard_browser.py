@@ -8,7 +8,6 @@ page's numbers are checked against the Admin API through AppTest on the same clu
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -21,11 +20,11 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE, kpulse
 from tests.dashboard_browser import Browser, chromium_path, is_png, stop_process
+from tests.support import APP_FILE, free_port
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(chromium_path() is None, reason="chromium not installed: run `make test` "
                                                                   "(scripts/setup.sh with KPULSE_WITH_BROWSER=1)")]
-APP_FILE = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
 DASHBOARD_PORT = TEST_PORT_BASE + 500
 DEVTOOLS_PORT = TEST_PORT_BASE + 501
 SCREENSHOTS = ARTIFACTS / "dashboard"
@@ -42,12 +41,6 @@ PAGES = {  # st.dataframe draws on a canvas: its cells are not page text, so the
     "slos": ["SLOs"],
     "alerts": ["Alerts", "firing"],
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_until(condition, timeout: float, what: str):

@@ -26,10 +26,9 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE, kpulse
 from tests.dashboard_browser import Browser, chromium_path, stop_process
-from tests.test_ops_support import admin_for, committed, create_topic, produce
+from tests.support import APP_FILE, admin_for, committed, create_topic, produce
 
 pytestmark = pytest.mark.cluster
-APP_FILE = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
 CLUSTER = "hostile"
 DASHBOARD_PORT = TEST_PORT_BASE + 510
 DEVTOOLS_PORT = TEST_PORT_BASE + 511
@@ -82,7 +81,7 @@ def write_alerts(lake: Path) -> None:
 def commit_in_a_child(bootstrap: str, group: str, offsets: dict[tuple[str, int], int], attempts: int = 6) -> None:
     """``commit``, in a child process, again until it works: while a fresh cluster elects its group
     coordinators, librdkafka can abort the process (librdkafka #5040, see tests/conftest.py)."""
-    script = ("import sys, json; from tests.test_ops_support import admin_for, commit; "
+    script = ("import sys, json; from tests.support import admin_for, commit; "
               "commit(admin_for(sys.argv[1]), sys.argv[2], {(t, p): o for t, p, o in json.loads(sys.argv[3])})")
     for attempt in range(attempts):
         done = subprocess.run([sys.executable, "-c", script, bootstrap, group,

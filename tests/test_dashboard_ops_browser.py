@@ -16,8 +16,8 @@ import pytest
 
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE
 from tests.dashboard_browser import Browser, chromium_path
-from tests.test_dashboard_ops import COUNTS, START, TOPIC, prepare_topic, write_setup
-from tests.test_ops_support import commit, committed
+from tests.dashboard_ops import COUNTS, START, TOPIC, prepare_topic, write_setup
+from tests.support import commit, committed
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(chromium_path() is None, reason="chromium not installed: run `make test` "

@@ -6,7 +6,6 @@ traceback. The Topics page on a real cluster is in test_dashboard_browser.py."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 import yaml
@@ -14,9 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.services.acks import AckStore
 from tests.dashboard_lake import APP, CLUSTER, write_lake
-
-APP_FILE = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
-
+from tests.support import APP_FILE, open_page
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory):
@@ -36,12 +33,6 @@ def app(lake, monkeypatch):
     test = AppTest.from_file(str(APP_FILE), default_timeout=60)
     test.run()
     return test
-
-
-def open_page(app: AppTest, page: str) -> AppTest:
-    app.switch_page(f"app_pages/{page}.py").run()
-    assert not app.exception, [e.value for e in app.exception]
-    return app
 
 
 def tile_values(app: AppTest) -> dict[str, tuple[str, str]]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from dashboard.actions import CONFIRM_KEY
-from tests.test_dashboard_ops import COUNTS, PASSWORDS, START, TOPIC, group_key, labels, prepare_topic, sign_in, start, write_setup
-from tests.test_ops_support import commit, committed
+from tests.dashboard_ops import COUNTS, PASSWORDS, START, TOPIC, group_key, labels, prepare_topic, sign_in, start, write_setup
+from tests.support import commit, committed
 
 pytestmark = pytest.mark.cluster
 

@@ -10,22 +10,12 @@ import pytest
 
 from localkafka.demo.topology import STREAMS_APPLICATION_ID
 from localkafka.tools import run_tool
-from tests.test_local_cluster import scrape, values
+from tests.support import group_rows, scrape, values
 
 pytestmark = pytest.mark.cluster
 
 CLIENT_STATE_RUNNING = 2
 THREAD_STATE_RUNNING = 4
-
-
-def group_rows(bootstrap: str, group: str) -> list[dict[str, str]]:
-    """Rows of the official `kafka-consumer-groups --describe --group`."""
-    result = run_tool("kafka-consumer-groups", ["--bootstrap-server", bootstrap, "--describe", "--group", group])
-    assert result.returncode == 0, result.stderr
-    lines = [line.split() for line in result.stdout.splitlines() if line.strip()]
-    header_index = next(i for i, cells in enumerate(lines) if cells[:2] == ["GROUP", "TOPIC"])
-    header = lines[header_index]
-    return [dict(zip(header, cells)) for cells in lines[header_index + 1:] if cells[0] == group]
 
 
 def wait_until(check, timeout: float = 90.0, interval: float = 1.0):

@@ -1,7 +1,7 @@
 """lag_arrays applies the rules of lag_math and lag_status to every group partition at once: it must
-answer exactly what the per-partition reference answers, cycle after cycle, whatever the offsets do
-(move, stall, rewind, vanish, come back, go backwards with a recreated topic) and however the
-groups and partitions come and go."""
+answer exactly what the per-partition reference (tests/lag_oracle.py) answers, cycle after cycle,
+whatever the offsets do (move, stall, rewind, vanish, come back, go backwards with a recreated
+topic) and however the groups and partitions come and go."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from collectors.lag.lag_arrays import REASONS, STATUS_BY_CODE, LagArrays
-from collectors.lag.lag_math import REASON_NO_HISTORY, OffsetHistory, estimate_lag_seconds, partition_lag
-from collectors.lag.lag_status import PartitionStatus, StatusTracker
+from collectors.lag.lag_math import REASON_NO_HISTORY
+from collectors.lag.lag_status import PartitionStatus
+from tests.lag_oracle import OffsetHistory, StatusTracker, estimate_lag_seconds, partition_lag
 
 TOPICS = [("a", 0), ("a", 1), ("b", 0), ("c", 0), ("c", 1), ("c", 2)]
 GROUPS = ["g1", "g2", "g3", "g4"]

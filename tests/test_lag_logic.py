@@ -1,4 +1,5 @@
-"""Lag, time lag and Burrow-style status: pure logic, tables of hand-computed cases."""
+"""Lag, time lag and Burrow-style status: the rules (collectors/lag/lag_math.py, lag_status.py) one
+partition at a time (tests/lag_oracle.py), and the group sums, on tables of hand-computed cases."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ import pytest
 
 from collectors.lag.lag_math import (
     REASON_LOG_END_BELOW_HISTORY, REASON_NO_COMMIT, REASON_NO_HISTORY, REASON_NO_LOG_END, REASON_NO_RATE,
-    HistoryPoint, OffsetHistory, PartitionTotal, estimate_lag_seconds, lag_seconds, lag_seconds_with_reason,
-    max_over_partitions, partition_lag, sum_over_partitions,
+    PartitionTotal, max_over_partitions, sum_over_partitions,
 )
-from collectors.lag.lag_status import (
-    OffsetObservation, PartitionStatus, PartitionWindow, StatusTracker, evaluate_partition, worst_status,
+from collectors.lag.lag_status import PartitionStatus
+from tests.lag_oracle import (
+    HistoryPoint, OffsetHistory, OffsetObservation, PartitionWindow, StatusTracker, estimate_lag_seconds,
+    evaluate_partition, lag_seconds, lag_seconds_with_reason, partition_lag, worst_status,
 )
 
 OK, WARN, REWIND, STALL, STOP, ERR = (PartitionStatus.OK, PartitionStatus.WARN, PartitionStatus.REWIND,

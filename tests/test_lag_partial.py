@@ -178,7 +178,7 @@ def test_consumer_group_files_written_before_the_counts_were_added_still_read(tm
 def test_a_freshness_minute_with_a_partial_worst_lag_under_the_threshold_is_no_data():
     """Under the threshold over some partitions says nothing of the others: not a good minute. Over
     it is bad whatever the others are. Rows from before the counts existed are judged as before."""
-    from tests.test_slo_transforms import at, minute_rows, slo
+    from tests.support import at, minute_rows, slo
 
     def group(gid, lag, unknown):
         return {"time": at(0, 1), "cluster": "prod", "group_id": gid, "max_lag_seconds": lag,
@@ -249,7 +249,7 @@ def test_the_groups_page_and_the_overview_show_the_partial_sums(tmp_path, monkey
 
     from kpulse.lake.store import LakeWriter
     from tests.dashboard_lake import CLUSTER, SNAPSHOT_DIR, write_lake
-    from tests.test_dashboard_pages import APP_FILE, open_page
+    from tests.support import APP_FILE, open_page
 
     lake = tmp_path / "lake"
     now = time.time()
@@ -295,7 +295,7 @@ def test_a_killed_broker_makes_the_group_sums_partial_and_the_time_lag_goes_on(b
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from tests.conftest import kpulse, start_broker_and_restore_leaders
-    from tests.test_consumer_lag_collector import commit
+    from tests.support import commit
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     # one replica each, so one in sync at most: min.insync.replicas 1 (the cluster's default 2 would
@@ -312,7 +312,7 @@ def test_a_killed_broker_makes_the_group_sums_partial_and_the_time_lag_goes_on(b
             producer.produce("lagpartial.single", value=b"x", partition=partition)
     producer.flush(30)
     steady = [("lagpartial.steady", p) for p in range(3)]
-    commit(bootstrap, "lagpartial-g", {**{("lagpartial.single", p): 10 * (p + 1) for p in range(3)},
+    commit(admin, "lagpartial-g", {**{("lagpartial.single", p): 10 * (p + 1) for p in range(3)},
                                        **{tp: 0 for tp in steady}})
     stop = threading.Event()
 
@@ -353,7 +353,7 @@ def test_a_killed_broker_makes_the_group_sums_partial_and_the_time_lag_goes_on(b
             time.sleep(1)
         group, _, seen = cycle()
         ends = {(p["topic"], p["partition"]): p["log_end_offset"] for p in group["partitions"]}
-        commit(bootstrap, "lagpartial-g", {tp: ends[tp] for tp in steady})
+        commit(admin, "lagpartial-g", {tp: ends[tp] for tp in steady})
 
         def steady_lag_seconds_follows_the_history(group: dict, now: float) -> bool:
             """steady/2's time lag is ``now - seen`` whenever its log end is known; True when it was."""

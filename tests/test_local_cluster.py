@@ -5,30 +5,15 @@ from __future__ import annotations
 import json
 import re
 import time
-import urllib.request
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from localkafka.tools import run_tool
 from tests.conftest import kpulse
+from tests.support import described_partitions, scrape, values
 
 pytestmark = pytest.mark.cluster
-
-
-def scrape(url: str) -> dict[str, float]:
-    """Prometheus text -> {'name{labels}': value}."""
-    text = urllib.request.urlopen(url, timeout=5).read().decode()
-    samples = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            key, value = line.rsplit(" ", 1)
-            samples[key] = float(value)
-    return samples
-
-
-def values(samples: dict[str, float], name: str) -> list[float]:
-    return [v for k, v in samples.items() if k == name or k.startswith(name + "{")]
 
 
 def test_all_three_nodes_are_voters_and_the_quorum_has_a_leader(bootstrap):
@@ -102,24 +87,24 @@ def test_killing_a_broker_shows_in_the_official_tools_and_starting_it_heals(loca
 
     kpulse("cluster", "kill-broker", "2")
     try:
-        urp = _wait_for(lambda: _described(bootstrap, "--under-replicated-partitions", "kill.rf3"),
+        urp = _wait_for(lambda: described_partitions(bootstrap, "--under-replicated-partitions", "kill.rf3"),
                         lambda rows: len(rows) == 3)
         assert all("2" not in row["Isr"].split(",") for row in urp)
-        unavailable = _wait_for(lambda: _described(bootstrap, "--unavailable-partitions", "kill.rf1"),
+        unavailable = _wait_for(lambda: described_partitions(bootstrap, "--unavailable-partitions", "kill.rf1"),
                                 lambda rows: len(rows) == 1)
         assert unavailable[0]["Partition"] == "1" and unavailable[0]["Replicas"] == "2"
         assert not local_cluster.status().nodes[1].running
     finally:
         kpulse("cluster", "start-broker", "2")
-    _wait_for(lambda: _described(bootstrap, "--under-replicated-partitions", "kill.rf3"), lambda rows: rows == [])
-    _wait_for(lambda: _described(bootstrap, "--unavailable-partitions", "kill.rf1"), lambda rows: rows == [])
+    _wait_for(lambda: described_partitions(bootstrap, "--under-replicated-partitions", "kill.rf3"), lambda rows: rows == [])
+    _wait_for(lambda: described_partitions(bootstrap, "--unavailable-partitions", "kill.rf1"), lambda rows: rows == [])
 
 
 def test_stop_broker_is_a_controlled_shutdown_that_moves_leadership_away(local_cluster, bootstrap):
     kpulse("cluster", "stop-broker", "3")
     try:
         assert not local_cluster.status().nodes[2].running
-        rows = _described(bootstrap, "", "kill.rf3") if _topic_exists(bootstrap, "kill.rf3") else []
+        rows = described_partitions(bootstrap, "", "kill.rf3") if _topic_exists(bootstrap, "kill.rf3") else []
         assert all(row["Leader"] != "3" for row in rows)
     finally:
         kpulse("cluster", "start-broker", "3")
@@ -148,19 +133,6 @@ def _produce(bootstrap: str, topic: str, count: int) -> None:
 
 def _topic_exists(bootstrap: str, topic: str) -> bool:
     return topic in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
-
-
-def _described(bootstrap: str, flag: str, topic: str | None) -> list[dict[str, str]]:
-    """Partition rows of `kafka-topics --describe [flag] [--topic topic]`, as dicts."""
-    args = ["--bootstrap-server", bootstrap, "--describe"] + (["--topic", topic] if topic else [])
-    args += [flag] if flag else []
-    result = run_tool("kafka-topics", args)
-    assert result.returncode == 0, result.stderr
-    rows = []
-    for line in result.stdout.splitlines():
-        if "Partition:" in line:
-            rows.append(dict(re.findall(r"(\w+): ([^\t]*)", line.strip())))
-    return [{k: v.strip() for k, v in row.items()} for row in rows]
 
 
 def _wait_for(read, done, timeout: float = 60.0):

@@ -18,8 +18,7 @@ from operations.access import User, UsersFile
 from operations.errors import NotAuthorized
 from operations.offset_plan import Scope, Strategy
 from tests.conftest import one_error_line
-from tests.test_ops_safety import cli
-from tests.test_ops_support import admin_for, commit, committed, config_file, create_topic, operations_for, produce
+from tests.support import admin_for, cli, commit, committed, config_file, create_topic, operations_for, produce
 
 pytestmark = pytest.mark.cluster
 

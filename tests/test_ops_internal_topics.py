@@ -21,7 +21,7 @@ from operations.offset_plan import ResetPlan, Scope, Strategy
 from operations.reassign_plan import ReassignmentPlan
 from operations.streams_reset import StreamsResetPlan
 from tests.conftest import kpulse, one_error_line
-from tests.test_ops_support import admin_for, commit, committed, config_file, create_topic, operations_for, produce
+from tests.support import admin_for, commit, committed, config_file, create_topic, operations_for, produce
 
 pytestmark = pytest.mark.cluster
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.test_ops_support import admin_for, config_file, create_topic
+from tests.support import admin_for, config_file, create_topic
 
 pytestmark = pytest.mark.cluster
 

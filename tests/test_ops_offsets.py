@@ -15,7 +15,7 @@ from operations.access import User
 from operations.errors import Refused
 from operations.offset_plan import Scope, Strategy
 from tests.conftest import kpulse, one_error_line
-from tests.test_ops_support import (
+from tests.support import (
     admin_for, commit, committed, config_file, create_topic, official, operations_for, produce,
 )
 

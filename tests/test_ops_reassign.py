@@ -13,7 +13,7 @@ import pytest
 from operations.access import User
 from operations.reassign import throttle_configs
 from operations.reassign_plan import balance, drain
-from tests.test_ops_support import admin_for, config_file, create_topic, operations_for
+from tests.support import admin_for, config_file, create_topic, operations_for
 
 RF1 = {"min.insync.replicas": "1"}
 

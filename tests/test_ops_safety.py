@@ -5,7 +5,6 @@ log; the CLI reports each refusal as one line and changes nothing."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -18,7 +17,7 @@ from operations.access import User
 from operations.errors import BadInput, NotAuthorized, Refused
 from operations.offset_plan import Scope, Strategy
 from tests.conftest import one_error_line
-from tests.test_ops_support import admin_for, commit, committed, config_file, create_topic, operations_for, produce
+from tests.support import admin_for, cli, commit, committed, config_file, create_topic, operations_for, produce
 
 pytestmark = pytest.mark.cluster
 
@@ -49,11 +48,6 @@ def operations(tmp_path, bootstrap):
 
 def audit_rows(operations) -> list[dict]:
     return operations.audit.read().to_dict("records")
-
-
-def cli(config, *args, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "cli.main", "--config", str(config), *args], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def test_an_active_group_is_refused_naming_its_members_even_when_it_joined_after_the_plan(admin, group, operations, bootstrap):

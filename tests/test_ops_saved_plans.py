@@ -18,7 +18,7 @@ from operations.access import User
 from operations.errors import Refused
 from operations.offset_plan import PartitionReset, Strategy
 from tests.conftest import one_error_line
-from tests.test_ops_support import admin_for, commit, committed, config_file, create_topic, official, operations_for, produce
+from tests.support import admin_for, commit, committed, config_file, create_topic, official, operations_for, produce
 
 pytestmark = pytest.mark.cluster
 

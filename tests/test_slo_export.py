@@ -3,7 +3,6 @@ the Prometheus recording/alerting rules generated for the same SLOs."""
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 
 import pytest
@@ -14,14 +13,8 @@ from spark_jobs.definitions import load_definitions, parse_definitions
 from spark_jobs.export import SloStatusExporter
 from spark_jobs.job import run
 from spark_jobs.rules import rule_groups
-from tests.slo_spark import spark  # noqa: F401 - the shared session fixture
-from tests.test_slo_job import DEFINITIONS, at, write_samples
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.slo_spark import DEFINITIONS, at, spark, write_samples  # noqa: F401 - spark: the shared session fixture
+from tests.support import free_port
 
 
 def test_the_newest_status_is_served_as_gauges_and_no_data_is_left_out(spark, tmp_path):

@@ -4,7 +4,7 @@ the contract of both output tables, rerun, late data, incremental runs, bad inpu
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -12,38 +12,10 @@ import pytest
 
 from kpulse.lake.store import LakeWriter, read_table
 from kpulse.lake.schema import SCHEMAS
-from spark_jobs.definitions import parse_definitions
 from spark_jobs.job import run
 from spark_jobs.lake_io import LakeError
 from tests.conftest import kpulse
-from tests.slo_spark import spark  # noqa: F401 - the shared session fixture
-
-DAY_ONE = datetime(2026, 3, 9, 23, 0, tzinfo=timezone.utc)  # one hour before midnight UTC
-DEFINITIONS = parse_definitions({"lateness": "10m", "slos": [
-    {"name": "partition-health", "scope": "cluster", "indicator": "partition_health_minutes",
-     "budgetingMethod": "Timeslices", "target": 0.99, "timeWindow": "1d"},
-    {"name": "consumer-progress", "scope": "consumer_group", "indicator": "consumer_progress_minutes",
-     "budgetingMethod": "Timeslices", "target": 0.9, "timeWindow": "1d"},
-]})
-
-
-def at(minute: int, second: int = 0) -> datetime:
-    return DAY_ONE + timedelta(minutes=minute, seconds=second)
-
-
-def write_samples(lake, minutes, *, offline_at=(), skip=(), cluster="prod"):
-    writer = LakeWriter(str(lake))
-    for minute in minutes:
-        if minute in skip:
-            continue
-        for second in (0, 30):
-            t = at(minute, second)
-            writer.append("cluster_health", [{"time": t, "cluster": cluster, "under_min_isr_partitions": 0,
-                                              "offline_partitions": 1 if minute in offline_at else 0}])
-            writer.append("consumer_group", [{"time": t, "cluster": cluster, "group_id": "billing",
-                                              "status": "STOP" if minute in offline_at else "OK"}])
-    assert writer.flush().ok
-
+from tests.slo_spark import DAY_ONE, DEFINITIONS, at, spark, write_samples  # noqa: F401 - spark: the shared session fixture
 
 def minute_table(lake):
     frame = read_table(str(lake), "slo_minute")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,16 +16,11 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from tests.test_slo_job import at, write_samples
+from tests.slo_spark import at, write_samples
+from tests.support import free_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
 REPO = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def spark_env() -> dict[str, str]:

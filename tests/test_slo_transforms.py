@@ -5,36 +5,12 @@ exhausted, window boundaries, alerts. The job itself runs them in Spark: tests/t
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
 import pyarrow as pa
 import pytest
 
-from kpulse.lake.schema import SCHEMAS
-from spark_jobs import minutes, windows
+from spark_jobs import windows
 from spark_jobs.definitions import parse_definitions
-
-M0 = 28_000_000  # an epoch minute (2023-03-27 10:40 UTC)
-T0 = datetime.fromtimestamp(M0 * 60, timezone.utc)
-
-
-def at(minute: int, second: float = 0) -> datetime:
-    return T0 + timedelta(minutes=minute, seconds=second)
-
-
-def slo(indicator: str, scope: str, method: str = "Timeslices", target: float = 0.999, window: str = "30d",
-        **extra) -> object:
-    item = {"name": "s", "scope": scope, "indicator": indicator, "budgetingMethod": method, "target": target,
-            "timeWindow": window, **extra}
-    return parse_definitions({"slos": [item]})
-
-
-def minute_rows(table, rows, definitions, start=0, end=3, known=()):
-    frame = pa.Table.from_pylist(rows, schema=SCHEMAS[table])
-    definition = definitions.slos[0]
-    out = minutes.to_minutes(minutes.samples(frame, definition), definition, M0 + start, M0 + end, known)
-    return sorted(((r["entity"], r["minute"] - M0, r["good"], r["valid"]) for r in out.to_pylist()),
-                  key=lambda r: (r[0], r[1]))
+from tests.support import M0, at, minute_rows, slo
 
 
 def health(minute, second, offline=0, under_min_isr=0, cluster="prod"):

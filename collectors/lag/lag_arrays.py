@@ -1,8 +1,8 @@
 """The rules of ``lag_math`` (offset lag, time lag) and ``lag_status`` (Burrow-style status) applied
 to every group partition of a cycle at once, on numpy arrays. Pure: no I/O.
 
-``lag_math.OffsetHistory`` + ``estimate_lag_seconds`` and ``lag_status.StatusTracker`` state the
-rules one partition at a time and are their reference; this module must give the same answers
+``tests/lag_oracle.py`` (``OffsetHistory`` + ``estimate_lag_seconds``, ``StatusTracker``) applies
+the rules one partition at a time and is their reference; this module must give the same answers
 (``tests/test_lag_arrays.py`` replays random cycles through both). It exists for speed: at 10,000
 group partitions the per-partition objects cost ~0.1 s a cycle on a static cluster and ~0.2 s
 when log ends move (every history holding its 60 points), where the arrays take a few ms.
@@ -124,7 +124,8 @@ class LagArrays:
     # --- the history of log ends ---------------------------------------------------------------
 
     def record(self, partitions: Sequence[tuple[str, int]], log_ends: Sequence[int], now: float) -> None:
-        """This cycle's log end of each partition (``lag_math.OffsetHistory.record`` for each)."""
+        """This cycle's log end of each partition (``OffsetHistory.record`` of tests/lag_oracle.py, for
+        each)."""
         if self._recorded is not None and self._recorded[0] == partitions:  # the same partitions as last time
             rows = self._recorded[1]
         else:
@@ -236,7 +237,7 @@ class LagArrays:
             self._stuck_since = _grown(self._stuck_since, size, np.nan)
 
     def _observe(self, rows: np.ndarray, committed: np.ndarray, log_end: np.ndarray, now: float) -> None:
-        """``lag_status.PartitionWindow.add`` for each row (each row appears once)."""
+        """``PartitionWindow.add`` of tests/lag_oracle.py for each row (each row appears once)."""
         entries = self._entries[rows]
         newer = (entries == 0) | (now > self._observed[rows, -1])
         rows, committed, log_end, entries = rows[newer], committed[newer], log_end[newer], entries[newer]
@@ -252,7 +253,8 @@ class LagArrays:
 
     def _lag_seconds(self, rows: np.ndarray, committed: np.ndarray, log_end: np.ndarray,
                      now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``lag_math.estimate_lag_seconds`` for each partition, its history already recorded."""
+        """``estimate_lag_seconds`` of tests/lag_oracle.py for each partition, its history already
+        recorded."""
         count = len(rows)
         seconds = np.full(count, np.nan)
         reason = np.zeros(count, np.int8)
@@ -306,7 +308,7 @@ class LagArrays:
         return seconds, reason, extrapolated
 
     def _status(self, rows: np.ndarray, has_members: np.ndarray, now: float) -> np.ndarray:
-        """``lag_status._evaluate`` for each window row."""
+        """The rules of ``lag_status`` for each window row (``evaluate_partition`` of tests/lag_oracle.py)."""
         entries = self._entries[rows]
         width = self.window_size
         used = np.arange(width)[None, :] >= (width - entries)[:, None]
@@ -338,7 +340,8 @@ class LagArrays:
 
 
 def _after(left_offset, left_time, right_offset, right_time, committed, now: float) -> np.ndarray:
-    """Seconds since the log end was ``committed``, between two points (as ``estimate_lag_seconds``)."""
+    """Seconds since the log end was ``committed``, between two points (as ``estimate_lag_seconds``
+    of tests/lag_oracle.py)."""
     rate = (right_offset - left_offset) / (right_time - left_time)
     moment = left_time + (committed - left_offset) / rate
     return np.maximum(0.0, now - moment)

@@ -223,12 +223,6 @@ class RequestCache:
         self._used = set()
 
 
-def read_log_ends(admin, partitions: Sequence[tuple[str, int]], timeout: float, result: ClusterOffsets) -> None:
-    """Log end offsets of ``partitions`` into ``result``; a partition that cannot be read (deleted
-    topic, unknown partition, failed request) gets its reason in ``result.log_end_errors``."""
-    finish_log_ends(start_log_ends(admin, partitions, timeout), timeout, result)
-
-
 def start_log_ends(admin, partitions: Sequence[tuple[str, int]], timeout: float,
                    request_cache: RequestCache | None = None) -> list[tuple[tuple, object]]:
     """Send the ListOffsets of ``partitions``, chunk by chunk; :func:`finish_log_ends` takes the answers."""

@@ -1,0 +1,250 @@
+"""Helpers the test modules share (no tests here; fixtures stay in conftest.py): a free port,
+topics with known contents and groups with known committed offsets on the test cluster, what the
+official Kafka tools say, the CLI and an Operations service on a config of its own, a Prometheus
+scrape, the dashboard's entry file, and SLO inputs on small Arrow tables.
+
+Test modules import their helpers from here (or from the support modules beside it:
+``dashboard_lake``, ``dashboard_ops``, ``dashboard_browser``, ``slo_spark``, ``lag_oracle``,
+``fuzz_*``), never from another test module: ``tests/test_test_layout.py`` keeps it so."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from localkafka.tools import run_tool
+
+APP_FILE = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
+"""The dashboard's entry file, for ``AppTest.from_file`` and ``streamlit run``."""
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now (the OS picked it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --- Kafka: topics with known contents, groups with known offsets -------------------------------
+
+def admin_for(bootstrap: str):
+    from kpulse.kafka.clients import admin_client
+
+    return admin_client({"bootstrap.servers": bootstrap})
+
+
+def create_topic(admin, name: str, partitions: int, replication: int = 3, config: dict | None = None,
+                 assignment: list[list[int]] | None = None) -> None:
+    """Create ``name`` (``assignment``: the replicas of each partition) and wait until every
+    partition has a leader."""
+    from confluent_kafka.admin import NewTopic
+
+    topic = (NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment, config=config or {}) if assignment
+             else NewTopic(name, partitions, replication, config=config or {}))
+    admin.create_topics([topic], request_timeout=20)[name].result(timeout=30)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        topics = admin.list_topics(timeout=10).topics
+        if name in topics and all(p.leader >= 0 for p in topics[name].partitions.values()):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"topic {name} has no leaders")
+
+
+def produce(bootstrap: str, topic: str, counts: dict[int, int], *, first_ms: int, step_ms: int) -> None:
+    """``counts[p]`` messages into partition p; message j has timestamp first_ms + j * step_ms."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    for partition, count in counts.items():
+        for j in range(count):
+            producer.produce(topic, value=f"{partition}-{j}".encode(), partition=partition,
+                             timestamp=first_ms + j * step_ms)
+    assert producer.flush(30) == 0
+
+
+def fill_topic(bootstrap: str, name: str, counts: dict[int, int]) -> None:
+    """Create ``name`` with one partition per key of ``counts`` and write that many records to each."""
+    from confluent_kafka import Producer
+
+    create_topic(admin_for(bootstrap), name, len(counts))
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for partition, count in counts.items():
+        for _ in range(count):
+            producer.produce(name, value=b"x", partition=partition)
+    producer.flush(30)
+
+
+def commit(admin, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit ``offsets`` for ``group`` (a group without members), and wait until reading them back
+    gives them (its other partitions keep their offsets). Retried while the group coordinator is
+    being elected: a fresh cluster creates __consumer_offsets on the first commit, and its leaders
+    move for a few seconds."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    from operations.errors import OperationError
+    from operations.kafka_reads import group_call
+
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in offsets.items()])
+    errors: list = []
+    for _ in range(20):
+        try:  # a fresh cluster creates __consumer_offsets on the first commit: slow on a busy machine
+            answer = group_call(lambda: admin.alter_consumer_group_offsets([request], request_timeout=15)[group],
+                                f"commit {group}")
+        except OperationError as error:
+            errors = [error]
+            continue
+        errors = [tp.error for tp in answer.topic_partitions if tp.error is not None]
+        if not errors:
+            now = committed(admin, group)
+            if all(now.get(tp) == offset for tp, offset in offsets.items()):
+                return
+        time.sleep(0.3)
+    raise AssertionError(f"cannot commit offsets of {group}: {errors}")
+
+
+def committed(admin, group: str) -> dict[tuple[str, int], int]:
+    """The group's committed offsets (only the partitions that have one)."""
+    from operations.kafka_reads import committed_offsets
+
+    return committed_offsets(admin, group)
+
+
+def read_log_ends(admin, partitions, timeout: float, result) -> None:
+    """librdkafka's log end offsets of ``partitions`` into ``result`` (a ``ClusterOffsets``), one
+    ListOffsets per chunk, with a reason per partition that cannot be read: the reference the
+    collector's own reads are compared with."""
+    from kpulse.kafka import group_offsets
+
+    group_offsets.finish_log_ends(group_offsets.start_log_ends(admin, partitions, timeout), timeout, result)
+
+
+# --- what the official Kafka tools say ---------------------------------------------------------------
+
+def official(tool: str, *args: str) -> str:
+    """The tool's output, or ``EXIT <code>: <output>`` when it failed."""
+    result = run_tool(tool, list(args), timeout=120)
+    return result.stdout + result.stderr if result.returncode == 0 else f"EXIT {result.returncode}: " + result.stdout + result.stderr
+
+
+def group_rows(bootstrap: str, group: str) -> list[dict[str, str]]:
+    """Rows of the official `kafka-consumer-groups --describe --group`."""
+    result = run_tool("kafka-consumer-groups", ["--bootstrap-server", bootstrap, "--describe", "--group", group])
+    assert result.returncode == 0, result.stderr
+    lines = [line.split() for line in result.stdout.splitlines() if line.strip()]
+    header_index = next(i for i, cells in enumerate(lines) if cells[:2] == ["GROUP", "TOPIC"])
+    header = lines[header_index]
+    return [dict(zip(header, cells)) for cells in lines[header_index + 1:] if cells[0] == group]
+
+
+def described_partitions(bootstrap: str, flag: str, topic: str | None) -> list[dict[str, str]]:
+    """Partition rows of `kafka-topics --describe [flag] [--topic topic]`, as dicts."""
+    args = ["--bootstrap-server", bootstrap, "--describe"] + (["--topic", topic] if topic else [])
+    args += [flag] if flag else []
+    result = run_tool("kafka-topics", args)
+    assert result.returncode == 0, result.stderr
+    rows = []
+    for line in result.stdout.splitlines():
+        if "Partition:" in line:
+            rows.append(dict(re.findall(r"(\w+): ([^\t]*)", line.strip())))
+    return [{k: v.strip() for k, v in row.items()} for row in rows]
+
+
+# --- the CLI and the operations on a config of their own --------------------------------------------
+
+def cli(config, *args, env=None, timeout=120) -> subprocess.CompletedProcess:
+    """``kpulse --config <config> <args>`` as a user would run it, the exit code not checked."""
+    return subprocess.run([sys.executable, "-m", "cli.main", "--config", str(config), *args], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def config_file(path: Path, bootstrap: str, lake: Path, *, read_only: bool = False,
+                users_file: Path | None = None, name: str = "test") -> Path:
+    """A kpulse.yaml at ``path`` naming one cluster (probe off) and the lake."""
+    text = (f"clusters:\n  - name: {name}\n    bootstrap_servers: \"{bootstrap}\"\n"
+            f"    read_only: {'true' if read_only else 'false'}\n    probe:\n      enabled: false\n"
+            f"lake:\n  path: {lake}\n")
+    if users_file:
+        text += f"dashboard:\n  users_file: {users_file}\n"
+    path.write_text(text)
+    return path
+
+
+def operations_for(tmp_path: Path, bootstrap: str, **options):
+    """An Operations service on a config of its own in ``tmp_path`` (``options``: of :func:`config_file`)."""
+    from kpulse.config import load_config
+    from operations.service import Operations
+
+    config = load_config(config_file(tmp_path / "kpulse.yaml", bootstrap, tmp_path / "lake", **options))
+    return Operations(config, state_dir=tmp_path / "state")
+
+
+# --- Prometheus text -----------------------------------------------------------------------------------
+
+def scrape(url: str) -> dict[str, float]:
+    """Prometheus text -> {'name{labels}': value}."""
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, value = line.rsplit(" ", 1)
+            samples[key] = float(value)
+    return samples
+
+
+def values(samples: dict[str, float], name: str) -> list[float]:
+    """The values of every series of metric ``name``."""
+    return [v for k, v in samples.items() if k == name or k.startswith(name + "{")]
+
+
+# --- the dashboard under AppTest ----------------------------------------------------------------------
+
+def open_page(app, page: str):
+    """Switch the AppTest ``app`` to ``app_pages/<page>.py`` and run it: no exception."""
+    app.switch_page(f"app_pages/{page}.py").run()
+    assert not app.exception, [e.value for e in app.exception]
+    return app
+
+
+# --- SLO transforms on small Arrow tables --------------------------------------------------------------
+
+M0 = 28_000_000
+"""An epoch minute (2023-03-27 10:40 UTC): minute 0 of the transforms' tables."""
+T0 = datetime.fromtimestamp(M0 * 60, timezone.utc)
+
+
+def at(minute: int, second: float = 0) -> datetime:
+    """``minute`` minutes and ``second`` seconds after :data:`T0`."""
+    return T0 + timedelta(minutes=minute, seconds=second)
+
+
+def slo(indicator: str, scope: str, method: str = "Timeslices", target: float = 0.999, window: str = "30d",
+        **extra) -> object:
+    """Definitions of one SLO named ``s``."""
+    from spark_jobs.definitions import parse_definitions
+
+    item = {"name": "s", "scope": scope, "indicator": indicator, "budgetingMethod": method, "target": target,
+            "timeWindow": window, **extra}
+    return parse_definitions({"slos": [item]})
+
+
+def minute_rows(table, rows, definitions, start=0, end=3, known=()):
+    """``(entity, minute - M0, good, valid)`` of the first SLO of ``definitions`` over ``rows`` of
+    lake table ``table``, minutes ``start`` to ``end``."""
+    import pyarrow as pa
+
+    from kpulse.lake.schema import SCHEMAS
+    from spark_jobs import minutes
+
+    frame = pa.Table.from_pylist(rows, schema=SCHEMAS[table])
+    definition = definitions.slos[0]
+    out = minutes.to_minutes(minutes.samples(frame, definition), definition, M0 + start, M0 + end, known)
+    return sorted(((r["entity"], r["minute"] - M0, r["good"], r["valid"]) for r in out.to_pylist()),
+                  key=lambda r: (r[0], r[1]))
