@@ -22,7 +22,9 @@ from typing import Any, Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-STATUSES = ("OK", "WARN", "REWIND", "STALL", "STOP", "ERR")
+from kpulse.lag_contract import STATUS_NAMES
+
+STATUSES = STATUS_NAMES
 STREAMS_STATES = ("CREATED", "REBALANCING", "RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING", "PENDING_ERROR", "ERROR",
                   "UNREACHABLE")
 

@@ -24,11 +24,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kpulse.lag_contract import NOT_CONSUMING, within_lag_threshold
 from spark_jobs import keys
 from spark_jobs.definitions import SloDefinition
 
 MINUTE_MICROS = 60_000_000
-BAD_CONSUMER_STATUSES = ("STOP", "STALL", "ERR")
+BAD_CONSUMER_STATUSES = NOT_CONSUMING
 SAMPLE_SCHEMA = pa.schema([("cluster", pa.string()), ("entity", pa.string()), ("minute", pa.int64()),
                            ("good", pa.float64()), ("valid", pa.float64())])
 NAME = pa.dictionary(pa.int32(), pa.string())
@@ -105,7 +106,7 @@ def _consumer_freshness(rows: pa.Table, slo: SloDefinition) -> pa.Table:
     lag = _values(rows.column("max_lag_seconds"))
     partial = _values(rows.column("lag_seconds_unknown_partitions")) > 0  # null (older rows): complete
     with np.errstate(invalid="ignore"):
-        good = lag <= threshold
+        good = within_lag_threshold(lag, threshold)
     # a partial worst lag is a lower bound: over the threshold it is bad, under it it tells nothing
     return _judged(rows, entity, good, ~np.isnan(lag) & ~np.isnan(threshold) & ~(partial & good))
 

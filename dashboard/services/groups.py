@@ -11,10 +11,12 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from kpulse.lag_contract import STATUS_SEVERITY
+
 GROUP_COLUMNS = ["group_id", "status", "state", "members", "partitions", "total_lag", "max_lag_seconds",
                  "lag_seconds_threshold", "partial"]
-STATUS_ORDER = {"OK": 0, "WARN": 1, "REWIND": 2, "STALL": 3, "STOP": 4, "ERR": 5}
-"""Burrow's order (worst last); unknown status sorts before OK."""
+STATUS_ORDER = STATUS_SEVERITY
+"""Burrow's order (worst last, ``kpulse/lag_contract.py``); unknown status sorts before OK."""
 SORTS = {"lag seconds": "max_lag_seconds", "status": "status_rank", "lag (offsets)": "total_lag",
          "group id": "group_id"}
 
