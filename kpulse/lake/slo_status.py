@@ -42,13 +42,21 @@ def newest_status(rows: pd.DataFrame) -> pd.DataFrame:
 
     if rows.empty:
         return rows.iloc[0:0]
+    import numpy as np
+
     key = [name for name in KEY if name in rows.columns]
-    newest = rows.sort_values("time", kind="stable").groupby(key, sort=False).tail(1)
-    if "cluster" in newest.columns:
-        evaluated = newest.groupby("cluster", sort=False)["time"].transform("max")
+    if "cluster" in rows.columns:
+        evaluated = rows.groupby("cluster", sort=False)["time"].transform("max")
     else:
-        evaluated = newest["time"].max()
-    newest = newest[newest["time"] >= evaluated - pd.Timedelta(seconds=MAX_AGE_SECONDS)]
+        evaluated = rows["time"].max()
+    # A row too old to count cannot be the newest row of a key that counts: only the others are
+    # grouped (the page reads twice the span it needs), by position, copying only their keys.
+    recent = np.flatnonzero((rows["time"] >= evaluated - pd.Timedelta(seconds=MAX_AGE_SECONDS)).to_numpy())
+    candidates = rows.iloc[recent, [rows.columns.get_loc(name) for name in [*key, "time"]]]
+    if not candidates["time"].is_monotonic_increasing:  # the reader's frames are in time order already
+        order = np.argsort(candidates["time"].to_numpy(), kind="stable")
+        candidates, recent = candidates.iloc[order], recent[order]
+    newest = rows.iloc[recent[~candidates.duplicated(key, keep="last").to_numpy()]]
     return newest.sort_values(key, kind="stable")
 
 
