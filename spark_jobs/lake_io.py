@@ -190,7 +190,8 @@ class Staging:
         for day in sorted(days, key=lambda e: e.base_name):
             target = f"{base}/{table}/{day.base_name}"
             with _lake_errors(target):
-                old = reader.partition_files(fs, target) if fs.get_file_info(target).type == pafs.FileType.Directory else []
+                exists = fs.get_file_info(target).type == pafs.FileType.Directory
+                old = reader.partition_files(fs, target) if exists else []
             if clusters and old:
                 kept = pa.concat_tables([_strict(reader.read_file, fs, path, SCHEMAS[table]) for path in old])
                 kept = kept.filter(pa.compute.invert(pa.compute.is_in(kept.column("cluster"),

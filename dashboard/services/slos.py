@@ -27,9 +27,9 @@ def latest_status(status_rows: pd.DataFrame, fresh_since: float | None = None) -
     ``status_rows`` must reach :data:`READ_BACK_SECONDS` before ``fresh_since`` so that every key
     the rule counts is in it."""
     newest = newest_status(status_rows)
-    if fresh_since is not None and not newest.empty and newest["time"].max() < pd.Timestamp(fresh_since, unit="s", tz="UTC"):
-        newest = newest.iloc[0:0]
-    if newest.empty:
+    stale = (fresh_since is not None and not newest.empty
+             and newest["time"].max() < pd.Timestamp(fresh_since, unit="s", tz="UTC"))
+    if stale or newest.empty:
         return pd.DataFrame(columns=STATUS_COLUMNS)
     newest = newest.assign(_alert=newest["alert"].map(ALERT_ORDER).astype("float64").fillna(9))
     newest = newest.sort_values(["_alert", "error_budget_remaining", "slo", "entity"], na_position="last")
