@@ -10,8 +10,10 @@ that row is at most :data:`MAX_AGE_SECONDS` older than the newest evaluation of 
 newest ``time`` of any of the cluster's rows). A key a run skipped keeps its last status for that
 long; a key no run evaluates any more (an SLO removed from the definitions, a deleted group)
 drops out after it. The age is counted from the cluster's newest evaluation, not from the wall
-clock: when the SLO job stops, the last statuses stay (each carries its ``time``, and the page
-and ``kpulse_slo_evaluation_timestamp_seconds`` show how old it is) instead of vanishing.
+clock: when the SLO job stops, the exporter keeps serving the last statuses, each with its
+evaluation time (``kpulse_slo_evaluation_timestamp_seconds``: alert on its age), instead of
+letting the series vanish and the burn-rate alerts resolve; the page, for its part, says the job
+is not running once the newest evaluation is 15 minutes old (``dashboard/services/slos.py``).
 """
 
 from __future__ import annotations
