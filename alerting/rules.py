@@ -39,6 +39,7 @@ import math
 from typing import Any, Callable, Sequence
 
 from alerting.model import CRITICAL, WARNING, Check, Finding, Rule, Unknown
+from kpulse.lag_contract import PartitionStatus, within_lag_threshold
 from kpulse.snapshot import ConsumerGroup, Snapshot
 
 URP_HOLD_SECONDS = 60.0
@@ -54,8 +55,8 @@ IDLE_WARNING_HOLD_SECONDS = 300.0
 IDLE_CRITICAL_HOLD_SECONDS = 60.0
 BROKER_DOWN_HOLD_SECONDS = 60.0
 """Long enough to ride out a quick restart, short enough for an unplanned outage."""
-CONSUMER_WARNING_STATUSES = ("STOP", "STALL")
-CONSUMER_CRITICAL_STATUSES = ("ERR",)
+CONSUMER_WARNING_STATUSES = (PartitionStatus.STOP.value, PartitionStatus.STALL.value)
+CONSUMER_CRITICAL_STATUSES = (PartitionStatus.ERR.value,)
 LAG_HOLD_SECONDS = 60.0
 STREAMS_RUNNING = "RUNNING"
 STREAMS_GRACE_SECONDS = 120.0
@@ -178,7 +179,7 @@ def _group_lag_seconds(snapshot):
         if lag is None or threshold is None:
             return Unknown(entity, "time lag or threshold not known")
         partial = bool(group.get("max_lag_seconds_partial"))
-        if lag <= threshold:
+        if within_lag_threshold(lag, threshold):
             return Unknown(entity, "time lag of some partitions not known") if partial else None
         if partial:
             return Finding(entity, lag, f"consumer group {group.get('group_id')} is at least {lag:.0f} s behind "

@@ -46,7 +46,7 @@ def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
     from prometheus_client import CollectorRegistry, start_http_server
 
     from exporters.prometheus import SnapshotExporter
-    from spark_jobs.export import SloStatusExporter
+    from exporters.slo_status import SloStatusExporter
 
     exporter = SnapshotExporter()
     service.exporter = exporter

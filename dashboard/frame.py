@@ -19,7 +19,7 @@ from dashboard import literal
 from dashboard.services.acks import AckStore, active
 from dashboard.services.alerts import firing_alerts
 from dashboard.services.kafka_admin import ClusterAdmin
-from dashboard.services.slos import latest_status
+from dashboard.services.slos import READ_BACK_SECONDS, latest_status
 from dashboard.services.sources import DashboardError, Sources, TableRead, load_sources, one_line
 from dashboard.services.topics import sizes_from_log_dirs
 
@@ -165,7 +165,8 @@ def firing() -> pd.DataFrame:
 
 
 def slo_latest() -> pd.DataFrame:
-    return latest_status(read("slo_status", SLO_STATUS_SECONDS))
+    rows = read("slo_status", SLO_STATUS_SECONDS + READ_BACK_SECONDS)
+    return latest_status(rows, fresh_since=now() - SLO_STATUS_SECONDS)
 
 
 def entity_param(name: str) -> str | None:

@@ -22,9 +22,10 @@ from typing import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from kpulse.lag_contract import STATUS_NAMES
 from kpulse.snapshot import Snapshot
 
-STATUSES = ("OK", "WARN", "REWIND", "STALL", "STOP", "ERR")
+STATUSES = STATUS_NAMES
 STREAMS_STATES = ("CREATED", "REBALANCING", "RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING", "PENDING_ERROR", "ERROR",
                   "UNREACHABLE")
 

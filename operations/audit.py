@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from kpulse.lake.store import LakeWriter, read_table, resolve
+from kpulse.lake.reader import read_table
+from kpulse.lake.store import LakeWriter, resolve
 from operations.private_files import DIRECTORY_MODE, FILE_MODE, open_private, private_dir, write_private
 
 TABLE = "audit"

@@ -16,13 +16,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kpulse.lag_contract import NOT_CONSUMING, within_lag_threshold
 from spark_jobs import keys
 from spark_jobs.sampling import SAMPLE_SCHEMA, judged, param, plain, true, values
 
 if TYPE_CHECKING:
     from spark_jobs.definitions import SloDefinition
 
-BAD_CONSUMER_STATUSES = ("STOP", "STALL", "ERR")
+BAD_CONSUMER_STATUSES = NOT_CONSUMING
 DEFAULT_LAG_SECONDS_THRESHOLD = 60.0
 """The collectors' default ``consumer_groups.lag_seconds_threshold``, used by the PromQL of
 consumer freshness when the SLO sets none."""
@@ -76,7 +77,7 @@ def _consumer_freshness(rows: pa.Table, slo: SloDefinition) -> pa.Table:
     lag = values(rows.column("max_lag_seconds"))
     partial = values(rows.column("lag_seconds_unknown_partitions")) > 0  # null (older rows): complete
     with np.errstate(invalid="ignore"):
-        good = lag <= threshold
+        good = within_lag_threshold(lag, threshold)
     # a partial worst lag is a lower bound: over the threshold it is bad, under it it tells nothing
     return judged(rows, entity, good, ~np.isnan(lag) & ~np.isnan(threshold) & ~(partial & good))
 
@@ -155,7 +156,7 @@ def _consumer_freshness_promql(s: str, params) -> str:
 
 
 def _consumer_progress_promql(s: str, params) -> str:
-    matchers = ",".join(filter(None, [_selector_matchers(s), 'status=~"STOP|STALL|ERR"']))
+    matchers = ",".join(filter(None, [_selector_matchers(s), f'status=~"{"|".join(BAD_CONSUMER_STATUSES)}"']))
     return f"sum by (cluster, consumergroup) (kpulse_consumergroup_status{{{matchers}}})"
 
 

@@ -9,7 +9,7 @@ read the stored minutes from the longest window before that start, not the whole
 
 A lake file that cannot be read is left out, not fatal: its rows are missing (their minutes are
 no-data, or counted from the other files), the run names it (``RunResult.unreadable``) and records
-it once as a ``lake_gap`` row (``kpulse.lake.store.record_unreadable``).
+it once as a ``lake_gap`` row (``kpulse.lake.reader.record_unreadable``).
 
 Spark distributes the work (``tasks.py``): one task per recomputed day turns samples into
 per-minute counts, then one task per shard of ``(cluster, slo, entity)`` keys fills no-data
@@ -32,7 +32,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from kpulse.lake.store import UnreadableFile, record_unreadable
+from kpulse.lake.reader import UnreadableFile, record_unreadable
 from kpulse.progress import SILENT, Progress
 from spark_jobs import lake_io, tasks
 from spark_jobs.definitions import SloDefinitions

@@ -1,10 +1,10 @@
 """Spark session and lake I/O for the SLO job (pyarrow, on the driver and inside Spark tasks): read
-date partitions of a lake table with its contract schema, stage the job's output and then replace
-whole date partitions of its own tables with it (reruns replace, never duplicate), find where the
-previous run stopped.
+date partitions of a lake table through the lake's one reader (``kpulse/lake/reader.py``), stage
+the job's output and then replace whole date partitions of its own tables with it (reruns
+replace, never duplicate), find where the previous run stopped.
 
 A lake file that cannot be read is skipped by the readers given an ``unreadable`` list: it is
-added there (:class:`kpulse.lake.store.UnreadableFile`) and the job names it and records it as a
+added there (:class:`kpulse.lake.reader.UnreadableFile`) and the job names it and records it as a
 ``lake_gap`` row; one bad file must not stop every SLO of every cluster. The job's own staged
 output is read strictly (a bad staged file fails the run)."""
 
@@ -13,8 +13,10 @@ from __future__ import annotations
 import os
 import sys
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -23,11 +25,12 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
-from kpulse.lake.store import UnreadableFile, resolve
+from kpulse.lake import reader
+from kpulse.lake.reader import UnreadableFile
 from kpulse.lake.schema import SCHEMAS
+from kpulse.lake.store import PARTITION_PREFIX, resolve
 from kpulse.errors import KpulseError
 
-PARTITION_PREFIX = "date="
 DAY_MICROS = 86_400_000_000
 SESSION_CONFIG = {
     "spark.sql.session.timeZone": "UTC",
@@ -37,14 +40,6 @@ SESSION_CONFIG = {
 
 class LakeError(KpulseError):
     """The lake cannot be read or written (missing, unreachable, corrupt file)."""
-
-
-class _Unreadable(LakeError):
-    """A file that cannot be read: ``cannot read <path>: <error>``."""
-
-    def __init__(self, path: str, error: BaseException) -> None:
-        self.file = UnreadableFile(path, f"{type(error).__name__}: {_first_line(error)}")
-        super().__init__(f"cannot read {path}: {_first_line(error)}")
 
 
 def build_session(master: str | None = None, *, shuffle_partitions: int | None = None,
@@ -78,21 +73,8 @@ def _submitted() -> bool:
 def partitions(lake: str, table: str) -> list[date]:
     """The ``date=`` partitions of a table, oldest first ([] when the table has none)."""
     fs, base = resolve(lake)
-    directory = f"{base}/{table}"
-    try:
-        if fs.get_file_info(directory).type == pafs.FileType.NotFound:
-            return []
-        entries = fs.get_file_info(pafs.FileSelector(directory))
-    except OSError as error:
-        raise LakeError(f"cannot list {lake}/{table}: {_first_line(error)}") from None
-    days = []
-    for entry in entries:
-        if entry.type == pafs.FileType.Directory and entry.base_name.startswith(PARTITION_PREFIX):
-            try:
-                days.append(date.fromisoformat(entry.base_name[len(PARTITION_PREFIX):]))
-            except ValueError:
-                continue
-    return sorted(days)
+    with _lake_errors(f"{lake}/{table}"):
+        return [day for day, _ in reader.partitions(fs, f"{base}/{table}")]
 
 
 def check_lake(lake: str) -> None:
@@ -110,100 +92,38 @@ def time_bound(lake: str, table: str, clusters: list[str] | None, *, newest: boo
     """The newest (or oldest) ``time`` of ``table`` as epoch microseconds, from its last (first)
     non-empty partition, read with pyarrow (cheaper than a Spark job); None for an empty table.
     Unreadable files: see :func:`read_days`."""
-    import pyarrow.compute as pc
-
-    days = partitions(lake, table)
-    for day in reversed(days) if newest else days:
-        times = read_days(lake, table, day, day, columns=["time", "cluster"] if clusters else ["time"],
-                          clusters=clusters, unreadable=unreadable).column("time")
-        if len(times) and times.null_count < len(times):
-            bound = pc.max(times) if newest else pc.min(times)
-            return bound.cast(pa.int64()).as_py()
-    return None
+    with _lake_errors(f"{lake}/{table}"):
+        return reader.time_bound(lake, table, clusters, newest=newest, unreadable=unreadable)
 
 
 def read_days(lake: str, table: str, first: date, last: date, *, columns: list[str] | None = None,
               clusters: list[str] | None = None, dictionary: bool = False, files=None,
               unreadable: list[UnreadableFile] | None = None) -> pa.Table:
-    """Rows of the date partitions ``first..last`` that exist, as the contract schema's ``columns``
-    (a column missing from an older file reads as null; with ``dictionary``, string columns stay
-    dictionary-encoded). ``files(name) -> bool`` picks files by name. A file that cannot be read
-    is skipped and added to ``unreadable``; without that list it raises :class:`LakeError` naming it."""
-    fs, base = resolve(lake)
-    schema = SCHEMAS[table]
-    wanted = columns or schema.names
-    pieces = []
-    for day in partitions(lake, table):
-        if not first <= day <= last:
-            continue
-        for path in _data_files(fs, f"{base}/{table}/{PARTITION_PREFIX}{day.isoformat()}"):
-            if files is None or files(path.rsplit("/", 1)[-1]):
-                try:
-                    pieces.append(_read_file(fs, path, schema, wanted, clusters, dictionary))
-                except _Unreadable as error:
-                    if unreadable is None:
-                        raise
-                    unreadable.append(error.file)
-    return _concat(pieces, schema, wanted, dictionary)
-
-
-def _concat(pieces: list[pa.Table], schema: pa.Schema, columns: list[str], dictionary: bool) -> pa.Table:
-    if pieces:
-        return pa.concat_tables(pieces)
-    return _schema(schema, columns, dictionary).empty_table()
-
-
-def _schema(schema: pa.Schema, columns: list[str], dictionary: bool) -> pa.Schema:
-    fields = [schema.field(name) for name in columns]
-    if dictionary:
-        fields = [f.with_type(pa.dictionary(pa.int32(), pa.string())) if f.type == pa.string() else f for f in fields]
-    return pa.schema(fields)
-
-
-def _data_files(fs: pafs.FileSystem, directory: str) -> list[str]:
-    try:
-        listing = fs.get_file_info(pafs.FileSelector(directory))
-    except OSError as error:
-        raise LakeError(f"cannot list {directory}: {_first_line(error)}") from None
-    return sorted(entry.path for entry in listing
-                  if entry.type == pafs.FileType.File and not entry.base_name.startswith((".", "_")))
-
-
-def _read_file(fs: pafs.FileSystem, path: str, schema: pa.Schema, columns: list[str],
-               clusters: list[str] | None, dictionary: bool = False) -> pa.Table:
-    wanted = _schema(schema, columns, dictionary)
-    strings = [f.name for f in wanted if pa.types.is_dictionary(f.type)]
-    try:
-        with fs.open_input_file(path) as source:
-            present = pq.ParquetFile(source, read_dictionary=strings)
-            names = [name for name in columns if name in present.schema_arrow.names]
-            table = present.read(columns=names)
-    except (OSError, pa.ArrowException) as error:
-        raise _Unreadable(path, error) from None
-    table = pa.table({f.name: table.column(f.name).cast(f.type) if f.name in names else pa.nulls(table.num_rows, f.type)
-                      for f in wanted}, schema=wanted)
-    if clusters and "cluster" in columns:
-        table = table.filter(pa.compute.is_in(table.column("cluster"), value_set=pa.array(clusters)))
-    return table
+    """Rows of the date partitions ``first..last`` that exist (:func:`kpulse.lake.reader.read_days`).
+    A file that cannot be read is skipped and added to ``unreadable``; without that list it raises
+    :class:`LakeError` naming it."""
+    with _lake_errors(f"{lake}/{table}"):
+        return reader.read_days(lake, table, first, last, columns=columns, clusters=clusters, dictionary=dictionary,
+                                files=files, unreadable=unreadable)
 
 
 def count_rows(lake: str, table: str, first: date, last: date,
                unreadable: list[UnreadableFile] | None = None) -> int:
     """Rows in the date partitions ``first..last`` (from the Parquet footers, no data read).
     Unreadable files: see :func:`read_days`."""
-    fs, base = resolve(lake)
-    total = 0
-    for day in partitions(lake, table):
-        if first <= day <= last:
-            for path in _data_files(fs, f"{base}/{table}/{PARTITION_PREFIX}{day.isoformat()}"):
-                try:
-                    with fs.open_input_file(path) as source:
-                        total += pq.ParquetFile(source).metadata.num_rows
-                except (OSError, pa.ArrowException) as error:
-                    if unreadable is None:
-                        raise _Unreadable(path, error) from None
-                    unreadable.append(_Unreadable(path, error).file)
-    return total
+    with _lake_errors(f"{lake}/{table}"):
+        return reader.count_rows(lake, table, first, last, unreadable)
+
+
+@contextmanager
+def _lake_errors(where: str) -> Iterator[None]:
+    """The reader's errors as :class:`LakeError`: a file it cannot read, a directory it cannot list."""
+    try:
+        yield
+    except reader.UnreadableFileError as error:
+        raise LakeError(str(error)) from None
+    except OSError as error:
+        raise LakeError(f"cannot list {where}: {_first_line(error)}") from None
 
 
 @dataclass(frozen=True)
@@ -256,8 +176,8 @@ class Staging:
         if fs.get_file_info(directory).type != pafs.FileType.NotFound:
             for entry in sorted(fs.get_file_info(pafs.FileSelector(directory, recursive=True)), key=lambda e: e.path):
                 if entry.type == pafs.FileType.File and (files is None or files(entry.base_name)):
-                    pieces.append(_read_file(fs, entry.path, schema, schema.names, None, dictionary=True))
-        return _concat(pieces, schema, schema.names, True)
+                    pieces.append(_strict(reader.read_file, fs, entry.path, schema, dictionary=True))
+        return pa.concat_tables(pieces) if pieces else reader.arrow_schema(schema, schema.names, True).empty_table()
 
     def commit(self, table: str, clusters: list[str] | None = None) -> int:
         """Replace every date partition of ``table`` that has staged files with them (with
@@ -269,10 +189,11 @@ class Staging:
         days = [e for e in fs.get_file_info(pafs.FileSelector(staged)) if e.type == pafs.FileType.Directory]
         for day in sorted(days, key=lambda e: e.base_name):
             target = f"{base}/{table}/{day.base_name}"
-            old = _data_files(fs, target) if fs.get_file_info(target).type == pafs.FileType.Directory else []
+            with _lake_errors(target):
+                exists = fs.get_file_info(target).type == pafs.FileType.Directory
+                old = reader.partition_files(fs, target) if exists else []
             if clusters and old:
-                kept = pa.concat_tables([_read_file(fs, path, SCHEMAS[table], SCHEMAS[table].names, None)
-                                         for path in old])
+                kept = pa.concat_tables([_strict(reader.read_file, fs, path, SCHEMAS[table]) for path in old])
                 kept = kept.filter(pa.compute.invert(pa.compute.is_in(kept.column("cluster"),
                                                                       value_set=pa.array(clusters))))
                 if kept.num_rows:
@@ -295,6 +216,14 @@ class Staging:
                 fs.delete_dir(parent)
         except OSError:
             pass  # leftovers under _staging are ignored by every reader
+
+
+def _strict(read, *args, **kwargs):
+    """A read of the job's own files: one it cannot read fails the run (:class:`LakeError`)."""
+    try:
+        return read(*args, **kwargs)
+    except reader.UnreadableFileError as error:
+        raise LakeError(str(error)) from None
 
 
 def day_of_minute(minute: int) -> date:

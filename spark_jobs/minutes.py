@@ -28,7 +28,6 @@ from spark_jobs import keys
 from spark_jobs.indicators import INDICATORS
 from spark_jobs.sampling import per_entity
 
-
 if TYPE_CHECKING:
     from spark_jobs.definitions import SloDefinition
 

@@ -10,7 +10,7 @@ replaces the lake's partitions only once every task has succeeded (``job.py``).
 
 A task returns a small dict; a lake problem comes back as ``{"error": "one line"}`` rather than
 as an exception, so the driver can show it without Spark's traceback around it. Lake files a task
-could not read and skipped are in its ``"unreadable"`` list (:class:`kpulse.lake.store.UnreadableFile`).
+could not read and skipped are in its ``"unreadable"`` list (:class:`kpulse.lake.reader.UnreadableFile`).
 """
 
 from __future__ import annotations

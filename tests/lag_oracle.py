@@ -19,9 +19,8 @@ from collectors.lag.lag_math import (
     DEFAULT_MAX_POINTS, REASON_BEYOND_HISTORY, REASON_LOG_END_BELOW_HISTORY, REASON_NO_COMMIT, REASON_NO_HISTORY,
     REASON_NO_LOG_END, REASON_NO_RATE,
 )
-from collectors.lag.lag_status import (
-    DEFAULT_ERR_AFTER_SECONDS, DEFAULT_MIN_OBSERVATIONS, DEFAULT_WINDOW_SIZE, PartitionStatus,
-)
+from collectors.lag.lag_status import DEFAULT_ERR_AFTER_SECONDS, DEFAULT_MIN_OBSERVATIONS, DEFAULT_WINDOW_SIZE
+from kpulse.lag_contract import PartitionStatus
 
 
 # --- offset lag and time lag (collectors/lag/lag_math.py) -----------------------------------------

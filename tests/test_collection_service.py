@@ -17,7 +17,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from collectors.registry import default_registry
 from exporters.prometheus import SnapshotExporter
-from kpulse.lake.store import LakeWriter, read_table
+from kpulse.lake.reader import read_table
+from kpulse.lake.store import LakeWriter
 from collectors.protocol import CollectContext, CollectorResult, DuplicateCollectorError, Registry, run_isolated
 from collectors.runner import CollectionService
 from kpulse.lake.rows import Columns

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 from streamlit.testing.v1 import AppTest
 
-from kpulse.lake.store import read_table
+from kpulse.lake.reader import read_table
 from tests.dashboard_lake import CLUSTER, write_lake
 
 APP_FILE = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"

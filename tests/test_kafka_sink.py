@@ -11,7 +11,8 @@ import pytest
 from confluent_kafka import Consumer
 
 from exporters.kafka_sink import GapLedger, KafkaSink, record_value
-from kpulse.lake.store import LakeWriter, read_table
+from kpulse.lake.reader import read_table
+from kpulse.lake.store import LakeWriter
 from collectors.runner import CollectionService
 from kpulse.config import parse_config
 

@@ -13,7 +13,7 @@ import pytest
 
 from collectors.lag.lag_arrays import REASONS, STATUS_BY_CODE, LagArrays
 from collectors.lag.lag_math import REASON_NO_HISTORY
-from collectors.lag.lag_status import PartitionStatus
+from kpulse.lag_contract import PartitionStatus
 from tests.lag_oracle import OffsetHistory, StatusTracker, estimate_lag_seconds, partition_lag
 
 TOPICS = [("a", 0), ("a", 1), ("b", 0), ("c", 0), ("c", 1), ("c", 2)]

@@ -9,7 +9,7 @@ from collectors.lag.lag_math import (
     REASON_LOG_END_BELOW_HISTORY, REASON_NO_COMMIT, REASON_NO_HISTORY, REASON_NO_LOG_END, REASON_NO_RATE,
     PartitionTotal, max_over_partitions, sum_over_partitions,
 )
-from collectors.lag.lag_status import PartitionStatus
+from kpulse.lag_contract import PartitionStatus
 from tests.lag_oracle import (
     HistoryPoint, OffsetHistory, OffsetObservation, PartitionWindow, StatusTracker, estimate_lag_seconds,
     evaluate_partition, lag_seconds, lag_seconds_with_reason, partition_lag, worst_status,

@@ -153,7 +153,7 @@ def test_consumer_group_files_written_before_the_counts_were_added_still_read(tm
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from kpulse.lake.store import read_table
+    from kpulse.lake.reader import read_table
     from kpulse.lake.schema import SCHEMAS
     from spark_jobs.lake_io import read_days
 

@@ -16,7 +16,8 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from kpulse.lake.store import LakeWriter, read_table, read_table_with_problems, rows_to_arrow
+from kpulse.lake.reader import read_table, read_table_with_problems
+from kpulse.lake.store import LakeWriter, rows_to_arrow
 from kpulse.lake.schema import SCHEMAS
 from kpulse.lake.rows import Columns
 
@@ -363,7 +364,7 @@ def test_corrupt_file_is_skipped_with_a_reason_and_good_files_are_read(tmp_path,
     assert len(frame) == 3
     assert len(skipped) == 1 and str(skipped[0]).startswith(f"{corrupt}: ") and "magic bytes" in str(skipped[0])
     assert (skipped[0].table, str(skipped[0].day)) == ("broker_state", "2024-03-09")
-    with caplog.at_level(logging.WARNING, logger="kpulse.lake.store"):
+    with caplog.at_level(logging.WARNING, logger="kpulse.lake.reader"):
         assert len(read_table(str(tmp_path), "broker_state")) == 3
     assert "deadbeef" in caplog.text
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from collectors.registry import BUILTINS
-from kpulse.lake.store import read_table
+from kpulse.lake.reader import read_table
 from collectors.protocol import Registry
 from collectors.runner import CollectionService
 from kpulse.config import load_config

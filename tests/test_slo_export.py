@@ -10,7 +10,7 @@ import yaml
 from prometheus_client import CollectorRegistry, start_http_server
 
 from spark_jobs.definitions import load_definitions, parse_definitions
-from spark_jobs.export import SloStatusExporter
+from exporters.slo_status import SloStatusExporter
 from spark_jobs.job import run
 from spark_jobs.rules import rule_groups
 from tests.slo_spark import DEFINITIONS, at, spark, write_samples  # noqa: F401 - spark: the shared session fixture
@@ -67,7 +67,7 @@ def test_generated_rules_cover_every_slo_with_recording_and_both_alert_levels_an
 
 def test_an_unreadable_status_file_is_skipped_and_the_others_are_served(tmp_path):
     from kpulse.lake.store import LakeWriter
-    from spark_jobs.export import latest_rows
+    from exporters.slo_status import latest_rows
 
     writer = LakeWriter(str(tmp_path))
     writer.append("slo_status", [{"time": at(10), "cluster": "prod", "slo": "partition-health", "entity": "prod",

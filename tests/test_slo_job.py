@@ -10,7 +10,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from kpulse.lake.store import LakeWriter, read_table
+from kpulse.lake.reader import read_table
+from kpulse.lake.store import LakeWriter
 from kpulse.lake.schema import SCHEMAS
 from spark_jobs.job import run
 from spark_jobs.lake_io import LakeError

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kpulse.lake.store import read_table
+from kpulse.lake.reader import read_table
 from kpulse.lake.schema import SCHEMAS
 from spark_jobs import keys, minutes, tasks, windows
 from spark_jobs.definitions import parse_definitions

@@ -46,7 +46,7 @@ Differences from Burrow, on purpose:
   (no data is not good), unless rule 1 already shows it caught up.
 
 Group status is the worst status of its partitions by this severity ranking (``None`` partitions
-are skipped; ``None`` when no partition has a status):
+are skipped; ``None`` when no partition has a status; names and order: ``kpulse/lag_contract.py``):
 
     OK < WARN < REWIND < STALL < STOP < ERR
 
@@ -57,31 +57,8 @@ grows for everyone downstream); ERR is STALL or STOP that has lasted.
 
 from __future__ import annotations
 
-from enum import Enum
-
 DEFAULT_WINDOW_SIZE = 10
 DEFAULT_MIN_OBSERVATIONS = 3
 DEFAULT_ERR_AFTER_SECONDS = 900.0
 
 
-class PartitionStatus(str, Enum):
-    """Status of one partition of a group, also used for the group (its worst partition).
-
-    Members are declared in severity order; compare with :attr:`severity`, never with ``<``
-    (the ``str`` mixin would compare names alphabetically).
-    """
-
-    OK = "OK"
-    WARN = "WARN"
-    REWIND = "REWIND"
-    STALL = "STALL"
-    STOP = "STOP"
-    ERR = "ERR"
-
-    @property
-    def severity(self) -> int:
-        """0 for OK up to 5 for ERR."""
-        return _SEVERITY[self]
-
-
-_SEVERITY = {status: rank for rank, status in enumerate(PartitionStatus)}

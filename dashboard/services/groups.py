@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from kpulse.lag_contract import STATUS_SEVERITY
 from kpulse.snapshot import ConsumerGroup, Snapshot
 
 GROUP_TABLE: dict[str, str] = {
@@ -20,8 +21,8 @@ GROUP_TABLE: dict[str, str] = {
 The one renamed: ``partitions`` (``partition_count``), the name of the lake's ``consumer_group``
 column the group's history beside it is read from."""
 GROUP_COLUMNS = [*GROUP_TABLE, "partial"]
-STATUS_ORDER = {"OK": 0, "WARN": 1, "REWIND": 2, "STALL": 3, "STOP": 4, "ERR": 5}
-"""Burrow's order (worst last); unknown status sorts before OK."""
+STATUS_ORDER = STATUS_SEVERITY
+"""Burrow's order (worst last, ``kpulse/lag_contract.py``); unknown status sorts before OK."""
 SORTS = {"lag seconds": "max_lag_seconds", "status": "status_rank", "lag (offsets)": "total_lag",
          "group id": "group_id"}
 

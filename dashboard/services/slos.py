@@ -1,9 +1,12 @@
-"""The SLOs page: the newest evaluation of every SLO and entity from ``slo_status`` (written by
-the SLO job, see docs/lake.md) and the error-budget burn-down of one of them. Pure."""
+"""The SLOs page: the newest status of every SLO and entity from ``slo_status`` (written by the
+SLO job, see docs/lake.md; "newest" as ``kpulse/lake/slo_status.py`` defines it, the same as the
+Prometheus exporter's) and the error-budget burn-down of one of them. Pure."""
 
 from __future__ import annotations
 
 import pandas as pd
+
+from kpulse.lake.slo_status import MAX_AGE_SECONDS, newest_status
 
 BURN_RATE_COLUMNS = ["burn_rate_5m", "burn_rate_30m", "burn_rate_1h", "burn_rate_2h", "burn_rate_6h", "burn_rate_1d",
                      "burn_rate_3d", "burn_rate_window"]
@@ -11,13 +14,23 @@ ALERT_ORDER = {"page": 0, "ticket": 1}
 STATUS_COLUMNS = ["slo", "entity", "scope", "indicator", "budgeting_method", "objective", "window", "sli",
                   "good_events", "valid_events", "error_budget_remaining", *BURN_RATE_COLUMNS,
                   "time_to_exhaustion_seconds", "alert", "alert_conditions", "time"]
+READ_BACK_SECONDS = MAX_AGE_SECONDS
+"""How far before the freshness limit the page reads ``slo_status``: a key's newest row counts
+while it is at most ``MAX_AGE_SECONDS`` older than its cluster's newest evaluation."""
 
 
-def latest_status(status_rows: pd.DataFrame) -> pd.DataFrame:
-    """The newest row per (slo, entity): paging first, then ticket, then the least budget left."""
-    if status_rows.empty:
+def latest_status(status_rows: pd.DataFrame, fresh_since: float | None = None) -> pd.DataFrame:
+    """The newest status per SLO and entity (:func:`kpulse.lake.slo_status.newest_status`), paging
+    first, then ticket, then the least budget left. With ``fresh_since`` (epoch seconds), nothing
+    when the newest evaluation is older than that: the SLO job is not running.
+
+    ``status_rows`` must reach :data:`READ_BACK_SECONDS` before ``fresh_since`` so that every key
+    the rule counts is in it."""
+    newest = newest_status(status_rows)
+    stale = (fresh_since is not None and not newest.empty
+             and newest["time"].max() < pd.Timestamp(fresh_since, unit="s", tz="UTC"))
+    if stale or newest.empty:
         return pd.DataFrame(columns=STATUS_COLUMNS)
-    newest = status_rows.sort_values("time").groupby(["slo", "entity"], sort=False).tail(1)
     newest = newest.assign(_alert=newest["alert"].map(ALERT_ORDER).astype("float64").fillna(9))
     newest = newest.sort_values(["_alert", "error_budget_remaining", "slo", "entity"], na_position="last")
     return newest[STATUS_COLUMNS].reset_index(drop=True)

@@ -13,9 +13,7 @@ Writing never loses rows silently. :class:`LakeWriter` buffers rows until :meth:
 succeeds; a failed write keeps the rows for the next flush. Only when a table's buffer exceeds
 ``max_buffered_rows`` are the oldest rows dropped, and the gap is then written to ``lake_gap``.
 
-Reading (:func:`read_table`, :func:`read_table_with_problems`, the SLO job's ``spark_jobs/lake_io.py``)
-skips unreadable files and says which (:class:`UnreadableFile`); the SLO job records each one once
-as a ``lake_gap`` row (:func:`record_unreadable`): its rows are missing from everything computed.
+Reading is ``kpulse/lake/reader.py``'s, the one reader of the lake.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from numbers import Real
-from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,10 +35,6 @@ import pyarrow.parquet as pq
 
 from kpulse.lake.schema import SCHEMAS, TIME, table_names, table_schema
 from kpulse.lake.rows import Columns
-
-if TYPE_CHECKING:  # pandas (also loaded by pyarrow.dataset) is for readers: the collectors never need its ~50 MB
-    import pandas as pd
-    import pyarrow.dataset as ds
 
 LOG = logging.getLogger(__name__)
 GAP_TABLE = "lake_gap"
@@ -84,56 +78,6 @@ class FlushResult:
     @property
     def ok(self) -> bool:
         return not self.failed
-
-
-ANY_CLUSTER = "*"
-"""``cluster`` of a ``lake_gap`` row about a file nobody could read: it may hold rows of any cluster."""
-UNREADABLE_REASON = "unreadable file "
-"""How the ``reason`` of a ``lake_gap`` row about an unreadable file begins (then ``<path>: <error>``)."""
-
-
-@dataclass(frozen=True)
-class UnreadableFile:
-    """A lake file (or partition directory) a reader had to skip; ``str()`` is ``"<path>: <error>"``."""
-
-    path: str
-    error: str
-    """Why, in one line."""
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.error}"
-
-    @property
-    def table(self) -> str | None:
-        """The table whose directory holds it (the name before ``date=``)."""
-        parts = self.path.replace("\\", "/").split("/")
-        dated = [i for i, part in enumerate(parts) if part.startswith(PARTITION_PREFIX)]
-        return parts[dated[-1] - 1] if dated and dated[-1] > 0 else None
-
-    @property
-    def day(self) -> date | None:
-        """The UTC date of its ``date=`` partition: the day whose rows it held."""
-        for part in reversed(self.path.replace("\\", "/").split("/")):
-            if part.startswith(PARTITION_PREFIX):
-                try:
-                    return date.fromisoformat(part[len(PARTITION_PREFIX):])
-                except ValueError:
-                    return None
-        return None
-
-    def gap_row(self, now: float) -> dict[str, Any]:
-        """Its ``lake_gap`` row: the file's day, any cluster, rows unknown."""
-        day = self.day
-        start = None if day is None else datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
-        return {"time": now, "cluster": ANY_CLUSTER, "table_name": self.table or "", "first_time": start,
-                "last_time": None if start is None else start + timedelta(days=1) - _MICROSECOND,
-                "rows_dropped": None, "reason": f"{UNREADABLE_REASON}{self}"}
-
-
-class LakeRead(NamedTuple):
-    frame: pd.DataFrame
-    skipped: list[UnreadableFile]
-    """Every file or directory that could not be read, and why."""
 
 
 class LakeWriter:
@@ -357,85 +301,12 @@ def resolve(path: str, filesystem: pafs.FileSystem | None = None) -> tuple[pafs.
     return fs, inner.rstrip("/")
 
 
-def read_table_with_problems(path: str, table: str, *, since: Any = None, until: Any = None,
-                             cluster: str | Iterable[str] | None = None, columns: list[str] | None = None,
-                             filesystem: pafs.FileSystem | None = None) -> LakeRead:
-    """Rows of ``table`` with ``since <= time < until`` (epoch seconds or aware datetimes), of
-    ``cluster`` (a name or several), as a DataFrame of ``columns`` (default: all, in schema order)
-    ordered by ``time``, plus the files that could not be read and why.
-
-    Only ``date=`` partitions that can hold the range are listed. No ``date`` column: use ``time``.
-    Timestamps are ``datetime64[ns, UTC]``; int and bool columns are pandas nullable dtypes
-    (``Int32``, ``Int64``, ``boolean``); floats are ``float64`` with NaN for null; strings are
-    ``object``. A missing table is an empty frame with the same columns and dtypes. An unreachable
-    lake (the table directory cannot be listed) raises ``OSError``."""
-    schema = _schema(table)
-    wanted = list(columns) if columns is not None else schema.names
-    unknown = [name for name in wanted if name not in schema.names]
-    if unknown:
-        raise ValueError(f"lake table {table!r} has no column {', '.join(map(repr, unknown))}")
-    fs, base = resolve(path, filesystem)
-    low = None if since is None else to_micros(since)
-    high = None if until is None else to_micros(until)
-    skipped: list[UnreadableFile] = []
-    files = _data_files(fs, f"{base}/{table}", _day(low), _day(high), skipped)
-    condition = _condition(low, high, cluster)
-    pieces = _read_files(fs, files, schema, wanted, condition, skipped)
-    data = pa.concat_tables(pieces) if pieces else schema.empty_table().select(wanted)
-    if "time" in wanted:
-        data = data.sort_by("time")
-    frame = data.to_pandas(types_mapper=_pandas_types().get, coerce_temporal_nanoseconds=True)
-    return LakeRead(frame, skipped)
-
-
-def read_table(path: str, table: str, *, since: Any = None, until: Any = None,
-               cluster: str | Iterable[str] | None = None, columns: list[str] | None = None,
-               filesystem: pafs.FileSystem | None = None) -> pd.DataFrame:
-    """:func:`read_table_with_problems` that logs each skipped file as a warning."""
-    frame, skipped = read_table_with_problems(path, table, since=since, until=until, cluster=cluster,
-                                              columns=columns, filesystem=filesystem)
-    for problem in skipped:
-        LOG.warning("lake: skipped %s", problem)
-    return frame
-
-
-def _pandas_types() -> dict:
-    """Nullable pandas dtypes, so a column's dtype does not depend on whether this read had a null."""
-    import pandas as pd
-
-    return {pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
-
-
 def _schema(table: str) -> pa.Schema:
     """A built-in table's schema, or an add-on's registered one (``kpulse.lake.schema.register_tables``)."""
     schema = table_schema(table)
     if schema is None:
         raise ValueError(f"unknown lake table {table!r}; known tables: {', '.join(sorted(table_names()))}")
     return schema
-
-
-def record_unreadable(path: str, problems: Iterable[UnreadableFile], *, now: float | None = None,
-                      filesystem: pafs.FileSystem | None = None) -> list[UnreadableFile]:
-    """Write a ``lake_gap`` row for each unreadable file not recorded before (its reason is the
-    key: a file still unreadable on the next run is not recorded again); those newly recorded.
-    Never raises for a lake that cannot be written (the rows are then not recorded, and logged)."""
-    problems = list({str(p): p for p in problems if p.table in SCHEMAS}.values())
-    if not problems:
-        return []
-    try:
-        known = set(read_table_with_problems(path, GAP_TABLE, columns=["reason"], filesystem=filesystem)
-                    .frame["reason"].dropna())
-    except OSError as error:
-        LOG.warning("lake: cannot read %s to record unreadable files: %s", GAP_TABLE, _one_line(error))
-        return []
-    fresh = [p for p in problems if f"{UNREADABLE_REASON}{p}" not in known]
-    if fresh:
-        writer = LakeWriter(path, filesystem=filesystem)
-        writer.append(GAP_TABLE, [p.gap_row(time.time() if now is None else now) for p in fresh])
-        if not writer.flush().ok:
-            LOG.warning("lake: could not record %d unreadable file(s): %s", len(fresh), writer.last_error)
-            return []
-    return fresh
 
 
 def gap_row(gap: Gap) -> dict[str, Any]:
@@ -447,79 +318,3 @@ def gap_row(gap: Gap) -> dict[str, Any]:
 def _one_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
-
-
-def _day(micros: int | None) -> date | None:
-    return None if micros is None else (_EPOCH + micros * _MICROSECOND).date()
-
-
-def _data_files(fs: pafs.FileSystem, table_dir: str, first: date | None, last: date | None,
-                skipped: list[UnreadableFile]) -> list[str]:
-    """Data files of the partitions from ``first`` to ``last`` (inclusive; None = open), in order.
-    Names starting with ``.`` or ``_`` (temporary files, ``_SUCCESS``) are not data, as for Spark."""
-    if fs.get_file_info(table_dir).type == pafs.FileType.NotFound:
-        return []
-    files = []
-    for entry in sorted(fs.get_file_info(pafs.FileSelector(table_dir)), key=lambda e: e.base_name):
-        if entry.base_name.startswith((".", "_")) or entry.type != pafs.FileType.Directory:
-            continue
-        try:
-            if not entry.base_name.startswith(PARTITION_PREFIX):
-                raise ValueError("no date= prefix")
-            day = date.fromisoformat(entry.base_name[len(PARTITION_PREFIX):])
-        except ValueError:
-            skipped.append(UnreadableFile(entry.path, "not a date=YYYY-MM-DD partition directory"))
-            continue
-        if (first and day < first) or (last and day > last):
-            continue
-        try:
-            listing = fs.get_file_info(pafs.FileSelector(entry.path))
-        except OSError as error:
-            skipped.append(UnreadableFile(entry.path, _one_line(error)))
-            continue
-        files.extend(item.path for item in sorted(listing, key=lambda i: i.base_name)
-                     if item.type == pafs.FileType.File and not item.base_name.startswith((".", "_")))
-    return files
-
-
-def _condition(low: int | None, high: int | None,
-               cluster: str | Iterable[str] | None) -> ds.Expression | None:
-    import pyarrow.dataset as ds
-
-    parts = []
-    if low is not None:
-        parts.append(ds.field("time") >= pa.scalar(low, TIME))
-    if high is not None:
-        parts.append(ds.field("time") < pa.scalar(high, TIME))
-    if cluster is not None:
-        names = [cluster] if isinstance(cluster, str) else list(cluster)
-        parts.append(ds.field("cluster").isin(names))
-    condition = None
-    for part in parts:
-        condition = part if condition is None else condition & part
-    return condition
-
-
-def _read_files(fs: pafs.FileSystem, files: list[str], schema: pa.Schema, columns: list[str],
-                condition: ds.Expression | None, skipped: list[UnreadableFile]) -> list[pa.Table]:
-    import pyarrow.dataset as ds
-
-    """Read all files in one scan; if that fails, file by file, skipping the unreadable ones.
-    Files written before a column was added read that column as null (``schema`` is explicit)."""
-    def scan(paths: list[str]) -> pa.Table:
-        dataset = ds.dataset(paths, schema=schema, format="parquet", filesystem=fs)
-        return dataset.to_table(columns=columns, filter=condition)
-
-    if not files:
-        return []
-    try:
-        return [scan(files)]
-    except Exception:  # noqa: BLE001 - find the bad files one by one
-        pass
-    pieces = []
-    for path in files:
-        try:
-            pieces.append(scan([path]))
-        except Exception as error:  # noqa: BLE001 - a bad file must not hide the good ones
-            skipped.append(UnreadableFile(path, _one_line(error)))
-    return pieces

@@ -1,8 +1,11 @@
-"""SLO status as Prometheus metrics: the newest ``slo_status`` row of every SLO and entity.
+"""SLO status as Prometheus metrics: the newest status of every SLO and entity, as the SLOs page
+shows it (one definition: ``kpulse/lake/slo_status.py``).
 
 ``SloStatusExporter(lake)`` is a prometheus_client collector: register it next to the collectors'
-``SnapshotExporter`` and the same endpoint serves both. It reads the newest ``slo_status``
-partition with pyarrow (no Spark), at most once per ``refresh_seconds``. Series
+``SnapshotExporter`` and the same endpoint serves both. It reads the newest ``slo_status`` rows
+with pyarrow (no Spark), at most once per ``refresh_seconds``. A key the SLO job's last run
+skipped is served from its last row (as on the page) for up to ``MAX_AGE_SECONDS`` after its
+cluster's newest evaluation, with that row's ``kpulse_slo_evaluation_timestamp_seconds``. Series
 (labels ``cluster, slo, entity``; null values are left out, never exported as zero)::
 
     kpulse_slo_sli, kpulse_slo_objective, kpulse_slo_error_budget_remaining,
@@ -22,15 +25,10 @@ import time
 from datetime import datetime
 from typing import Any, Callable, Iterator
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from kpulse.lake.store import resolve
-from kpulse.lake.schema import SCHEMAS
+from kpulse.lake.slo_status import read_newest_status
 
 LOG = logging.getLogger(__name__)
 BURN_WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d", "window")
@@ -38,39 +36,14 @@ SEVERITIES = ("page", "ticket")
 
 
 def latest_rows(lake: str) -> list[dict[str, Any]]:
-    """The ``slo_status`` rows of the newest evaluation time (every SLO and entity a run evaluates
-    gets a row at its evaluation time), read with pyarrow from the newest date partition only.
-    A file that cannot be read is skipped (logged; the SLO job records it in ``lake_gap``)."""
-    fs, base = resolve(lake)
-    directory = f"{base}/slo_status"
-    if fs.get_file_info(directory).type == pafs.FileType.NotFound:
-        return []
-    days = sorted(e.path for e in fs.get_file_info(pafs.FileSelector(directory))
-                  if e.type == pafs.FileType.Directory and e.base_name.startswith("date="))
-    schema = SCHEMAS["slo_status"]
-    for day in reversed(days):
-        files = [e.path for e in fs.get_file_info(pafs.FileSelector(day))
-                 if e.type == pafs.FileType.File and not e.base_name.startswith((".", "_"))]
-        pieces = []
-        for path in files:
-            try:
-                pieces.append(_read(fs, path, schema))
-            except (OSError, pa.ArrowException) as error:  # one bad file must not hide every SLO's status
-                LOG.warning("SLO status: skipped unreadable file %s: %s", path, str(error).strip().split("\n")[0])
-        table = pa.concat_tables(pieces) if pieces else schema.empty_table()
-        if table.num_rows:
-            newest = pc.max(table.column("time"))
-            rows = table.filter(pc.equal(table.column("time"), newest)).to_pylist()
-            return sorted(rows, key=lambda r: (r["cluster"], r["slo"], r["entity"]))
-    return []
-
-
-def _read(fs: pafs.FileSystem, path: str, schema: pa.Schema) -> pa.Table:
-    """One file, as the contract schema (a column missing from an older file reads as null)."""
-    with fs.open_input_file(path) as source:
-        table = pq.ParquetFile(source).read()
-    return pa.table({f.name: table.column(f.name).cast(f.type) if f.name in table.column_names
-                     else pa.nulls(table.num_rows, f.type) for f in schema}, schema=schema)
+    """The newest status of every SLO and entity (:func:`kpulse.lake.slo_status.read_newest_status`:
+    a key the last run skipped keeps its last row for ``MAX_AGE_SECONDS``), ordered by cluster, SLO
+    and entity; nulls are ``None``. A file that cannot be read is skipped (logged; the SLO job
+    records it in ``lake_gap``)."""
+    frame, skipped = read_newest_status(lake)
+    for problem in skipped:  # one bad file must not hide every SLO's status
+        LOG.warning("SLO status: skipped unreadable file %s", problem)
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")
 
 
 def families(rows: list[dict[str, Any]]) -> list[GaugeMetricFamily]:

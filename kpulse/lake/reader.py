@@ -1,0 +1,383 @@
+"""The one reader of the lake: lists a table's ``date=`` partitions and their data files, reads
+them with pyarrow as the table's contract schema, and says which files it had to skip.
+
+Every reader of the lake goes through here: the dashboard (:func:`read_table_with_problems`), the
+audit log (:func:`read_table`), the SLO job's driver and Spark tasks (:func:`read_days`,
+:func:`count_rows`, :func:`time_bound`, through ``spark_jobs/lake_io.py``) and the SLO exporter
+(``kpulse.lake.slo_status``). Layout (``docs/lake.md``)::
+
+    <lake>/<table>/date=YYYY-MM-DD/part-<YYYYMMDDTHHMMSSZ>-<8 hex>.parquet
+
+Names starting with ``.`` or ``_`` (the writer's temporary files, ``_SUCCESS``, ``_staging``) are
+not data, as for Spark. A file written before a column was added reads that column as null.
+
+A file that cannot be read is skipped and reported (:class:`UnreadableFile`), never allowed to
+hide the good ones; the SLO job records each one once as a ``lake_gap`` row
+(:func:`record_unreadable`): its rows are missing from everything computed. Strict readers (no
+``unreadable`` list given) raise :class:`UnreadableFileError` instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from kpulse.errors import KpulseError
+from kpulse.lake.schema import SCHEMAS, TIME
+from kpulse.lake.store import GAP_TABLE, PARTITION_PREFIX, LakeWriter, resolve, to_micros
+
+if TYPE_CHECKING:  # pandas (also loaded by pyarrow.dataset) is for readers that want frames
+    import pandas as pd
+    import pyarrow.dataset as ds
+
+LOG = logging.getLogger(__name__)
+ANY_CLUSTER = "*"
+"""``cluster`` of a ``lake_gap`` row about a file nobody could read: it may hold rows of any cluster."""
+UNREADABLE_REASON = "unreadable file "
+"""How the ``reason`` of a ``lake_gap`` row about an unreadable file begins (then ``<path>: <error>``)."""
+NOT_DATA = (".", "_")
+"""Prefixes of names that are not data (temporary files, ``_SUCCESS``, ``_staging``)."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class UnreadableFile:
+    """A lake file (or partition directory) a reader had to skip; ``str()`` is ``"<path>: <error>"``."""
+
+    path: str
+    error: str
+    """Why, in one line."""
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.error}"
+
+    @property
+    def table(self) -> str | None:
+        """The table whose directory holds it (the name before ``date=``)."""
+        parts = self.path.replace("\\", "/").split("/")
+        dated = [i for i, part in enumerate(parts) if part.startswith(PARTITION_PREFIX)]
+        return parts[dated[-1] - 1] if dated and dated[-1] > 0 else None
+
+    @property
+    def day(self) -> date | None:
+        """The UTC date of its ``date=`` partition: the day whose rows it held."""
+        for part in reversed(self.path.replace("\\", "/").split("/")):
+            if part.startswith(PARTITION_PREFIX):
+                try:
+                    return date.fromisoformat(part[len(PARTITION_PREFIX):])
+                except ValueError:
+                    return None
+        return None
+
+    def gap_row(self, now: float) -> dict[str, Any]:
+        """Its ``lake_gap`` row: the file's day, any cluster, rows unknown."""
+        day = self.day
+        start = None if day is None else datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+        return {"time": now, "cluster": ANY_CLUSTER, "table_name": self.table or "", "first_time": start,
+                "last_time": None if start is None else start + timedelta(days=1) - _MICROSECOND,
+                "rows_dropped": None, "reason": f"{UNREADABLE_REASON}{self}"}
+
+
+class UnreadableFileError(KpulseError):
+    """A strict read met a file it cannot read: ``cannot read <path>: <error>``."""
+
+    def __init__(self, file: UnreadableFile) -> None:
+        self.file = file
+        super().__init__(f"cannot read {file.path}: {file.error.split(': ', 1)[-1]}")
+
+
+class LakeRead(NamedTuple):
+    frame: pd.DataFrame
+    skipped: list[UnreadableFile]
+    """Every file or directory that could not be read, and why."""
+
+
+# --- listing ---------------------------------------------------------------------------------------
+
+def is_data(name: str) -> bool:
+    """Whether a file or directory name inside a table is data (not temporary, not ``_SUCCESS``)."""
+    return not name.startswith(NOT_DATA)
+
+
+def partitions(fs: pafs.FileSystem, table_dir: str,
+               skipped: list[UnreadableFile] | None = None) -> list[tuple[date, str]]:
+    """``(day, directory)`` of each ``date=`` partition of a table directory, oldest first; [] when
+    the table has none. A directory that is not a ``date=YYYY-MM-DD`` one is added to ``skipped``
+    (ignored without the list). A table directory that cannot be listed raises ``OSError``."""
+    if fs.get_file_info(table_dir).type == pafs.FileType.NotFound:
+        return []
+    days = []
+    for entry in sorted(fs.get_file_info(pafs.FileSelector(table_dir)), key=lambda e: e.base_name):
+        if not is_data(entry.base_name) or entry.type != pafs.FileType.Directory:
+            continue
+        try:
+            if not entry.base_name.startswith(PARTITION_PREFIX):
+                raise ValueError("no date= prefix")
+            days.append((date.fromisoformat(entry.base_name[len(PARTITION_PREFIX):]), entry.path))
+        except ValueError:
+            if skipped is not None:
+                skipped.append(UnreadableFile(entry.path, "not a date=YYYY-MM-DD partition directory"))
+    return sorted(days)
+
+
+def partition_files(fs: pafs.FileSystem, directory: str) -> list[str]:
+    """The data files of one partition directory, by name; ``OSError`` when it cannot be listed."""
+    listing = fs.get_file_info(pafs.FileSelector(directory))
+    return [entry.path for entry in sorted(listing, key=lambda e: e.base_name)
+            if entry.type == pafs.FileType.File and is_data(entry.base_name)]
+
+
+def data_files(fs: pafs.FileSystem, table_dir: str, first: date | None, last: date | None,
+               skipped: list[UnreadableFile]) -> list[str]:
+    """Data files of the partitions from ``first`` to ``last`` (inclusive; None = open), in order.
+    A partition that cannot be listed is added to ``skipped``."""
+    files = []
+    for day, directory in partitions(fs, table_dir, skipped):
+        if (first and day < first) or (last and day > last):
+            continue
+        try:
+            files.extend(partition_files(fs, directory))
+        except OSError as error:
+            skipped.append(UnreadableFile(directory, one_line(error)))
+    return files
+
+
+# --- reading as a DataFrame ------------------------------------------------------------------------
+
+def read_table_with_problems(path: str, table: str, *, since: Any = None, until: Any = None,
+                             cluster: str | Iterable[str] | None = None, columns: list[str] | None = None,
+                             filesystem: pafs.FileSystem | None = None) -> LakeRead:
+    """Rows of ``table`` with ``since <= time < until`` (epoch seconds or aware datetimes), of
+    ``cluster`` (a name or several), as a DataFrame of ``columns`` (default: all, in schema order)
+    ordered by ``time``, plus the files that could not be read and why.
+
+    Only ``date=`` partitions that can hold the range are listed. No ``date`` column: use ``time``.
+    Timestamps are ``datetime64[ns, UTC]``; int and bool columns are pandas nullable dtypes
+    (``Int32``, ``Int64``, ``boolean``); floats are ``float64`` with NaN for null; strings are
+    ``object``. A missing table is an empty frame with the same columns and dtypes. An unreachable
+    lake (the table directory cannot be listed) raises ``OSError``."""
+    schema = table_schema(table)
+    wanted = list(columns) if columns is not None else schema.names
+    unknown = [name for name in wanted if name not in schema.names]
+    if unknown:
+        raise ValueError(f"lake table {table!r} has no column {', '.join(map(repr, unknown))}")
+    fs, base = resolve(path, filesystem)
+    low = None if since is None else to_micros(since)
+    high = None if until is None else to_micros(until)
+    skipped: list[UnreadableFile] = []
+    files = data_files(fs, f"{base}/{table}", _day(low), _day(high), skipped)
+    condition = _condition(low, high, cluster)
+    pieces = _scan_files(fs, files, schema, wanted, condition, skipped)
+    data = pa.concat_tables(pieces) if pieces else schema.empty_table().select(wanted)
+    if "time" in wanted:
+        data = data.sort_by("time")
+    frame = data.to_pandas(types_mapper=_pandas_types().get, coerce_temporal_nanoseconds=True)
+    return LakeRead(frame, skipped)
+
+
+def read_table(path: str, table: str, *, since: Any = None, until: Any = None,
+               cluster: str | Iterable[str] | None = None, columns: list[str] | None = None,
+               filesystem: pafs.FileSystem | None = None) -> pd.DataFrame:
+    """:func:`read_table_with_problems` that logs each skipped file as a warning."""
+    frame, skipped = read_table_with_problems(path, table, since=since, until=until, cluster=cluster,
+                                              columns=columns, filesystem=filesystem)
+    for problem in skipped:
+        LOG.warning("lake: skipped %s", problem)
+    return frame
+
+
+def table_schema(table: str) -> pa.Schema:
+    """The contract schema of a lake table; ``ValueError`` naming the known ones for any other."""
+    if table not in SCHEMAS:
+        raise ValueError(f"unknown lake table {table!r}; known tables: {', '.join(sorted(SCHEMAS))}")
+    return SCHEMAS[table]
+
+
+def _pandas_types() -> dict:
+    """Nullable pandas dtypes, so a column's dtype does not depend on whether this read had a null."""
+    import pandas as pd
+
+    return {pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
+
+
+def _day(micros: int | None) -> date | None:
+    return None if micros is None else (_EPOCH + micros * _MICROSECOND).date()
+
+
+def _condition(low: int | None, high: int | None,
+               cluster: str | Iterable[str] | None) -> ds.Expression | None:
+    import pyarrow.dataset as ds
+
+    parts = []
+    if low is not None:
+        parts.append(ds.field("time") >= pa.scalar(low, TIME))
+    if high is not None:
+        parts.append(ds.field("time") < pa.scalar(high, TIME))
+    if cluster is not None:
+        names = [cluster] if isinstance(cluster, str) else list(cluster)
+        parts.append(ds.field("cluster").isin(names))
+    condition = None
+    for part in parts:
+        condition = part if condition is None else condition & part
+    return condition
+
+
+def _scan_files(fs: pafs.FileSystem, files: list[str], schema: pa.Schema, columns: list[str],
+                condition: ds.Expression | None, skipped: list[UnreadableFile]) -> list[pa.Table]:
+    """Read all files in one scan; if that fails, file by file, skipping the unreadable ones.
+    Files written before a column was added read that column as null (``schema`` is explicit)."""
+    import pyarrow.dataset as ds
+
+    def scan(paths: list[str]) -> pa.Table:
+        dataset = ds.dataset(paths, schema=schema, format="parquet", filesystem=fs)
+        return dataset.to_table(columns=columns, filter=condition)
+
+    if not files:
+        return []
+    try:
+        return [scan(files)]
+    except Exception:  # noqa: BLE001 - find the bad files one by one
+        pass
+    pieces = []
+    for path in files:
+        try:
+            pieces.append(scan([path]))
+        except Exception as error:  # noqa: BLE001 - a bad file must not hide the good ones
+            skipped.append(UnreadableFile(path, one_line(error)))
+    return pieces
+
+
+# --- reading as Arrow, file by file (the SLO job, on the driver and in Spark tasks) ----------------
+
+def read_file(fs: pafs.FileSystem, path: str, schema: pa.Schema, columns: list[str] | None = None,
+              clusters: list[str] | None = None, dictionary: bool = False) -> pa.Table:
+    """One file as ``columns`` of the contract ``schema`` (a column missing from an older file
+    reads as null; with ``dictionary``, string columns stay dictionary-encoded), only the rows of
+    ``clusters`` when given. :class:`UnreadableFileError` when it cannot be read."""
+    columns = list(columns or schema.names)
+    wanted = arrow_schema(schema, columns, dictionary)
+    strings = [f.name for f in wanted if pa.types.is_dictionary(f.type)]
+    try:
+        with fs.open_input_file(path) as source:
+            present = pq.ParquetFile(source, read_dictionary=strings)
+            names = [name for name in columns if name in present.schema_arrow.names]
+            table = present.read(columns=names)
+    except (OSError, pa.ArrowException) as error:
+        raise UnreadableFileError(UnreadableFile(path, one_line(error))) from None
+    table = pa.table({f.name: table.column(f.name).cast(f.type) if f.name in names else pa.nulls(table.num_rows, f.type)
+                      for f in wanted}, schema=wanted)
+    if clusters and "cluster" in columns:
+        table = table.filter(pc.is_in(table.column("cluster"), value_set=pa.array(clusters)))
+    return table
+
+
+def arrow_schema(schema: pa.Schema, columns: list[str], dictionary: bool = False) -> pa.Schema:
+    """``columns`` of ``schema``; with ``dictionary``, string columns dictionary-encoded."""
+    fields = [schema.field(name) for name in columns]
+    if dictionary:
+        fields = [f.with_type(pa.dictionary(pa.int32(), pa.string())) if f.type == pa.string() else f for f in fields]
+    return pa.schema(fields)
+
+
+def read_days(lake: str, table: str, first: date | None, last: date | None, *, columns: list[str] | None = None,
+              clusters: list[str] | None = None, dictionary: bool = False,
+              files: Callable[[str], bool] | None = None, unreadable: list[UnreadableFile] | None = None,
+              filesystem: pafs.FileSystem | None = None) -> pa.Table:
+    """Rows of the date partitions ``first..last`` (inclusive; None = open) that exist, as an Arrow
+    table of the contract schema's ``columns`` (see :func:`read_file`). ``files(name) -> bool``
+    picks files by name. A file that cannot be read is skipped and added to ``unreadable``; without
+    that list it raises :class:`UnreadableFileError`. A directory that cannot be listed raises
+    ``OSError``."""
+    fs, base = resolve(lake, filesystem)
+    schema = SCHEMAS[table]
+    wanted = list(columns or schema.names)
+    pieces = []
+    for day, directory in partitions(fs, f"{base}/{table}"):
+        if (first and day < first) or (last and day > last):
+            continue
+        for path in partition_files(fs, directory):
+            if files is None or files(path.rsplit("/", 1)[-1]):
+                try:
+                    pieces.append(read_file(fs, path, schema, wanted, clusters, dictionary))
+                except UnreadableFileError as error:
+                    if unreadable is None:
+                        raise
+                    unreadable.append(error.file)
+    return pa.concat_tables(pieces) if pieces else arrow_schema(schema, wanted, dictionary).empty_table()
+
+
+def count_rows(lake: str, table: str, first: date, last: date, unreadable: list[UnreadableFile] | None = None,
+               filesystem: pafs.FileSystem | None = None) -> int:
+    """Rows in the date partitions ``first..last`` (from the Parquet footers, no data read).
+    Unreadable files: see :func:`read_days`."""
+    fs, base = resolve(lake, filesystem)
+    total = 0
+    for day, directory in partitions(fs, f"{base}/{table}"):
+        if first <= day <= last:
+            for path in partition_files(fs, directory):
+                try:
+                    with fs.open_input_file(path) as source:
+                        total += pq.ParquetFile(source).metadata.num_rows
+                except (OSError, pa.ArrowException) as error:
+                    problem = UnreadableFile(path, one_line(error))
+                    if unreadable is None:
+                        raise UnreadableFileError(problem) from None
+                    unreadable.append(problem)
+    return total
+
+
+def time_bound(lake: str, table: str, clusters: list[str] | None, *, newest: bool,
+               unreadable: list[UnreadableFile] | None = None, filesystem: pafs.FileSystem | None = None) -> int | None:
+    """The newest (or oldest) ``time`` of ``table`` (of ``clusters``, default all) as epoch
+    microseconds, from its last (first) non-empty partition; None for an empty table.
+    Unreadable files: see :func:`read_days`."""
+    fs, base = resolve(lake, filesystem)
+    days = [day for day, _ in partitions(fs, f"{base}/{table}")]
+    for day in reversed(days) if newest else days:
+        times = read_days(lake, table, day, day, columns=["time", "cluster"] if clusters else ["time"],
+                          clusters=clusters, unreadable=unreadable, filesystem=filesystem).column("time")
+        if len(times) and times.null_count < len(times):
+            bound = pc.max(times) if newest else pc.min(times)
+            return bound.cast(pa.int64()).as_py()
+    return None
+
+
+# --- reporting -------------------------------------------------------------------------------------
+
+def record_unreadable(path: str, problems: Iterable[UnreadableFile], *, now: float | None = None,
+                      filesystem: pafs.FileSystem | None = None) -> list[UnreadableFile]:
+    """Write a ``lake_gap`` row for each unreadable file not recorded before (its reason is the
+    key: a file still unreadable on the next run is not recorded again); those newly recorded.
+    Never raises for a lake that cannot be written (the rows are then not recorded, and logged)."""
+    problems = list({str(p): p for p in problems if p.table in SCHEMAS}.values())
+    if not problems:
+        return []
+    try:
+        known = set(read_table_with_problems(path, GAP_TABLE, columns=["reason"], filesystem=filesystem)
+                    .frame["reason"].dropna())
+    except OSError as error:
+        LOG.warning("lake: cannot read %s to record unreadable files: %s", GAP_TABLE, one_line(error))
+        return []
+    fresh = [p for p in problems if f"{UNREADABLE_REASON}{p}" not in known]
+    if fresh:
+        writer = LakeWriter(path, filesystem=filesystem)
+        writer.append(GAP_TABLE, [p.gap_row(time.time() if now is None else now) for p in fresh])
+        if not writer.flush().ok:
+            LOG.warning("lake: could not record %d unreadable file(s): %s", len(fresh), writer.last_error)
+            return []
+    return fresh
+
+
+def one_line(error: BaseException) -> str:
+    """``<Type>: <first line>`` of an error."""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")

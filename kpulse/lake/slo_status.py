@@ -1,0 +1,94 @@
+"""The newest SLO status, defined once: what the dashboard's SLOs page shows and what the
+Prometheus exporter (``exporters/slo_status.py``) serves.
+
+The SLO job writes one ``slo_status`` row per SLO, entity and evaluated minute. A run may leave a
+key out (its entity had no samples in the minutes the run evaluated, a run limited with
+``--cluster``), so "the rows at the newest time" is not the newest status of every key.
+
+**The rule.** The newest status of a key ``(cluster, slo, entity)`` is its newest row, as long as
+that row is at most :data:`MAX_AGE_SECONDS` older than the newest evaluation of its cluster (the
+newest ``time`` of any of the cluster's rows). A key a run skipped keeps its last status for that
+long; a key no run evaluates any more (an SLO removed from the definitions, a deleted group)
+drops out after it. The age is counted from the cluster's newest evaluation, not from the wall
+clock: when the SLO job stops, the exporter keeps serving the last statuses, each with its
+evaluation time (``kpulse_slo_evaluation_timestamp_seconds``: alert on its age), instead of
+letting the series vanish and the burn-rate alerts resolve; the page, for its part, says the job
+is not running once the newest evaluation is 15 minutes old (``dashboard/services/slos.py``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
+
+import pyarrow.fs as pafs
+
+from kpulse.lake import reader
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+TABLE = "slo_status"
+KEY = ("cluster", "slo", "entity")
+"""What one status is about: a row per key is the newest status."""
+MAX_AGE_SECONDS = 15 * 60
+"""How much older than its cluster's newest evaluation a key's newest row may be and still count."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def newest_status(rows: pd.DataFrame) -> pd.DataFrame:
+    """Pure. The newest status of every key among ``slo_status`` rows (the rule above), ordered by
+    key. ``rows`` needs ``time``, ``slo`` and ``entity``; without ``cluster`` they are taken as the
+    rows of one cluster."""
+    import pandas as pd
+
+    if rows.empty:
+        return rows.iloc[0:0]
+    import numpy as np
+
+    key = [name for name in KEY if name in rows.columns]
+    if "cluster" in rows.columns:
+        evaluated = rows.groupby("cluster", sort=False)["time"].transform("max")
+    else:
+        evaluated = rows["time"].max()
+    # A row too old to count cannot be the newest row of a key that counts: only the others are
+    # grouped (the page reads twice the span it needs), by position, copying only their keys.
+    recent = np.flatnonzero((rows["time"] >= evaluated - pd.Timedelta(seconds=MAX_AGE_SECONDS)).to_numpy())
+    candidates = rows.iloc[recent, [rows.columns.get_loc(name) for name in [*key, "time"]]]
+    if not candidates["time"].is_monotonic_increasing:  # the reader's frames are in time order already
+        order = np.argsort(candidates["time"].to_numpy(), kind="stable")
+        candidates, recent = candidates.iloc[order], recent[order]
+    newest = rows.iloc[recent[~candidates.duplicated(key, keep="last").to_numpy()]]
+    return newest.sort_values(key, kind="stable")
+
+
+def read_newest_status(lake: str, *, filesystem: pafs.FileSystem | None = None) -> reader.LakeRead:
+    """The newest status of every key in the lake (:func:`newest_status`), read with pyarrow
+    through the lake's reader: only the rows that can count (from :data:`MAX_AGE_SECONDS` before
+    the oldest newest evaluation of the clusters evaluated within :data:`MAX_AGE_SECONDS` of the
+    lake's newest one). A cluster whose newest evaluation is older than that is left out: its SLO
+    job stopped long before the others'. Unreadable files are skipped and listed."""
+    skipped: list[reader.UnreadableFile] = []
+    newest = reader.time_bound(lake, TABLE, None, newest=True, unreadable=skipped, filesystem=filesystem)
+    if newest is None:
+        return reader.LakeRead(_read(lake, TABLE, skipped, filesystem), skipped)  # no rows: the empty frame
+    max_age = timedelta(seconds=MAX_AGE_SECONDS)
+    since = _EPOCH + timedelta(microseconds=newest) - max_age
+    rows = _read(lake, TABLE, skipped, filesystem, since=since)
+    if not rows.empty:
+        earliest = rows.groupby("cluster")["time"].max().min().to_pydatetime() - max_age
+        if earliest < since:  # a cluster evaluated a little before the newest needs its own rows back to there
+            import pandas as pd
+
+            before = _read(lake, TABLE, skipped, filesystem, since=earliest, until=since,
+                           cluster=sorted(rows["cluster"].unique()))
+            rows = pd.concat([before, rows], ignore_index=True)
+    distinct = list({str(problem): problem for problem in skipped}.values())
+    return reader.LakeRead(newest_status(rows), distinct)
+
+
+def _read(lake: str, table: str, skipped: list[reader.UnreadableFile], filesystem: pafs.FileSystem | None,
+          **bounds) -> pd.DataFrame:
+    frame, problems = reader.read_table_with_problems(lake, table, filesystem=filesystem, **bounds)
+    skipped.extend(problems)
+    return frame
