@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kpulse.lake.store import LakeWriter, read_table
+from kpulse.lake.reader import read_table
+from kpulse.lake.store import LakeWriter
 
 ADD_ON_MODULE = "kpulse_test_topic_census"
 ADD_ON_SOURCE = '''

@@ -13,7 +13,6 @@ Reading the cluster is in ``kpulse/kafka/group_offsets.py``; the rules are state
 
 from __future__ import annotations
 
-import time
 from typing import Any, Callable
 
 from kpulse.kafka.batched_client import BatchedClient

@@ -31,7 +31,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from kpulse.errors import KpulseError
-from kpulse.lake.schema import SCHEMAS, TIME
+from kpulse.lake.schema import SCHEMAS, TIME, known_table_schema
 from kpulse.lake.store import GAP_TABLE, PARTITION_PREFIX, LakeWriter, resolve, to_micros
 
 if TYPE_CHECKING:  # pandas (also loaded by pyarrow.dataset) is for readers that want frames
@@ -165,7 +165,7 @@ def read_table_with_problems(path: str, table: str, *, since: Any = None, until:
     (``Int32``, ``Int64``, ``boolean``); floats are ``float64`` with NaN for null; strings are
     ``object``. A missing table is an empty frame with the same columns and dtypes. An unreachable
     lake (the table directory cannot be listed) raises ``OSError``."""
-    schema = table_schema(table)
+    schema = known_table_schema(table)
     wanted = list(columns) if columns is not None else schema.names
     unknown = [name for name in wanted if name not in schema.names]
     if unknown:
@@ -193,13 +193,6 @@ def read_table(path: str, table: str, *, since: Any = None, until: Any = None,
     for problem in skipped:
         LOG.warning("lake: skipped %s", problem)
     return frame
-
-
-def table_schema(table: str) -> pa.Schema:
-    """The contract schema of a lake table; ``ValueError`` naming the known ones for any other."""
-    if table not in SCHEMAS:
-        raise ValueError(f"unknown lake table {table!r}; known tables: {', '.join(sorted(SCHEMAS))}")
-    return SCHEMAS[table]
 
 
 def _pandas_types() -> dict:

@@ -287,6 +287,15 @@ def table_schema(name: str) -> pa.Schema | None:
     return SCHEMAS.get(name) or _ADD_ON_SCHEMAS.get(name)
 
 
+def known_table_schema(name: str) -> pa.Schema:
+    """:func:`table_schema`, or ``ValueError`` naming the known tables for any other name (what the
+    writer and the reader say of a table nobody declared)."""
+    schema = table_schema(name)
+    if schema is None:
+        raise ValueError(f"unknown lake table {name!r}; known tables: {', '.join(sorted(table_names()))}")
+    return schema
+
+
 def table_names() -> list[str]:
     """Every table this process knows: the built-in ones, then the add-ons' registered ones."""
     return [*SCHEMAS, *(name for name in _ADD_ON_SCHEMAS if name not in SCHEMAS)]

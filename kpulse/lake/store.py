@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from kpulse.lake.schema import SCHEMAS, TIME, table_names, table_schema
+from kpulse.lake.schema import TIME, known_table_schema
 from kpulse.lake.rows import Columns
 
 LOG = logging.getLogger(__name__)
@@ -143,7 +143,7 @@ class LakeWriter:
         """One file per date; the rows (and gaps) of a date that failed stay for the next flush."""
         buffered = self._buffers.pop(table, None)
         if buffered is None:
-            buffered = _schema(table).empty_table()
+            buffered = known_table_schema(table).empty_table()
         gap_keys = list(self._gaps) if table == GAP_TABLE else []
         gap_rows = rows_to_arrow(table, [gap_row(self._gaps[key]) for key in gap_keys])
         data = pa.concat_tables([buffered, gap_rows]).combine_chunks()
@@ -225,7 +225,7 @@ class LakeWriter:
 def rows_to_arrow(table: str, rows: list[dict[str, Any]] | Columns) -> pa.Table:
     """Rows (dicts, or :class:`Columns`) as an Arrow table of exactly the table's schema;
     ``ValueError`` naming table and column for anything outside the contract."""
-    schema = _schema(table)
+    schema = known_table_schema(table)
     names = set(schema.names)
     if isinstance(rows, Columns):
         unknown = sorted(rows.values.keys() - names)
@@ -299,14 +299,6 @@ def resolve(path: str, filesystem: pafs.FileSystem | None = None) -> tuple[pafs.
         path = f"s3://{rest}"
     fs, inner = pafs.FileSystem.from_uri(path)
     return fs, inner.rstrip("/")
-
-
-def _schema(table: str) -> pa.Schema:
-    """A built-in table's schema, or an add-on's registered one (``kpulse.lake.schema.register_tables``)."""
-    schema = table_schema(table)
-    if schema is None:
-        raise ValueError(f"unknown lake table {table!r}; known tables: {', '.join(sorted(table_names()))}")
-    return schema
 
 
 def gap_row(gap: Gap) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from kpulse import processes
-from localkafka.demo.topology import (CONSUMERS, PRODUCERS, STREAMS_APPLICATION_ID, STREAMS_INSTANCES, TOPICS,
+from localkafka.demo.topology import (CONSUMERS, PRODUCERS, STREAMS_INSTANCES, TOPICS,
                                   TopicSpec)
 from localkafka.cluster import ClusterError, LocalCluster, scrape_value
 from kpulse.kafka.clients import admin_client
