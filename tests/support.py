@@ -19,6 +19,8 @@ import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import yaml
+
 from localkafka.tools import run_tool
 
 APP_FILE = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
@@ -174,6 +176,19 @@ def config_file(path: Path, bootstrap: str, lake: Path, *, read_only: bool = Fal
     if users_file:
         text += f"dashboard:\n  users_file: {users_file}\n"
     path.write_text(text)
+    return path
+
+
+def collect_config(layout, directory: Path, **extra) -> Path:
+    """A config file for ``kpulse collect`` on the test cluster: cluster ``test`` with its JMX
+    exporters, the lake under ``directory``, 1 s cycles, and ``extra`` top-level sections."""
+    data = {"clusters": [{"name": "test", "bootstrap_servers": layout.bootstrap_servers,
+                          "metrics": {"source": "jmx_exporter", "timeout_seconds": 10,
+                                      "broker_endpoints": {n.node_id: n.metrics_url for n in layout.nodes}}}],
+            "lake": {"path": str(directory / "lake")},
+            "intervals": {"collect_seconds": 1}, **extra}
+    path = directory / "kpulse.yaml"
+    path.write_text(yaml.safe_dump(data))
     return path
 
 

@@ -18,12 +18,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from collectors.registry import default_registry
 from exporters.prometheus import SnapshotExporter
 from kpulse.lake.reader import read_table
-from kpulse.lake.store import LakeWriter
 from collectors.protocol import CollectContext, CollectorResult, DuplicateCollectorError, Registry, run_isolated
 from collectors.runner import CollectionService
 from kpulse.lake.rows import Columns
 from kpulse.config import load_config
-from tests.support import free_port
+from tests.support import collect_config, free_port
 
 
 class Broken:
@@ -153,17 +152,8 @@ def test_the_exporter_uses_kafka_exporter_names_and_leaves_nulls_out():
 
 @pytest.fixture(scope="module")
 def config_file(local_cluster, tmp_path_factory):
-    directory = tmp_path_factory.mktemp("collect")
-    layout = local_cluster.layout
-    data = {"clusters": [{"name": "test", "bootstrap_servers": layout.bootstrap_servers,
-                          "metrics": {"source": "jmx_exporter", "timeout_seconds": 10,
-                                      "broker_endpoints": {n.node_id: n.metrics_url for n in layout.nodes}}}],
-            "lake": {"path": str(directory / "lake")},
-            "intervals": {"collect_seconds": 1},
-            "exporter": {"port": free_port(), "host": "127.0.0.1"}}
-    path = directory / "kpulse.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return collect_config(local_cluster.layout, tmp_path_factory.mktemp("collect"),
+                          exporter={"port": free_port(), "host": "127.0.0.1"})
 
 
 @pytest.mark.cluster

@@ -17,6 +17,7 @@ import yaml
 
 from kpulse.lake.reader import read_table
 from kpulse.lake.store import LakeWriter
+from tests.support import collect_config
 
 ADD_ON_MODULE = "kpulse_test_topic_census"
 ADD_ON_SOURCE = '''
@@ -121,16 +122,7 @@ def add_on_tables_forgotten(monkeypatch):
 
 @pytest.fixture(scope="module")
 def config_file(local_cluster, tmp_path_factory):
-    directory = tmp_path_factory.mktemp("snapshot-contract")
-    layout = local_cluster.layout
-    data = {"clusters": [{"name": "test", "bootstrap_servers": layout.bootstrap_servers,
-                          "metrics": {"source": "jmx_exporter", "timeout_seconds": 10,
-                                      "broker_endpoints": {n.node_id: n.metrics_url for n in layout.nodes}}}],
-            "lake": {"path": str(directory / "lake")},
-            "intervals": {"collect_seconds": 1}}
-    path = directory / "kpulse.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return collect_config(local_cluster.layout, tmp_path_factory.mktemp("snapshot-contract"))
 
 
 @pytest.mark.cluster

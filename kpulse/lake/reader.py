@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from kpulse.errors import KpulseError
 from kpulse.lake.schema import SCHEMAS, TIME, known_table_schema
-from kpulse.lake.store import GAP_TABLE, PARTITION_PREFIX, LakeWriter, resolve, to_micros
+from kpulse.lake.store import EPOCH, GAP_TABLE, MICROSECOND, PARTITION_PREFIX, LakeWriter, resolve, to_micros
 
 if TYPE_CHECKING:  # pandas (also loaded by pyarrow.dataset) is for readers that want frames
     import pandas as pd
@@ -45,8 +45,6 @@ UNREADABLE_REASON = "unreadable file "
 """How the ``reason`` of a ``lake_gap`` row about an unreadable file begins (then ``<path>: <error>``)."""
 NOT_DATA = (".", "_")
 """Prefixes of names that are not data (temporary files, ``_SUCCESS``, ``_staging``)."""
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)
@@ -83,7 +81,7 @@ class UnreadableFile:
         day = self.day
         start = None if day is None else datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
         return {"time": now, "cluster": ANY_CLUSTER, "table_name": self.table or "", "first_time": start,
-                "last_time": None if start is None else start + timedelta(days=1) - _MICROSECOND,
+                "last_time": None if start is None else start + timedelta(days=1) - MICROSECOND,
                 "rows_dropped": None, "reason": f"{UNREADABLE_REASON}{self}"}
 
 
@@ -203,7 +201,7 @@ def _pandas_types() -> dict:
 
 
 def _day(micros: int | None) -> date | None:
-    return None if micros is None else (_EPOCH + micros * _MICROSECOND).date()
+    return None if micros is None else (EPOCH + micros * MICROSECOND).date()
 
 
 def _condition(low: int | None, high: int | None,

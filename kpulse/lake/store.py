@@ -44,8 +44,9 @@ the collection loop, read by the dashboard)."""
 PARTITION_PREFIX = "date="
 ATOMIC_PUT_FILESYSTEMS = frozenset({"s3", "gcs", "abfs"})
 """Object stores where an upload appears whole or not at all: written in place, no rename."""
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_MICROSECOND = timedelta(microseconds=1)
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+MICROSECOND = timedelta(microseconds=1)
+"""The lake's times are UTC microseconds since :data:`EPOCH`."""
 
 
 @dataclass(frozen=True)
@@ -207,7 +208,7 @@ class LakeWriter:
     def _record_gap(self, table: str, dropped: pa.Table) -> None:
         reason = (f"buffer limit of {self.max_buffered_rows} rows reached; last write error: "
                   f"{self.last_error or 'none (not flushed yet)'}")
-        now = _EPOCH + timedelta(seconds=self._clock())
+        now = EPOCH + timedelta(seconds=self._clock())
         summary = dropped.group_by("cluster").aggregate([("time", "min"), ("time", "max"), ("time", "count")])
         for row in summary.to_pylist():
             key = (table, row["cluster"])
@@ -282,7 +283,7 @@ def to_micros(value: Any) -> int:
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
             raise ValueError(f"naive datetime {value.isoformat()}: give a timezone (UTC) or epoch seconds")
-        return (value - _EPOCH) // _MICROSECOND
+        return (value - EPOCH) // MICROSECOND
     if isinstance(value, Real) and not isinstance(value, bool):
         return round(float(value) * 1_000_000)
     raise ValueError(f"{value!r} is not a time: give epoch seconds or a timezone-aware datetime")
