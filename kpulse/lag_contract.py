@@ -53,6 +53,8 @@ STATUS_NAMES: tuple[str, ...] = tuple(status.value for status in PartitionStatus
 """Every status name, healthy first: ``OK, WARN, REWIND, STALL, STOP, ERR``."""
 STATUS_SEVERITY: dict[str, int] = {name: rank for rank, name in enumerate(STATUS_NAMES)}
 """Status name -> severity, 0 (OK) to 5 (ERR)."""
+DEFAULT_LAG_SECONDS_THRESHOLD = 60.0
+"""A group's time-lag threshold unless its config sets one (``consumer_groups.lag_seconds_threshold``)."""
 NOT_CONSUMING: tuple[str, ...] = (PartitionStatus.STOP.value, PartitionStatus.STALL.value, PartitionStatus.ERR.value)
 """The statuses of a group whose committed offsets do not move."""
 

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kpulse.lag_contract import NOT_CONSUMING, within_lag_threshold
+from kpulse.lag_contract import DEFAULT_LAG_SECONDS_THRESHOLD, NOT_CONSUMING, within_lag_threshold
 from spark_jobs import keys
 from spark_jobs.sampling import SAMPLE_SCHEMA, judged, param, plain, true, values
 
@@ -24,9 +24,6 @@ if TYPE_CHECKING:
     from spark_jobs.definitions import SloDefinition
 
 BAD_CONSUMER_STATUSES = NOT_CONSUMING
-DEFAULT_LAG_SECONDS_THRESHOLD = 60.0
-"""The collectors' default ``consumer_groups.lag_seconds_threshold``, used by the PromQL of
-consumer freshness when the SLO sets none."""
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from kpulse.config.errors import ConfigError
+from kpulse.lag_contract import DEFAULT_LAG_SECONDS_THRESHOLD
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
@@ -127,7 +128,7 @@ class ConsumerGroupsConfig:
     too: the default ``.*`` leaves no group out)..."""
     exclude: tuple[str, ...] = ()
     """...and matches none of these."""
-    lag_seconds_threshold: float = 60.0
+    lag_seconds_threshold: float = DEFAULT_LAG_SECONDS_THRESHOLD
     """A group whose time lag exceeds this many seconds is alerting."""
     overrides: Mapping[str, GroupOverride] = field(default_factory=_empty_mapping, hash=False)
     """Exact group id -> its own settings."""

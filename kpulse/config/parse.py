@@ -20,6 +20,7 @@ import yaml
 from kpulse import home
 from kpulse.config import envsubst
 from kpulse.config.errors import ConfigError, child_path
+from kpulse.lag_contract import DEFAULT_LAG_SECONDS_THRESHOLD
 from kpulse.config.model import (
     METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, ClusterConfig, ConsumerGroupsConfig, DashboardConfig,
     ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig, LakeConfig, MetricsConfig,
@@ -246,7 +247,7 @@ def _consumer_groups(reader: _Section) -> ConsumerGroupsConfig:
     return ConsumerGroupsConfig(
         include=patterns["include"],
         exclude=patterns["exclude"],
-        lag_seconds_threshold=reader.seconds("lag_seconds_threshold", 60.0),
+        lag_seconds_threshold=reader.seconds("lag_seconds_threshold", DEFAULT_LAG_SECONDS_THRESHOLD),
         overrides=MappingProxyType(overrides),
     )
 
