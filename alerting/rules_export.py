@@ -50,8 +50,8 @@ from typing import Any, Mapping
 import yaml
 
 from alerting import rules as alert_rules
-from alerting.state import CRITICAL, WARNING, rule_by_name
 from alerting.runbooks import runbook_text
+from alerting.state import CRITICAL, WARNING, rule_by_name
 from kpulse.lag_contract import DEFAULT_LAG_SECONDS_THRESHOLD
 
 GROUP_NAME = "kpulse"

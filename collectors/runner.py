@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from alerting.state import AlertState, to_dicts
-from collectors.registry import default_registry
-from kpulse.lake.store import SNAPSHOT_DIR, LakeWriter, gap_row, resolve
 from collectors.loop_state import LoopMark, LoopState, restorable_alerts
 from collectors.protocol import CollectContext, Collector, Registry, declarations, run_isolated
+from collectors.registry import default_registry
 from collectors.snapshot import compose
 from kpulse.lake.schema import register_tables
+from kpulse.lake.store import SNAPSHOT_DIR, LakeWriter, gap_row, resolve
 from kpulse.snapshot import BUILTIN_SECTIONS, to_json
 
 LOG = logging.getLogger(__name__)

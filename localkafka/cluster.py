@@ -19,11 +19,11 @@ from pathlib import Path
 
 from kpulse import processes
 from kpulse.errors import KpulseError
-from kpulse.kafka.clients import admin_client
 from kpulse.home import state_dir
+from kpulse.kafka.clients import admin_client
 from kpulse.local_layout import ClusterLayout, NodeLayout
-from localkafka.layout import CLUSTER_ID, server_properties
 from kpulse.progress import SILENT, Progress
+from localkafka.layout import CLUSTER_ID, server_properties
 from localkafka.runtime import JAVA_DIR, JavaRuntime, ensure_runtime, java_command, kafka_version
 
 NODE_HEAP = "384m"

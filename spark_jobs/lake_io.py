@@ -25,11 +25,11 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
+from kpulse.errors import KpulseError
 from kpulse.lake import reader
 from kpulse.lake.reader import UnreadableFile
 from kpulse.lake.schema import SCHEMAS
 from kpulse.lake.store import PARTITION_PREFIX, resolve
-from kpulse.errors import KpulseError
 
 DAY_MICROS = 86_400_000_000
 SESSION_CONFIG = {

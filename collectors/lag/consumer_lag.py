@@ -15,16 +15,16 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from collectors.lag.lag_arrays import REASONS, STATUS_BY_CODE, LagArrays
+from collectors.lag.lag_math import PartitionTotal, max_over_partitions, sum_over_partitions
+from collectors.protocol import CollectContext, CollectorResult
 from kpulse.kafka.batched_client import BatchedClient
+from kpulse.kafka.clients import LazyAdmin
 from kpulse.kafka.committed_offsets import BatchedOffsetFetch
 from kpulse.kafka.group_listing import GroupListing
 from kpulse.kafka.group_offsets import ClusterOffsets, RequestCache, read_cluster_offsets
-from collectors.lag.lag_arrays import REASONS, STATUS_BY_CODE, LagArrays
-from collectors.lag.lag_math import PartitionTotal, max_over_partitions, sum_over_partitions
 from kpulse.kafka.log_ends import LeaderLogEnds
-from collectors.protocol import CollectContext, CollectorResult
 from kpulse.lake.rows import Columns
-from kpulse.kafka.clients import LazyAdmin
 from kpulse.lake.schema import SCHEMAS
 from kpulse.snapshot import ConsumerGroup, GroupPartition
 

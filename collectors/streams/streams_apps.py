@@ -32,9 +32,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from kpulse import prom_text
 from collectors.brokers.broker_metrics import http_get_text
 from collectors.protocol import CollectContext, CollectorResult
+from kpulse import prom_text
 from collectors.streams.streams_state import (InstanceReading, Observation, TransitionTracker, app_state,
                                       instances_from_samples, rebalance_summary, streams_app_ids, unreachable)
 from kpulse.kafka.clients import LazyAdmin, group_state_name

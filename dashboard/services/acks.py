@@ -11,8 +11,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Iterable
 
-from kpulse.lake.store import resolve
 from dashboard.services.sources import DashboardError, one_line
+from kpulse.lake.store import resolve
 
 STORE_DIR = "_dashboard"
 STORE_FILE = "alert_acks.json"

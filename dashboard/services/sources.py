@@ -16,10 +16,10 @@ from typing import Any, Callable
 import pandas as pd
 import pyarrow.fs as pafs
 
-from kpulse.lake.reader import UnreadableFile, read_table_with_problems
-from kpulse.lake.store import SNAPSHOT_DIR, resolve
 from kpulse.config import KpulseConfig, load_config
 from kpulse.errors import KpulseError
+from kpulse.lake.reader import UnreadableFile, read_table_with_problems
+from kpulse.lake.store import SNAPSHOT_DIR, resolve
 
 
 class DashboardError(KpulseError):

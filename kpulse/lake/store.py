@@ -33,8 +33,8 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from kpulse.lake.schema import TIME, known_table_schema
 from kpulse.lake.rows import Columns
+from kpulse.lake.schema import TIME, known_table_schema
 
 LOG = logging.getLogger(__name__)
 GAP_TABLE = "lake_gap"

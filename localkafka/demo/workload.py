@@ -9,9 +9,9 @@ from dataclasses import asdict, dataclass
 from kpulse import processes
 from localkafka.demo.topology import (CONSUMERS, PRODUCERS, STREAMS_INSTANCES, TOPICS,
                                   TopicSpec)
-from localkafka.cluster import ClusterError, LocalCluster, scrape_value
 from kpulse.kafka.clients import admin_client
 from kpulse.progress import SILENT, Progress
+from localkafka.cluster import ClusterError, LocalCluster, scrape_value
 from localkafka.runtime import JAVA_DIR, ensure_runtime, java_command
 
 STREAMS_RUNNING = 2  # client-state metric value of KafkaStreams.State.RUNNING
