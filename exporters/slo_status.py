@@ -28,10 +28,9 @@ from typing import Any, Callable, Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from kpulse.lake.slo_status import read_newest_status
+from kpulse.lake.slo_status import BURN_RATE_COLUMNS, read_newest_status
 
 LOG = logging.getLogger(__name__)
-BURN_WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d", "window")
 SEVERITIES = ("page", "ticket")
 
 
@@ -70,9 +69,9 @@ def families(rows: list[dict[str, Any]]) -> list[GaugeMetricFamily]:
         for key in ("sli", "objective", "error_budget_remaining", "time_to_exhaustion_seconds"):
             if row.get(key) is not None:
                 made[key].add_metric(values, float(row[key]))
-        for window in BURN_WINDOWS:
-            if row.get(f"burn_rate_{window}") is not None:
-                made["burn"].add_metric([*values, window], float(row[f"burn_rate_{window}"]))
+        for column in BURN_RATE_COLUMNS:
+            if row.get(column) is not None:
+                made["burn"].add_metric([*values, column.removeprefix("burn_rate_")], float(row[column]))
         for severity in SEVERITIES:
             made["alert"].add_metric([*values, severity], float(row.get("alert") == severity))
         evaluated = row["time"]

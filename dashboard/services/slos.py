@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from kpulse.lake.slo_status import MAX_AGE_SECONDS, newest_status
+from kpulse.lake.slo_status import BURN_RATE_COLUMNS, MAX_AGE_SECONDS, newest_status
 
-BURN_RATE_COLUMNS = ["burn_rate_5m", "burn_rate_30m", "burn_rate_1h", "burn_rate_2h", "burn_rate_6h", "burn_rate_1d",
-                     "burn_rate_3d", "burn_rate_window"]
 ALERT_ORDER = {"page": 0, "ticket": 1}
 STATUS_COLUMNS = ["slo", "entity", "scope", "indicator", "budgeting_method", "objective", "window", "sli",
                   "good_events", "valid_events", "error_budget_remaining", *BURN_RATE_COLUMNS,

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from kpulse.errors import KpulseError
 from kpulse.lake.schema import SCHEMAS, TIME, known_table_schema
-from kpulse.lake.store import EPOCH, GAP_TABLE, MICROSECOND, PARTITION_PREFIX, LakeWriter, resolve, to_micros
+from kpulse.lake.store import EPOCH, GAP_TABLE, MICROSECOND, PARTITION_PREFIX, LakeWriter, one_line, resolve, to_micros
 
 if TYPE_CHECKING:  # pandas (also loaded by pyarrow.dataset) is for readers that want frames
     import pandas as pd
@@ -127,6 +127,13 @@ def partitions(fs: pafs.FileSystem, table_dir: str,
     return sorted(days)
 
 
+def partitions_between(fs: pafs.FileSystem, table_dir: str, first: date | None, last: date | None,
+                       skipped: list[UnreadableFile] | None = None) -> list[tuple[date, str]]:
+    """:func:`partitions` from ``first`` to ``last`` (inclusive; None = open)."""
+    return [(day, directory) for day, directory in partitions(fs, table_dir, skipped)
+            if not ((first and day < first) or (last and day > last))]
+
+
 def partition_files(fs: pafs.FileSystem, directory: str) -> list[str]:
     """The data files of one partition directory, by name; ``OSError`` when it cannot be listed."""
     listing = fs.get_file_info(pafs.FileSelector(directory))
@@ -139,9 +146,7 @@ def data_files(fs: pafs.FileSystem, table_dir: str, first: date | None, last: da
     """Data files of the partitions from ``first`` to ``last`` (inclusive; None = open), in order.
     A partition that cannot be listed is added to ``skipped``."""
     files = []
-    for day, directory in partitions(fs, table_dir, skipped):
-        if (first and day < first) or (last and day > last):
-            continue
+    for _, directory in partitions_between(fs, table_dir, first, last, skipped):
         try:
             files.extend(partition_files(fs, directory))
         except OSError as error:
@@ -292,9 +297,7 @@ def read_days(lake: str, table: str, first: date | None, last: date | None, *, c
     schema = SCHEMAS[table]
     wanted = list(columns or schema.names)
     pieces = []
-    for day, directory in partitions(fs, f"{base}/{table}"):
-        if (first and day < first) or (last and day > last):
-            continue
+    for _, directory in partitions_between(fs, f"{base}/{table}", first, last):
         for path in partition_files(fs, directory):
             if files is None or files(path.rsplit("/", 1)[-1]):
                 try:
@@ -312,17 +315,16 @@ def count_rows(lake: str, table: str, first: date, last: date, unreadable: list[
     Unreadable files: see :func:`read_days`."""
     fs, base = resolve(lake, filesystem)
     total = 0
-    for day, directory in partitions(fs, f"{base}/{table}"):
-        if first <= day <= last:
-            for path in partition_files(fs, directory):
-                try:
-                    with fs.open_input_file(path) as source:
-                        total += pq.ParquetFile(source).metadata.num_rows
-                except (OSError, pa.ArrowException) as error:
-                    problem = UnreadableFile(path, one_line(error))
-                    if unreadable is None:
-                        raise UnreadableFileError(problem) from None
-                    unreadable.append(problem)
+    for _, directory in partitions_between(fs, f"{base}/{table}", first, last):
+        for path in partition_files(fs, directory):
+            try:
+                with fs.open_input_file(path) as source:
+                    total += pq.ParquetFile(source).metadata.num_rows
+            except (OSError, pa.ArrowException) as error:
+                problem = UnreadableFile(path, one_line(error))
+                if unreadable is None:
+                    raise UnreadableFileError(problem) from None
+                unreadable.append(problem)
     return total
 
 
@@ -366,9 +368,3 @@ def record_unreadable(path: str, problems: Iterable[UnreadableFile], *, now: flo
             LOG.warning("lake: could not record %d unreadable file(s): %s", len(fresh), writer.last_error)
             return []
     return fresh
-
-
-def one_line(error: BaseException) -> str:
-    """``<Type>: <first line>`` of an error."""
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")

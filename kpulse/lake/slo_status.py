@@ -18,12 +18,14 @@ is not running once the newest evaluation is 15 minutes old (``dashboard/service
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import pyarrow.fs as pafs
 
 from kpulse.lake import reader
+from kpulse.lake.schema import SCHEMAS
+from kpulse.lake.store import EPOCH, MICROSECOND
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,7 +35,9 @@ KEY = ("cluster", "slo", "entity")
 """What one status is about: a row per key is the newest status."""
 MAX_AGE_SECONDS = 15 * 60
 """How much older than its cluster's newest evaluation a key's newest row may be and still count."""
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+BURN_RATE_COLUMNS: tuple[str, ...] = tuple(name for name in SCHEMAS[TABLE].names if name.startswith("burn_rate_"))
+"""The burn-rate columns of a status, shortest window first (``burn_rate_<window>``, the last one over
+the SLO's whole window)."""
 
 
 def newest_status(rows: pd.DataFrame) -> pd.DataFrame:
@@ -73,7 +77,7 @@ def read_newest_status(lake: str, *, filesystem: pafs.FileSystem | None = None) 
     if newest is None:
         return reader.LakeRead(_read(lake, TABLE, skipped, filesystem), skipped)  # no rows: the empty frame
     max_age = timedelta(seconds=MAX_AGE_SECONDS)
-    since = _EPOCH + timedelta(microseconds=newest) - max_age
+    since = EPOCH + newest * MICROSECOND - max_age
     rows = _read(lake, TABLE, skipped, filesystem, since=since)
     if not rows.empty:
         earliest = rows.groupby("cluster")["time"].max().min().to_pydatetime() - max_age

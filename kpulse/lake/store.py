@@ -130,7 +130,7 @@ class LakeWriter:
             try:
                 fs, base = self._fs()
             except Exception as error:  # noqa: BLE001 - e.g. a bad URI or no credentials yet
-                self.last_error = _one_line(error)
+                self.last_error = one_line(error)
                 for table, data in self._buffers.items():
                     result.failed[table], result.errors[table] = data.num_rows, self.last_error
                 return result
@@ -158,7 +158,7 @@ class LakeWriter:
             except Exception as error:  # noqa: BLE001 - any failure keeps the rows
                 failed_days.add(day)
                 result.failed[table] = result.failed.get(table, 0) + part.num_rows
-                result.errors[table] = self.last_error = _one_line(error)
+                result.errors[table] = self.last_error = one_line(error)
                 LOG.warning("lake: could not write %s for %s: %s", table, day, result.errors[table])
         if failed_days:
             failed = pc.is_in(days, pa.array(sorted(failed_days), pa.date32()))
@@ -260,7 +260,7 @@ def _to_arrow(table: str, schema: pa.Schema, column_values: Callable[[str], list
             columns.append(pa.array(values, type=column.type, from_pandas=pa.types.is_floating(column.type)))
         except (ValueError, TypeError, pa.ArrowException) as error:
             raise ValueError(f"lake table {table!r}, column {column.name!r} ({column.type}): "
-                             f"{_one_line(error)}") from error
+                             f"{one_line(error)}") from error
         if column.name in ("time", "cluster") and columns[-1].null_count:
             raise ValueError(f"lake table {table!r}: every row needs {column.name!r}")
     return pa.Table.from_arrays(columns, schema=schema)
@@ -308,6 +308,7 @@ def gap_row(gap: Gap) -> dict[str, Any]:
             "last_time": gap.last_time, "rows_dropped": gap.rows_dropped, "reason": gap.reason}
 
 
-def _one_line(error: BaseException) -> str:
+def one_line(error: BaseException) -> str:
+    """``<Type>: <first line>`` of an error (what the writer and the reader say of a failure)."""
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
