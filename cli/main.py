@@ -15,6 +15,7 @@ from pathlib import Path
 from kpulse.errors import KpulseError
 from kpulse.progress import Progress
 
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kpulse", description="Monitor Apache Kafka clusters and Kafka Streams applications.")

@@ -25,7 +25,6 @@ VALUE_HINTS = {"to-offset": "offset, e.g. 100", "shift-by": "shift, e.g. -50",
 GROUP_STRATEGIES = STRATEGIES
 """Offset reset strategies, as the official tool names them."""
 STREAMS_RESET_STRATEGIES = STREAMS_STRATEGIES
-"""Bytes per second per broker while replicas move."""
 
 
 @dataclass(frozen=True)
@@ -71,17 +70,6 @@ def group_scope(scope: str, topic: str | None, partitions: list[int]) -> Scope:
 
 # --- tables ----------------------------------------------------------------------------------------
 
-def plan_tables(plan) -> dict[str, pd.DataFrame]:
-    """Title -> table of what ``plan`` would change (the first one is the main table)."""
-    return of_plan(plan).tables(plan)
-
-
-def plan_summary(plan, name: Callable[[str], str] = str) -> str:
-    """One sentence saying what ``plan`` changes; names, and anything else taken from the cluster or
-    the user, pass through ``name`` (the dashboard's makes them literal Markdown)."""
-    return of_plan(plan).summary(plan, name)
-
-
 def outcome_table(done: Done) -> pd.DataFrame:
     """Per partition: what the executor did and what it read back (the verification)."""
     if done.outcome is None:
@@ -90,7 +78,7 @@ def outcome_table(done: Done) -> pd.DataFrame:
 
 
 def outcome_text(done: Done, name: Callable[[str], str] = str) -> str:
-    """What executing gave, in a sentence; names and errors pass through ``name`` (as in :func:`plan_summary`)."""
+    """What executing gave, in a sentence; names and errors pass through ``name`` (as in ``Operation.summary``)."""
     if done.request is not None:
         return (f"approval request {done.request.id} created for {name(done.request.target)}: nothing changed yet; "
                 "another operator approves it on the Operations page")
@@ -106,16 +94,6 @@ def outcome_text(done: Done, name: Callable[[str], str] = str) -> str:
 
 
 # --- acting --------------------------------------------------------------------------------------
-
-def action_of(plan) -> str:
-    """What the audit log and approvals call executing ``plan``."""
-    return of_plan(plan).action
-
-
-def confirmation_name(plan) -> str:
-    """What the user must type to confirm: the group, application, topic or broker acted on."""
-    return of_plan(plan).confirmation_name(plan)
-
 
 def confirmed(typed: str, expected: str) -> bool:
     """Whether ``typed`` names ``expected``: exactly, or but for spaces around it when the name

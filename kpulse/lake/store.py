@@ -1,4 +1,4 @@
-"""The lake: collector samples as hive-partitioned Parquet, one dataset per table of ``lake_schema``.
+"""The lake: collector samples as hive-partitioned Parquet, one dataset per table of ``kpulse/lake/schema.py``.
 
 Layout (``docs/lake.md``)::
 
