@@ -11,7 +11,7 @@ import streamlit as st
 from dashboard import frame, literal
 from dashboard.services import identity
 from dashboard.services.sources import DashboardError
-from operations.access import FAILED_LOGIN, User
+from operations.access import FAILED_LOGIN, User, users_file
 from operations.errors import LoginFailed
 
 USER_KEY = "kpulse_user"
@@ -31,7 +31,7 @@ def current() -> identity.Identity | None:
     """Who is signed in, with the role the users file gives now; ``None`` until someone is (the
     gate draws the sign-in then)."""
     config = frame.sources().config
-    users = identity.users_file(config)
+    users = users_file(config)
     if identity.auth_mode(os.environ, _has_auth_secrets()) == "oidc":
         if not _has_auth_secrets():
             raise DashboardError(f"{identity.AUTH_ENV}=oidc needs Streamlit's [auth] section in "
@@ -96,7 +96,7 @@ def _sign_in() -> None:
         password = st.text_input("Password", type="password", key="sign-in-password")
         submitted = st.form_submit_button("Sign in", type="primary")
     if submitted:
-        users = identity.users_file(frame.sources().config)
+        users = users_file(frame.sources().config)
         try:
             st.session_state[USER_KEY] = users.authenticate(name.strip(), password)
         except LoginFailed as error:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from dashboard.services.sources import DashboardError
-from operations.access import User, UsersFile, users_file  # noqa: F401 - users_file: auth reads the same file
+from operations.access import User, UsersFile
 from operations.errors import NotAuthorized
 from operations.roles import ADMIN, VIEWER
 
