@@ -35,6 +35,10 @@ TOOLS: dict[str, str] = {
     "kafka-dump-log": "org.apache.kafka.tools.DumpLogSegments",
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-groups": "org.apache.kafka.tools.GroupsCommand",
+    "kafka-streams-groups": "org.apache.kafka.tools.streams.StreamsGroupCommand",
+    "kafka-share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+    "kafka-console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+    "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
 }
 
 

@@ -12,7 +12,8 @@ from tests.conftest import kpulse
 
 REQUIRED = ("kafka-topics", "kafka-consumer-groups", "kafka-streams-application-reset", "kafka-reassign-partitions",
             "kafka-leader-election", "kafka-metadata-quorum", "kafka-configs", "kafka-console-producer",
-            "kafka-console-consumer")
+            "kafka-console-consumer", "kafka-groups", "kafka-streams-groups", "kafka-share-groups",
+            "kafka-console-share-consumer", "kafka-client-metrics")
 
 
 def test_every_required_tool_is_mapped_to_a_main_class_present_in_the_fetched_jars():
@@ -28,6 +29,13 @@ def test_a_tool_reports_the_pinned_kafka_version():
     result = run_tool("kafka-topics", ["--version"])
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[0] == kafka_version()
+
+
+@pytest.mark.parametrize("tool", ["kafka-streams-groups", "kafka-share-groups", "kafka-console-share-consumer",
+                                  "kafka-client-metrics"])
+def test_the_modern_group_tools_start_and_print_their_usage(tool):
+    result = run_tool(tool, ["--help"])
+    assert "--bootstrap-server" in result.stdout + result.stderr, (result.stdout, result.stderr)
 
 
 def test_an_unknown_tool_is_one_clear_line():
