@@ -1,0 +1,247 @@
+"""The four kinds of group Kafka 4 has, as kpulse reads them: the typed contract between the
+readers (``kpulse/kafka/group_describe.py``) and everything that shows, alerts on or changes a
+group (collectors, dashboard, operations). Pure data, no I/O.
+
+| type | joined with | described by | offsets |
+|---|---|---|---|
+| ``classic`` | JoinGroup/SyncGroup (any ``protocol_type``: ``consumer``, ``connect``, a classic Streams app) | DescribeGroups | committed (OffsetFetch) |
+| ``consumer`` | ConsumerGroupHeartbeat (KIP-848, ``group.protocol=consumer``) | ConsumerGroupDescribe | committed (OffsetFetch) |
+| ``streams`` | StreamsGroupHeartbeat (KIP-1071, ``group.protocol=streams``) | StreamsGroupDescribe | committed (OffsetFetch) |
+| ``share`` | ShareGroupHeartbeat (KIP-932) | ShareGroupDescribe | start offset and lag kept by the broker (DescribeShareGroupOffsets) |
+
+States are Kafka's own names, as ``kafka-groups --list`` and the describe tools print them:
+classic ``Empty, PreparingRebalance, CompletingRebalance, Stable, Dead``; consumer ``Empty,
+Assigning, Reconciling, Stable, Dead``; streams ``Empty, NotReady, Assigning, Reconciling,
+Stable, Dead``; share ``Empty, Stable, Dead``. ``Unknown`` when the broker sent a state this
+release does not know.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+GROUP_TYPES = ("classic", "consumer", "streams", "share")
+"""Kafka's group types (ListGroups v5 ``GroupType``, lower case as ``kafka-groups --list`` prints them)."""
+
+STATES: dict[str, tuple[str, ...]] = {
+    "classic": ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"),
+    "consumer": ("Empty", "Assigning", "Reconciling", "Stable", "Dead"),
+    "streams": ("Empty", "NotReady", "Assigning", "Reconciling", "Stable", "Dead"),
+    "share": ("Empty", "Stable", "Dead"),
+}
+"""The states each type of group can be in, in Kafka's spelling."""
+
+Assignment = dict[str, tuple[int, ...]]
+"""Topic name -> its partitions, sorted."""
+Tasks = dict[str, tuple[int, ...]]
+"""Subtopology id -> its partitions (task ids ``<subtopology>_<partition>``), sorted."""
+
+
+@dataclass(frozen=True)
+class GroupListing:
+    """One group as ListGroups (v5) lists it."""
+
+    group_id: str
+    type: str
+    """One of :data:`GROUP_TYPES`."""
+    protocol_type: str
+    """The classic protocol type (``consumer``, ``connect``...); ``consumer`` for a KIP-848 group,
+    ``streams`` / ``share`` for those; empty when the broker gives none."""
+    state: str
+    """Kafka's state name (see the module)."""
+
+
+@dataclass(frozen=True)
+class ClassicMember:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: Assignment
+    """Decoded from the consumer protocol's assignment bytes; empty for a non-consumer protocol."""
+
+
+@dataclass(frozen=True)
+class ClassicGroup:
+    """DescribeGroups' answer for a classic group."""
+
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    """The assignor (``range``, ``cooperative-sticky``...) or, for other protocol types, their protocol."""
+    members: tuple[ClassicMember, ...]
+    type: str = field(default="classic", init=False)
+
+
+@dataclass(frozen=True)
+class ConsumerMember:
+    """A KIP-848 member, as ``kafka-consumer-groups --describe --members --verbose`` shows it."""
+
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topics: tuple[str, ...]
+    subscribed_regex: str | None
+    assignment: Assignment
+    """What the member owns now."""
+    target_assignment: Assignment
+    """What the coordinator wants it to own; differs from ``assignment`` while it reconciles."""
+    upgraded: bool | None
+    """True for a member on the consumer protocol, False for a classic member in a consumer group
+    (``MemberType``, ConsumerGroupDescribe v1); None when the broker does not say."""
+
+    @property
+    def reconciling(self) -> bool:
+        """The member still moves towards its target assignment."""
+        return self.assignment != self.target_assignment
+
+
+@dataclass(frozen=True)
+class ConsumerGroup:
+    """ConsumerGroupDescribe's answer: a KIP-848 consumer group."""
+
+    group_id: str
+    state: str
+    group_epoch: int
+    """Bumped by every change of the group's members or subscriptions."""
+    assignment_epoch: int
+    """The epoch of the target assignment; behind ``group_epoch`` while the group is Assigning."""
+    assignor: str
+    members: tuple[ConsumerMember, ...]
+    type: str = field(default="consumer", init=False)
+
+    @property
+    def reconciling_members(self) -> tuple[ConsumerMember, ...]:
+        """Members whose epoch or assignment is not yet the target's."""
+        return tuple(m for m in self.members if m.reconciling or m.member_epoch != self.assignment_epoch)
+
+
+@dataclass(frozen=True)
+class Subtopology:
+    subtopology_id: str
+    source_topics: tuple[str, ...]
+    """The topics it reads, input topics and repartition topics alike (the input topics are those
+    that are not a repartition topic of the group)."""
+    repartition_sink_topics: tuple[str, ...]
+    state_changelog_topics: tuple[str, ...]
+    repartition_source_topics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StreamsMember:
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    topology_epoch: int
+    process_id: str
+    user_endpoint: str | None
+    """``host:port`` of the instance's interactive queries, if it has one."""
+    active_tasks: Tasks
+    standby_tasks: Tasks
+    warmup_tasks: Tasks
+    target_active_tasks: Tasks
+    target_standby_tasks: Tasks
+    target_warmup_tasks: Tasks
+    is_classic: bool
+
+    @property
+    def reconciling(self) -> bool:
+        return (self.active_tasks, self.standby_tasks, self.warmup_tasks) != (
+            self.target_active_tasks, self.target_standby_tasks, self.target_warmup_tasks)
+
+
+@dataclass(frozen=True)
+class StreamsGroup:
+    """StreamsGroupDescribe's answer: a KIP-1071 Streams group."""
+
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    topology_epoch: int | None
+    """None before a member has sent the topology."""
+    subtopologies: tuple[Subtopology, ...]
+    members: tuple[StreamsMember, ...]
+    type: str = field(default="streams", init=False)
+
+    @property
+    def internal_topics(self) -> tuple[str, ...]:
+        """Repartition and changelog topics of the topology, sorted."""
+        names = {t for s in self.subtopologies for t in (*s.repartition_source_topics, *s.repartition_sink_topics,
+                                                          *s.state_changelog_topics)}
+        return tuple(sorted(names))
+
+    @property
+    def input_topics(self) -> tuple[str, ...]:
+        """Source topics that are not internal, sorted."""
+        internal = set(self.internal_topics)
+        return tuple(sorted({t for s in self.subtopologies for t in s.source_topics if t not in internal}))
+
+
+@dataclass(frozen=True)
+class ShareMember:
+    member_id: str
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topics: tuple[str, ...]
+    assignment: Assignment
+
+
+@dataclass(frozen=True)
+class ShareGroup:
+    """ShareGroupDescribe's answer: a share group (KIP-932)."""
+
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: tuple[ShareMember, ...]
+    type: str = field(default="share", init=False)
+
+
+@dataclass(frozen=True)
+class SharePartitionOffset:
+    """One partition of a share group, as DescribeShareGroupOffsets answers (and
+    ``kafka-share-groups --describe`` prints)."""
+
+    topic: str
+    partition: int
+    start_offset: int | None
+    """The share-partition start offset: records before it are all acknowledged; None: not
+    initialised (the group has not consumed the partition yet)."""
+    lag: int | None
+    """Records not yet acknowledged, as the broker counts them (not derivable from the log);
+    None when the broker does not know it."""
+    leader_epoch: int | None
+    error: str | None = None
+
+
+GroupDescription = Union[ClassicGroup, ConsumerGroup, StreamsGroup, ShareGroup]
+
+
+@dataclass(frozen=True)
+class GroupReadError:
+    """A group that could not be described or read, and why (one line, Kafka's error name first)."""
+
+    group_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class TypeUnsupported:
+    """The brokers do not speak the describe call of this type (an older Kafka, where such groups
+    do not exist): not an error."""
+
+    type: str
+    reason: str
