@@ -137,6 +137,32 @@ def official(tool: str, *args: str) -> str:
     return result.stdout + result.stderr if result.returncode == 0 else f"EXIT {result.returncode}: " + result.stdout + result.stderr
 
 
+def official_rows(tool: str, *args: str) -> list[dict[str, str]]:
+    """The table rows the official ``tool`` prints (``kafka-consumer-groups --describe --state``,
+    ``kafka-share-groups --describe --members --verbose``, ``kafka-groups --list``...), as dicts by
+    column header; several tables (several groups) are concatenated. ``COORDINATOR (ID)`` is one
+    column; an empty cell (a classic Empty group's ASSIGNMENT-STRATEGY) is ''."""
+    result = run_tool(tool, list(args), timeout=120)
+    assert result.returncode == 0 or "has no active members" in result.stdout + result.stderr, \
+        result.stdout + result.stderr
+    rows: list[dict[str, str]] = []
+    header: list[tuple[str, int]] = []
+    for line in result.stdout.splitlines():
+        if line.startswith("GROUP "):
+            header = [(m.group(0), m.start()) for m in re.finditer(r"COORDINATOR \(ID\)|\S+", line)]
+            continue
+        if not header or not line.strip() or line.startswith(("Error", "Consumer group", "Share group", "Streams group")):
+            continue
+        names = [name for name, _ in header]
+        cells = re.sub(r"(\S+:\d+)\s+\((\d+)\)", r"\1(\2)", line).split()
+        if len(cells) == len(names):
+            rows.append(dict(zip(names, cells)))
+        else:  # an empty cell: cut the line at the columns' starts
+            starts = [start for _, start in header] + [len(line)]
+            rows.append({name: line[starts[i]:starts[i + 1]].strip() for i, name in enumerate(names)})
+    return rows
+
+
 def group_rows(bootstrap: str, group: str) -> list[dict[str, str]]:
     """Rows of the official `kafka-consumer-groups --describe --group`."""
     result = run_tool("kafka-consumer-groups", ["--bootstrap-server", bootstrap, "--describe", "--group", group])
