@@ -262,6 +262,31 @@ def test_an_old_broker_lists_classic_groups_only_and_says_why_the_other_types_ar
         "the brokers do not speak DescribeShareGroupOffsets: share groups do not exist on this cluster")
 
 
+def test_a_listing_of_some_types_asks_the_brokers_for_those_and_keeps_a_dead_brokers_groups_of_those_types():
+    brokers = FakeBrokers(versions={"ListGroups": 5, "DescribeGroups": 5, "FindCoordinator": 4}, coordinators={},
+                          answers={}, listed={1: [("c1", "classic", "consumer", "Stable"), ("s1", "share", "share", "Empty")],
+                                              2: [("s2", "share", "share", "Stable")]})
+    requests = []
+    send = brokers.send
+    brokers.send = lambda request, node_id, request_timeout_ms: requests.append(request) or send(request, node_id,
+                                                                                                  request_timeout_ms)
+    reader = fake_reader(brokers)
+    assert sorted(g.group_id for g in reader.list_groups(5.0)) == ["c1", "s1", "s2"]
+    assert {tuple(r.types_filter or ()) for r in requests} == {()}
+    requests.clear()
+    listed = reader.list_groups(5.0, ["share"])
+    assert sorted(g.group_id for g in listed) == ["s1", "s2"]
+    assert [list(r.types_filter) for r in requests] == [["share"], ["share"]]  # one request to each broker
+    brokers.listed[1] = None  # broker 1 died: its groups are kept until their coordinators move
+    original = brokers.send
+    brokers.send = lambda request, node_id, request_timeout_ms: (
+        ConnectionRefusedError("refused") if brokers.listed[node_id] is None else original(request, node_id,
+                                                                                              request_timeout_ms))
+    assert sorted(g.group_id for g in reader.list_groups(5.0, ["share"])) == ["s1", "s2"]
+    assert sorted(g.group_id for g in reader.list_groups(5.0)) == ["c1", "s1", "s2"]
+    assert list(reader.listing.unanswered) == [1]
+
+
 def test_a_coordinator_that_moved_is_looked_up_again_and_asked_once_more_within_the_call():
     stable = NS(group_id="s", error_code=0, group_state="Stable", group_epoch=1, assignment_epoch=1,
                 assignor_name="simple", members=[])
