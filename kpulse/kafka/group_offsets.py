@@ -116,7 +116,8 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
             group = _typed_group(group_id, typed_answers.get(group_id), committed)
         else:
             group = _group(group_id, descriptions.get(group_id), committed)
-        result.groups.append(replace(group, type=_type_of(listing), protocol_type=listing.protocol_type or ""))
+        result.groups.append(replace(group, type=_type_of(listing),
+                                    protocol_type=getattr(listing, "protocol_type", "") or ""))
     consumed = {tp for group in result.groups for tp in group.committed}
     read = set(expected)
     if early is not None:
