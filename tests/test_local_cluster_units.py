@@ -16,7 +16,7 @@ from localkafka.layout import FAST_FAILURE_SETTINGS, server_properties
 def test_every_port_of_the_layout_is_distinct_and_derives_from_the_base():
     layout = ClusterLayout.from_base(20000)
     ports = [p for n in layout.nodes for p in (n.client_port, n.controller_port, n.metrics_port)]
-    ports += [layout.streams_metrics_port(1), layout.streams_metrics_port(2)]
+    ports += [layout.streams_metrics_port(1), layout.streams_metrics_port(2), layout.streams_metrics_port(3)]
     assert len(set(ports)) == len(ports)
     assert layout.bootstrap_servers == "127.0.0.1:20001,127.0.0.1:20002,127.0.0.1:20003"
     assert layout.quorum_voters == "1@127.0.0.1:20101,2@127.0.0.1:20102,3@127.0.0.1:20103"
