@@ -152,7 +152,7 @@ def test_the_share_group_has_a_fast_and_a_slow_member_and_the_slow_one_leaves_la
     def lag_above_zero_and_acknowledging():
         """kafka-share-groups --describe: LAG > 0 and the start offsets moved since the first read"""
         rows = tool_rows("kafka-share-groups", bootstrap, "--describe", "--group", SHARE_GROUP)
-        if any(row["START-OFFSET"] == "-" for row in rows) or not rows:
+        if not rows or any(row["START-OFFSET"] == "-" for row in rows):
             return False
         offsets.append({"start": sum(int(row["START-OFFSET"]) for row in rows),
                         "lag": sum(int(row["LAG"]) for row in rows)})

@@ -62,9 +62,8 @@ class DemoWorkload:
             for instance, slot in enumerate(app.metrics_slots, start=1):
                 port = self.cluster.layout.streams_metrics_port(slot)
                 directory = self.root / f"{app.process_prefix}-{instance}"
-                args = [bootstrap, str(instance), str(directory / "state")]
-                if app.application_id != STREAMS_APPLICATION_ID:
-                    args += [app.application_id, app.group_protocol, app.topic_prefix]
+                args = [bootstrap, str(instance), str(directory / "state"), app.application_id, app.group_protocol,
+                        app.topic_prefix]
                 command = java_command(
                     runtime, "kpulse.demo.StreamsDemo", args, heap="256m", log_config="log4j2-server.properties",
                     agent=(port, JAVA_DIR / "jmx-exporter-streams.yaml"),
