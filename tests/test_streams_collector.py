@@ -217,6 +217,19 @@ class FakeAdmin:
                 for g in group_ids}
 
 
+class NoStreamsGroups:
+    """The Streams group reader of a cluster without Streams groups (they are in test_streams_groups.py)."""
+
+    def list_groups(self, timeout, types=None):
+        return []
+
+
+def no_streams_groups():
+    from collectors.streams.streams_apps import StreamsGroupReaders
+
+    return StreamsGroupReaders(NoStreamsGroups(), None, None, None)
+
+
 class Pages:
     def __init__(self, pages):
         self.pages = pages
@@ -237,7 +250,8 @@ def test_the_constructor_connects_to_nothing_and_follows_the_protocol():
     def no_admin(_config):
         raise AssertionError("connected in the constructor")
 
-    collector = StreamsAppsCollector(configured(), http_get=Pages({}), admin_factory=no_admin)
+    collector = StreamsAppsCollector(configured(), http_get=Pages({}), admin_factory=no_admin,
+                                     streams_readers=no_streams_groups)
     assert collector.name == "streams_apps"
     assert isinstance(collector, Collector)
 
@@ -248,6 +262,7 @@ def test_one_instance_stops_answering_its_app_degrades_and_the_transition_is_a_r
                       topics=["wordcount-store-changelog"])
     after_reads = [1000.5]  # the clock: half a second after the cycle began
     collector = StreamsAppsCollector(configured(), http_get=pages, admin_factory=lambda _c: admin,
+                                     streams_readers=no_streams_groups,
                                      clock=lambda: after_reads[0])
     first = collector.collect(CollectContext(cluster=None, now=1000.0))
     [app, discovered] = first.sections["streams_apps"]
@@ -256,7 +271,7 @@ def test_one_instance_stops_answering_its_app_degrades_and_the_transition_is_a_r
     assert app["instances"][0]["thread_states"] == {"orders-app-1-StreamThread-1": "RUNNING"}
     assert app["transitions"] == [] and first.rows["streams_transition"] == []
     assert app["rebalances"] == {"count": 0, "total_seconds": 0, "ongoing_seconds": None}
-    assert discovered == {"application_id": "wordcount", "state": None, "group_state": "Empty", "members": 0,
+    assert discovered == {"application_id": "wordcount", "protocol": "classic", "group": None, "state": None, "group_state": "Empty", "members": 0,
                           "group_error": None, "expected_instances": None, "instances": [], "transitions": [],
                           "rebalances": {"count": 0, "total_seconds": 0, "ongoing_seconds": None}}
 
@@ -296,7 +311,8 @@ def test_one_instance_stops_answering_its_app_degrades_and_the_transition_is_a_r
 def test_without_the_admin_api_instances_are_still_reported_with_the_group_error():
     pages = Pages({URL_1: exposition("orders-app-1", 2)})
     admin = FakeAdmin({}, fail=RuntimeError("all brokers down"))
-    collector = StreamsAppsCollector(configured([URL_1], 1), http_get=pages, admin_factory=lambda _c: admin)
+    collector = StreamsAppsCollector(configured([URL_1], 1), http_get=pages, admin_factory=lambda _c: admin,
+                                     streams_readers=no_streams_groups)
     [app] = collector.collect(CollectContext(cluster=None, now=1.0)).sections["streams_apps"]
     assert app["state"] == "RUNNING"
     assert app["group_state"] is None and "all brokers down" in app["group_error"]
@@ -305,7 +321,8 @@ def test_without_the_admin_api_instances_are_still_reported_with_the_group_error
 def test_an_endpoint_that_never_answered_is_named_by_its_url():
     pages = Pages({URL_1: TimeoutError("timed out")})
     collector = StreamsAppsCollector(configured([URL_1], 1), http_get=pages,
-                                     admin_factory=lambda _c: FakeAdmin({APP: ("EMPTY", 0)}))
+                                     admin_factory=lambda _c: FakeAdmin({APP: ("EMPTY", 0)}),
+                                     streams_readers=no_streams_groups)
     [app] = collector.collect(CollectContext(cluster=None, now=1.0)).sections["streams_apps"]
     assert [(i["id"], i["state"]) for i in app["instances"]] == [(URL_1, UNREACHABLE)]
     assert app["state"] == "NOT_RUNNING"
@@ -316,7 +333,8 @@ def test_topic_names_are_reread_only_when_they_may_change_what_is_discovered():
     every 60 s, and each cycle while a group that appeared less than 30 s ago is not recognised."""
     admin = FakeAdmin({"plain": ("STABLE", 1), "wordcount": ("EMPTY", 0)}, topics=["wordcount-store-changelog"])
     collector = StreamsAppsCollector(ClusterConfig(name="prod", bootstrap_servers="node-1:9092"),
-                                     http_get=Pages({}), admin_factory=lambda _c: admin)
+                                     http_get=Pages({}), admin_factory=lambda _c: admin,
+                                     streams_readers=no_streams_groups)
 
     def apps_at(now):
         return [a["application_id"] for a in collector.collect(CollectContext(None, now)).sections["streams_apps"]]
