@@ -125,8 +125,10 @@ class ConsumerGroup:
 class Subtopology:
     subtopology_id: str
     source_topics: tuple[str, ...]
-    """The topics it reads, input topics and repartition topics alike (the input topics are those
-    that are not a repartition topic of the group)."""
+    """The user topics it reads. A 4.3.1 broker lists the repartition topics a subtopology reads
+    in ``repartition_source_topics`` only (a subtopology that reads only a repartition topic has no
+    source topics); the filter of :attr:`StreamsGroup.input_topics` is kept for brokers that list
+    them here too."""
     repartition_sink_topics: tuple[str, ...]
     state_changelog_topics: tuple[str, ...]
     repartition_source_topics: tuple[str, ...]
