@@ -20,6 +20,7 @@ from kpulse.config.model import ClusterConfig, StreamsAppConfig
 from kpulse.kafka.group_model import GroupListing, GroupReadError, StreamsGroup, StreamsMember, Subtopology
 from kpulse.kafka.log_ends import LogEnds
 from kpulse.lake.schema import SCHEMAS
+from tests.support import official
 
 APP = "shop"
 REPARTITION = f"{APP}-by-customer-repartition"
@@ -136,6 +137,13 @@ def test_a_rebalance_between_two_cycles_is_inferred_from_the_target_assignment_e
     assert seen == [[], [(GROUP_INSTANCE, "Stable", REBALANCING, True), (GROUP_INSTANCE, REBALANCING, "Stable", True)],
                     [], []]
     assert tracker.known(APP) == [GROUP_INSTANCE, member_instance("m1")]
+
+
+def test_an_epoch_moving_outside_stable_is_no_rebalance_between_cycles():
+    # at start the group waits NotReady for its internal topics while its epochs move
+    seen = cycles(TransitionTracker(), [group("NotReady", [], 2, 1), group("NotReady", [], 3, 3),
+                                        group("Empty", [], 3, 3), group("Empty", [], 4, 4)])
+    assert seen == [[], [], [(GROUP_INSTANCE, "NotReady", "Empty", False)], []]
 
 
 def test_an_epoch_moving_while_the_group_rebalances_is_not_inferred_twice():
@@ -306,3 +314,203 @@ def test_without_streams_group_readers_classic_apps_are_still_reported():
     collector = StreamsAppsCollector(ClusterConfig(name="prod", bootstrap_servers="node-1:9092"),
                                      admin_factory=lambda _c: NoClassicGroups(), streams_readers=broken)
     assert collector.collect(CollectContext(cluster=None, now=1.0)).sections["streams_apps"] == []
+
+
+# --- the real cluster: a StreamsDemo on group.protocol=streams against kafka-streams-groups ----------
+
+REAL_APP = "kpulse-test-streams-group"
+PREFIX = "sg."
+
+
+def produce_orders(bootstrap: str, counts: dict[int, int]) -> None:
+    """``counts[p]`` orders ("region,customer,amount", what the demo's topology keeps) into partition p."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    for partition, count in counts.items():
+        for j in range(count):
+            producer.produce(f"{PREFIX}orders", value=f"eu,customer-{j % 5},{j}".encode(), partition=partition)
+    assert producer.flush(30) == 0
+
+
+def streams_demo(bootstrap: str, root, instance: int):
+    """Start one instance of the demo topology as a Streams group; returns its pid file."""
+    from kpulse import processes
+    from localkafka.runtime import ensure_runtime, java_command
+
+    runtime = ensure_runtime()
+    directory = root / f"instance-{instance}"
+    command = java_command(runtime, "kpulse.demo.StreamsDemo",
+                           [bootstrap, str(instance), str(directory / "state"), REAL_APP, "streams", PREFIX],
+                           heap="256m", log_config="log4j2-server.properties",
+                           extra_classpath=[runtime.streams_demo_classes],
+                           system_properties={"kafka.logs.dir": str(directory)})
+    pid_file = directory / "pid.json"
+    processes.start(command, pid_file=pid_file, log_file=directory / "log")
+    return pid_file
+
+
+def tool_table(*args: str) -> list[dict[str, str]]:
+    """Rows of ``kafka-streams-groups`` output (header GROUP ...) as dicts; the ASSIGNMENTS column,
+    whose cells hold spaces, as one string."""
+    text = official("kafka-streams-groups", *args)
+    assert not text.startswith("EXIT"), text
+    lines = [line for line in text.splitlines() if line.strip()]
+    header_at = next(i for i, line in enumerate(lines) if line.startswith("GROUP "))
+    header = lines[header_at].split()
+    rows = []
+    for line in lines[header_at + 1:]:
+        cells = line.split(None, len(header) - 1) if header[-1] == "ASSIGNMENTS" else line.split()
+        if cells and cells[0] == REAL_APP:
+            rows.append(dict(zip(header, cells)))
+    return rows
+
+
+def tool_tasks(assignments: str) -> dict[str, dict[str, list[int]]]:
+    """``ACTIVE: 0:[0,1]; 1:[2]; TARGET-ACTIVE: ...`` -> {"ACTIVE": {"0": [0, 1], "1": [2]}, ...}."""
+    import re
+
+    found: dict[str, dict[str, list[int]]] = {}
+    kind = None
+    for token in re.findall(r"[A-Z-]+:|\w+:\[[\d,]*\]", assignments):
+        if token.endswith(":") and not token[:-1].isdigit() and "[" not in token:
+            kind = token[:-1]
+            found[kind] = {}
+        else:
+            subtopology, partitions = token.split(":", 1)
+            found[kind][subtopology] = [int(p) for p in partitions.strip("[]").split(",") if p]
+    return found
+
+
+def kpulse_members(app) -> dict[str, tuple]:
+    return {m["member_id"]: (m["member_epoch"], m["process_id"], m["client_id"],
+                             {k: v for k, v in (("ACTIVE", m["active_tasks"]), ("STANDBY", m["standby_tasks"]),
+                                                ("WARMUP", m["warmup_tasks"]),
+                                                ("TARGET-ACTIVE", m["target_active_tasks"]),
+                                                ("TARGET-STANDBY", m["target_standby_tasks"]),
+                                                ("TARGET-WARMUP", m["target_warmup_tasks"])) if v})
+            for m in app["group"]["members"]}
+
+
+def tool_members(bootstrap: str) -> dict[str, tuple]:
+    rows = tool_table("--bootstrap-server", bootstrap, "--describe", "--group", REAL_APP, "--members", "--verbose")
+    return {r["MEMBER"]: (int(r["MEMBER-EPOCH"]), r["PROCESS"], r["CLIENT-ID"], tool_tasks(r.get("ASSIGNMENTS", "")))
+            for r in rows}
+
+
+def tool_state(bootstrap: str) -> tuple:
+    [row] = tool_table("--bootstrap-server", bootstrap, "--describe", "--group", REAL_APP, "--state", "--verbose")
+    return row["STATE"], int(row["GROUP-EPOCH"]), int(row["TARGET-ASSIGNMENT-EPOCH"]), int(row["#MEMBERS"])
+
+
+def tool_offsets(bootstrap: str) -> dict[tuple[str, int], tuple]:
+    rows = tool_table("--bootstrap-server", bootstrap, "--describe", "--group", REAL_APP, "--offsets", "--verbose")
+    return {(r["TOPIC"], int(r["PARTITION"])): (None if r["CURRENT-OFFSET"] == "-" else int(r["CURRENT-OFFSET"]),
+                                                int(r["LOG-END-OFFSET"]), int(r["OFFSET-LAG"])) for r in rows}
+
+
+def kpulse_offsets(app) -> dict[tuple[str, int], tuple]:
+    return {(p["topic"], p["partition"]): (p["committed_offset"], p["log_end_offset"], p["lag"])
+            for p in app["group"]["input_partitions"]}
+
+
+def agreed(read_kpulse, read_tool, attempts: int = 10):
+    """kpulse's and the tool's reading, once kpulse read the same before and after the tool (a
+    running group's figures move between reads); the last pair when they never settle."""
+    import time
+
+    for _ in range(attempts):
+        before = read_kpulse()
+        tool = read_tool()
+        if before == tool == read_kpulse():
+            return before, tool
+        time.sleep(1)
+    return read_kpulse(), read_tool()
+
+
+@pytest.mark.cluster
+def test_a_streams_group_app_as_kafka_streams_groups_describes_it_and_its_transitions(bootstrap, tmp_path):
+    import time
+
+    from kpulse import processes
+    from localkafka.demo.topology import TopicSpec
+    from localkafka.demo.workload import create_topics
+
+    create_topics(bootstrap, (TopicSpec(f"{PREFIX}orders", 4, 3), TopicSpec(f"{PREFIX}orders-by-region", 4, 3),
+                              TopicSpec(f"{PREFIX}order-counts", 2, 3)))
+    produce_orders(bootstrap, {0: 12, 1: 9, 2: 6, 3: 3})
+    config = ClusterConfig(name="local", bootstrap_servers=bootstrap)
+    collector = StreamsAppsCollector(config)
+
+    def app_now():
+        result = collector.collect(CollectContext(cluster=config, now=time.time()))
+        return next((a for a in result.sections["streams_apps"] if a["application_id"] == REAL_APP), None), result
+
+    def until(done, timeout=90.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            app, _ = app_now()
+            if (app is not None and done(app)) or time.monotonic() > deadline:
+                return app
+            time.sleep(1)
+
+    pid_files = [streams_demo(bootstrap, tmp_path, 1)]
+    try:
+        app = until(lambda a: a["group_state"] == "Stable" and a["group"]["total_lag"] == 0
+                    and a["group"]["input_partitions"])
+        assert app is not None and (app["protocol"], app["group_state"], app["members"]) == ("streams", "Stable", 1), app
+        assert [s["subtopology_id"] for s in app["group"]["subtopologies"]] == ["0", "1", "2"]
+
+        def kpulse_state():
+            a, _ = app_now()
+            return a["group"]["state"], a["group"]["group_epoch"], a["group"]["assignment_epoch"], a["members"]
+
+        mine, theirs = agreed(kpulse_state, lambda: tool_state(bootstrap))
+        assert mine == theirs
+
+        # a second instance joins: the group rebalances to share the tasks
+        pid_files.append(streams_demo(bootstrap, tmp_path, 2))
+        app = until(lambda a: a["members"] == 2 and a["group_state"] == "Stable"
+                    and not any(m["reconciling"] for m in a["group"]["members"])
+                    and len({m["process_id"] for m in a["group"]["members"] if m["active_tasks"]}) == 2)
+        assert app["members"] == 2 and app["group_state"] == "Stable", app
+        moves = [(t["instance"], t["from"], t["to"]) for t in app["transitions"] if t["instance"] == GROUP_INSTANCE]
+        print("group transitions while instance 2 joined:", moves)
+        assert any(to in ("Assigning", "Reconciling", REBALANCING) for _, _, to in moves), moves
+        assert app["rebalances"]["count"] >= 1
+
+        mine, theirs = agreed(lambda: kpulse_members(app_now()[0]), lambda: tool_members(bootstrap))
+        assert mine == theirs and len(mine) == 2
+        produce_orders(bootstrap, {0: 5, 3: 5})
+        mine, theirs = agreed(lambda: kpulse_offsets(app_now()[0]), lambda: tool_offsets(bootstrap))
+        assert mine == theirs and len(mine) == 12  # 4 partitions of orders, orders-by-region, the repartition topic
+
+        # both stop: the group goes Empty, its members leave
+        for pid_file in pid_files:
+            processes.stop(pid_file)
+        app = until(lambda a: a["group_state"] == "Empty")
+        moves = [(t["instance"], t["from"], t["to"]) for t in app["transitions"]]
+        assert (GROUP_INSTANCE, "Stable", "Empty") in moves or (GROUP_INSTANCE, "Reconciling", "Empty") in moves, moves
+        assert sum(1 for instance, _, to in moves if instance.startswith("member ") and to == MEMBER_LEFT) >= 1
+        _, result = app_now()
+        rows = result.rows["streams_transition"]
+        assert all(set(r) == set(SCHEMAS["streams_transition"].names) for r in rows)
+
+        # without members the tool's describe prints nothing: committed offsets as --reset-offsets lists them
+        produce_orders(bootstrap, {1: 7, 2: 4})
+        app, _ = app_now()
+        assert app["group"]["input_scope"] == COMMITTED and app["group"]["members"] == []
+        dry_run = tool_table("--bootstrap-server", bootstrap, "--reset-offsets", "--to-current", "--dry-run",
+                             "--all-input-topics", "--group", REAL_APP)
+        committed = {(r["TOPIC"], int(r["PARTITION"])): int(r["NEW-OFFSET"]) for r in dry_run}
+        assert {k: v[0] for k, v in kpulse_offsets(app).items()} == committed
+        assert {topic for topic, _ in committed} == {f"{PREFIX}orders", f"{PREFIX}orders-by-region"}
+        ends = {(topic, int(partition)): int(end) for name in (f"{PREFIX}orders", f"{PREFIX}orders-by-region")
+                for topic, partition, end in (line.rsplit(":", 2) for line in official(
+                    "kafka-get-offsets", "--bootstrap-server", bootstrap, "--topic", name).split())}
+        expected = {k: ends[k] - c for k, c in committed.items()}
+        assert {k: v[2] for k, v in kpulse_offsets(app).items()} == expected
+        assert app["group"]["total_lag"] == sum(expected.values()) >= 11  # the 11 orders written after the stop
+    finally:
+        for pid_file in pid_files:
+            processes.stop(pid_file)

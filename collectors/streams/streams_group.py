@@ -163,7 +163,7 @@ def group_observations(group: StreamsGroup | None, known_members: Iterable[str])
     - instance :data:`GROUP_INSTANCE`: the group's state, with its target assignment epoch as the
       counter of rebalances (a rebalance that started and ended between two cycles leaves the
       state Stable but advances that epoch: the tracker records an inferred pass through
-      REBALANCING);
+      REBALANCING; only between two Stable cycles, as epochs move in NotReady and Empty too);
     - one instance per member (:func:`member_instance`): :data:`MEMBER_STABLE`, or
       :data:`MEMBER_RECONCILING` while its epoch is behind the target assignment epoch or its
       tasks are not its target's; :data:`MEMBER_LEFT` for a member of ``known_members`` that is no

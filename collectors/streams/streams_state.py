@@ -36,6 +36,7 @@ TRANSITIONS_KEPT = 100
 GROUP_INSTANCE = "(group)"
 """The ``instance`` of a transition of a Streams group's own state (KIP-1071; Kafka's spelling:
 Empty, NotReady, Assigning, Reconciling, Stable, Dead), beside the instances' client states."""
+GROUP_STABLE = "Stable"
 GROUP_REBALANCING_STATES = frozenset({"Assigning", "Reconciling"})
 """Streams group states in which the group rebalances: a new target assignment is being computed
 or the members are moving to it."""
@@ -274,6 +275,8 @@ def is_rebalancing(instance: str, state: str | None) -> bool:
 
 
 def _missed_rebalance(instance: str, last: _Last, seen: Observation) -> bool:
+    if instance == GROUP_INSTANCE and seen.state != GROUP_STABLE:
+        return False  # a group's episode is Stable -> ... -> Stable; NotReady or Empty epochs move too
     return (not is_rebalancing(instance, seen.state) and last.process_id is not None and last.process_id == seen.process_id
             and last.rebalances_total is not None and seen.rebalances_total is not None
             and seen.rebalances_total > last.rebalances_total)
