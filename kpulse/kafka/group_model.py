@@ -125,10 +125,9 @@ class ConsumerGroup:
 class Subtopology:
     subtopology_id: str
     source_topics: tuple[str, ...]
-    """The user topics it reads. A 4.3.1 broker lists the repartition topics a subtopology reads
-    in ``repartition_source_topics`` only (a subtopology that reads only a repartition topic has no
-    source topics); the filter of :attr:`StreamsGroup.input_topics` is kept for brokers that list
-    them here too."""
+    """The topics it reads that are not repartition topics of the group (StreamsGroupDescribe
+    names those in ``repartition_source_topics``); :attr:`StreamsGroup.input_topics` leaves out
+    any internal topic all the same."""
     repartition_sink_topics: tuple[str, ...]
     state_changelog_topics: tuple[str, ...]
     repartition_source_topics: tuple[str, ...]
