@@ -20,7 +20,7 @@ from kpulse.config.model import ClusterConfig, StreamsAppConfig
 from kpulse.kafka.group_model import GroupListing, GroupReadError, StreamsGroup, StreamsMember, Subtopology
 from kpulse.kafka.log_ends import LogEnds
 from kpulse.lake.schema import SCHEMAS
-from tests.support import official
+from tests.support import official, start_streams_app
 
 APP = "shop"
 REPARTITION = f"{APP}-by-customer-repartition"
@@ -333,23 +333,6 @@ def produce_orders(bootstrap: str, counts: dict[int, int]) -> None:
     assert producer.flush(30) == 0
 
 
-def streams_demo(bootstrap: str, root, instance: int):
-    """Start one instance of the demo topology as a Streams group; returns its pid file."""
-    from kpulse import processes
-    from localkafka.runtime import ensure_runtime, java_command
-
-    runtime = ensure_runtime()
-    directory = root / f"instance-{instance}"
-    command = java_command(runtime, "kpulse.demo.StreamsDemo",
-                           [bootstrap, str(instance), str(directory / "state"), REAL_APP, "streams", PREFIX],
-                           heap="256m", log_config="log4j2-server.properties",
-                           extra_classpath=[runtime.streams_demo_classes],
-                           system_properties={"kafka.logs.dir": str(directory)})
-    pid_file = directory / "pid.json"
-    processes.start(command, pid_file=pid_file, log_file=directory / "log")
-    return pid_file
-
-
 def tool_table(*args: str) -> list[dict[str, str]]:
     """Rows of ``kafka-streams-groups`` output (header GROUP ...) as dicts; the ASSIGNMENTS column,
     whose cells hold spaces, as one string."""
@@ -431,14 +414,8 @@ def agreed(read_kpulse, read_tool, attempts: int = 10):
 @pytest.mark.cluster
 def test_a_streams_group_app_as_kafka_streams_groups_describes_it_and_its_transitions(bootstrap, tmp_path):
     import time
+    from contextlib import ExitStack
 
-    from kpulse import processes
-    from localkafka.demo.topology import TopicSpec
-    from localkafka.demo.workload import create_topics
-
-    create_topics(bootstrap, (TopicSpec(f"{PREFIX}orders", 4, 3), TopicSpec(f"{PREFIX}orders-by-region", 4, 3),
-                              TopicSpec(f"{PREFIX}order-counts", 2, 3)))
-    produce_orders(bootstrap, {0: 12, 1: 9, 2: 6, 3: 3})
     config = ClusterConfig(name="local", bootstrap_servers=bootstrap)
     collector = StreamsAppsCollector(config)
 
@@ -454,8 +431,9 @@ def test_a_streams_group_app_as_kafka_streams_groups_describes_it_and_its_transi
                 return app
             time.sleep(1)
 
-    pid_files = [streams_demo(bootstrap, tmp_path, 1)]
-    try:
+    with ExitStack() as running:
+        instances = [running.enter_context(start_streams_app(bootstrap, REAL_APP, PREFIX, tmp_path, partitions=4))]
+        produce_orders(bootstrap, {0: 12, 1: 9, 2: 6, 3: 3})
         app = until(lambda a: a["group_state"] == "Stable" and a["group"]["total_lag"] == 0
                     and a["group"]["input_partitions"])
         assert app is not None and (app["protocol"], app["group_state"], app["members"]) == ("streams", "Stable", 1), app
@@ -469,7 +447,8 @@ def test_a_streams_group_app_as_kafka_streams_groups_describes_it_and_its_transi
         assert mine == theirs
 
         # a second instance joins: the group rebalances to share the tasks
-        pid_files.append(streams_demo(bootstrap, tmp_path, 2))
+        instances.append(running.enter_context(start_streams_app(bootstrap, REAL_APP, PREFIX, tmp_path,
+                                                                 instance=2, partitions=4)))
         app = until(lambda a: a["members"] == 2 and a["group_state"] == "Stable"
                     and not any(m["reconciling"] for m in a["group"]["members"])
                     and len({m["process_id"] for m in a["group"]["members"] if m["active_tasks"]}) == 2)
@@ -486,8 +465,10 @@ def test_a_streams_group_app_as_kafka_streams_groups_describes_it_and_its_transi
         assert mine == theirs and len(mine) == 12  # 4 partitions of orders, orders-by-region, the repartition topic
 
         # both stop: the group goes Empty, its members leave
-        for pid_file in pid_files:
-            processes.stop(pid_file)
+        for process in instances:
+            process.terminate()  # KafkaStreams.close(): the member leaves the group
+        for process in instances:
+            process.wait(60)
         app = until(lambda a: a["group_state"] == "Empty")
         moves = [(t["instance"], t["from"], t["to"]) for t in app["transitions"]]
         assert (GROUP_INSTANCE, "Stable", "Empty") in moves or (GROUP_INSTANCE, "Reconciling", "Empty") in moves, moves
@@ -511,6 +492,3 @@ def test_a_streams_group_app_as_kafka_streams_groups_describes_it_and_its_transi
         expected = {k: ends[k] - c for k, c in committed.items()}
         assert {k: v[2] for k, v in kpulse_offsets(app).items()} == expected
         assert app["group"]["total_lag"] == sum(expected.values()) >= 11  # the 11 orders written after the stop
-    finally:
-        for pid_file in pid_files:
-            processes.stop(pid_file)
