@@ -187,7 +187,8 @@ class FakeGroupReader:
 
     def list_groups(self, timeout, types=None):
         self.types_asked.append(types)
-        return [GroupListing(gid, "streams", "streams", getattr(g, "state", "Stable")) for gid, g in self.groups.items()]
+        return [GroupListing(gid, "streams", "streams", getattr(g, "state", "Stable"))
+                for gid, g in self.groups.items()]
 
     def describe(self, listings, timeout):
         return {listing.group_id: self.groups[listing.group_id] for listing in listings}
@@ -436,7 +437,8 @@ def test_a_streams_group_app_as_kafka_streams_groups_describes_it_and_its_transi
         produce_orders(bootstrap, {0: 12, 1: 9, 2: 6, 3: 3})
         app = until(lambda a: a["group_state"] == "Stable" and a["group"]["total_lag"] == 0
                     and a["group"]["input_partitions"])
-        assert app is not None and (app["protocol"], app["group_state"], app["members"]) == ("streams", "Stable", 1), app
+        assert app is not None, "the Streams group was not seen"
+        assert (app["protocol"], app["group_state"], app["members"]) == ("streams", "Stable", 1), app
         assert [s["subtopology_id"] for s in app["group"]["subtopologies"]] == ["0", "1", "2"]
 
         def kpulse_state():
@@ -454,7 +456,6 @@ def test_a_streams_group_app_as_kafka_streams_groups_describes_it_and_its_transi
                     and len({m["process_id"] for m in a["group"]["members"] if m["active_tasks"]}) == 2)
         assert app["members"] == 2 and app["group_state"] == "Stable", app
         moves = [(t["instance"], t["from"], t["to"]) for t in app["transitions"] if t["instance"] == GROUP_INSTANCE]
-        print("group transitions while instance 2 joined:", moves)
         assert any(to in ("Assigning", "Reconciling", REBALANCING) for _, _, to in moves), moves
         assert app["rebalances"]["count"] >= 1
 

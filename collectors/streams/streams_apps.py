@@ -47,17 +47,17 @@ from typing import Any
 
 from collectors.brokers.broker_metrics import http_get_text
 from collectors.protocol import CollectContext, CollectorResult
-from kpulse import prom_text
 from collectors.streams.streams_group import (MEMBER_LEFT, InputLag, group_observations, group_view,
                                               input_lag, input_partitions)
 from collectors.streams.streams_state import (InstanceReading, Observation, TransitionTracker, app_state,
                                               instances_from_samples, rebalance_summary, streams_app_ids,
                                               unreachable)
+from kpulse import prom_text
 from kpulse.kafka.batched_client import BatchedClient
 from kpulse.kafka.clients import LazyAdmin, group_state_name
 from kpulse.kafka.committed_offsets import BatchedOffsetFetch
 from kpulse.kafka.group_model import GroupReadError, StreamsGroup
-from kpulse.kafka.log_ends import EARLIEST, LeaderLogEnds
+from kpulse.kafka.log_ends import EARLIEST, LeaderLogEnds, LogEnds
 from kpulse.lake.schema import SCHEMAS
 from kpulse.snapshot import StreamsApp, StreamsInstance
 
@@ -211,7 +211,8 @@ class StreamsAppsCollector:
         except Exception as error:  # noqa: BLE001 - classic applications are still reported
             return StreamsGroupsRead({}, {}, f"Streams groups not listed: {_one_line(error)}")
         if listings is None:
-            return StreamsGroupsRead({}, {}, "Streams groups not listed: the batched client cannot be used")
+            why = getattr(getattr(readers.groups, "client", None), "unavailable_reason", None)
+            return StreamsGroupsRead({}, {}, f"Streams groups not listed: {why or 'no broker answered ListGroups'}")
         listings = [g for g in listings if g.type == "streams" and (self._discover or g.group_id in configured)]
         if not listings:
             return StreamsGroupsRead({}, {})
@@ -369,8 +370,6 @@ def _one_line(error: BaseException) -> str:
 
 def _read_offsets(reader: Any, partitions: list[tuple[str, int]]) -> tuple[Any, str | None]:
     """``reader.read`` of ``partitions`` (a ``LogEnds``), and why nothing was read (None: it was)."""
-    from kpulse.kafka.log_ends import LogEnds
-
     if not partitions:
         return LogEnds(), None
     try:

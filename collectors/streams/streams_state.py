@@ -277,7 +277,8 @@ def is_rebalancing(instance: str, state: str | None) -> bool:
 def _missed_rebalance(instance: str, last: _Last, seen: Observation) -> bool:
     if instance == GROUP_INSTANCE and seen.state != GROUP_STABLE:
         return False  # a group's episode is Stable -> ... -> Stable; NotReady or Empty epochs move too
-    return (not is_rebalancing(instance, seen.state) and last.process_id is not None and last.process_id == seen.process_id
+    return (not is_rebalancing(instance, seen.state)
+            and last.process_id is not None and last.process_id == seen.process_id
             and last.rebalances_total is not None and seen.rebalances_total is not None
             and seen.rebalances_total > last.rebalances_total)
 

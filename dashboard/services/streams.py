@@ -144,5 +144,6 @@ def current_states(app_entry: StreamsApp | None) -> dict[str, str]:
     if group:
         current[GROUP_INSTANCE] = group.get("state")
         for m in group.get("members") or []:
-            current[member_instance(str(m.get("member_id")))] = MEMBER_RECONCILING if m.get("reconciling") else MEMBER_STABLE
+            state = MEMBER_RECONCILING if m.get("reconciling") else MEMBER_STABLE
+            current[member_instance(str(m.get("member_id")))] = state
     return current
