@@ -493,3 +493,42 @@ def test_a_streams_group_app_as_kafka_streams_groups_describes_it_and_its_transi
         expected = {k: ends[k] - c for k, c in committed.items()}
         assert {k: v[2] for k, v in kpulse_offsets(app).items()} == expected
         assert app["group"]["total_lag"] == sum(expected.values()) >= 11  # the 11 orders written after the stop
+
+
+@pytest.mark.cluster
+def test_a_configured_streams_group_app_gets_its_instance_state_and_its_group(bootstrap, tmp_path):
+    """With a metrics endpoint the application's state is its instances' (RUNNING), the group's is
+    beside it; stopping the instance shows in both: UNREACHABLE and Empty."""
+    import time
+
+    from tests.support import free_port
+
+    app_id, port = "kpulse-test-streams-group-metrics", free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    config = ClusterConfig(name="local", bootstrap_servers=bootstrap,
+                           streams_apps=(StreamsAppConfig(app_id, (url,), 1),))
+    collector = StreamsAppsCollector(config, discover=False)
+
+    def until(done, timeout=90.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            result = collector.collect(CollectContext(cluster=config, now=time.time()))
+            [app] = result.sections["streams_apps"]
+            if done(app) or time.monotonic() > deadline:
+                return app
+            time.sleep(1)
+
+    with start_streams_app(bootstrap, app_id, "sgm.", tmp_path, metrics_port=port) as process:
+        app = until(lambda a: a["state"] == "RUNNING" and a["group_state"] == "Stable")
+        assert (app["protocol"], app["state"], app["group_state"], app["members"]) == ("streams", "RUNNING",
+                                                                                        "Stable", 1), app
+        [instance] = app["instances"]
+        assert (instance["id"], instance["state"]) == (f"{app_id}-1", "RUNNING")
+        [member] = app["group"]["members"]
+        assert member["client_id"].startswith(f"{app_id}-1")
+        process.terminate()
+        process.wait(60)
+        app = until(lambda a: a["group_state"] == "Empty" and a["instances"][0]["state"] == "UNREACHABLE")
+    moves = {(t["instance"], t["to"]) for t in app["transitions"]}
+    assert (f"{app_id}-1", "UNREACHABLE") in moves and (GROUP_INSTANCE, "Empty") in moves, app["transitions"]
+    assert app["state"] == "NOT_RUNNING" and app["group_state"] == "Empty"
