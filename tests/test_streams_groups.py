@@ -5,6 +5,9 @@ cluster, a StreamsDemo on ``group.protocol=streams`` compared with the official 
 
 from __future__ import annotations
 
+import re
+import time
+from contextlib import ExitStack
 from types import SimpleNamespace
 
 import pytest
@@ -20,7 +23,7 @@ from kpulse.config.model import ClusterConfig, StreamsAppConfig
 from kpulse.kafka.group_model import GroupListing, GroupReadError, StreamsGroup, StreamsMember, Subtopology
 from kpulse.kafka.log_ends import LogEnds
 from kpulse.lake.schema import SCHEMAS
-from tests.support import official, start_streams_app
+from tests.support import free_port, official, start_streams_app
 
 APP = "shop"
 REPARTITION = f"{APP}-by-customer-repartition"
@@ -352,8 +355,6 @@ def tool_table(*args: str) -> list[dict[str, str]]:
 
 def tool_tasks(assignments: str) -> dict[str, dict[str, list[int]]]:
     """``ACTIVE: 0:[0,1]; 1:[2]; TARGET-ACTIVE: ...`` -> {"ACTIVE": {"0": [0, 1], "1": [2]}, ...}."""
-    import re
-
     found: dict[str, dict[str, list[int]]] = {}
     kind = None
     for token in re.findall(r"[A-Z-]+:|\w+:\[[\d,]*\]", assignments):
@@ -401,8 +402,6 @@ def kpulse_offsets(app) -> dict[tuple[str, int], tuple]:
 def agreed(read_kpulse, read_tool, attempts: int = 10):
     """kpulse's and the tool's reading, once kpulse read the same before and after the tool (a
     running group's figures move between reads); the last pair when they never settle."""
-    import time
-
     for _ in range(attempts):
         before = read_kpulse()
         tool = read_tool()
@@ -414,9 +413,6 @@ def agreed(read_kpulse, read_tool, attempts: int = 10):
 
 @pytest.mark.cluster
 def test_a_streams_group_app_as_kafka_streams_groups_describes_it_and_its_transitions(bootstrap, tmp_path):
-    import time
-    from contextlib import ExitStack
-
     config = ClusterConfig(name="local", bootstrap_servers=bootstrap)
     collector = StreamsAppsCollector(config)
 
@@ -499,10 +495,6 @@ def test_a_streams_group_app_as_kafka_streams_groups_describes_it_and_its_transi
 def test_a_configured_streams_group_app_gets_its_instance_state_and_its_group(bootstrap, tmp_path):
     """With a metrics endpoint the application's state is its instances' (RUNNING), the group's is
     beside it; stopping the instance shows in both: UNREACHABLE and Empty."""
-    import time
-
-    from tests.support import free_port
-
     app_id, port = "kpulse-test-streams-group-metrics", free_port()
     url = f"http://127.0.0.1:{port}/metrics"
     config = ClusterConfig(name="local", bootstrap_servers=bootstrap,
