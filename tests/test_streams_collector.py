@@ -374,7 +374,7 @@ def collect_until(collector, config, done, timeout: float, interval: float = 1.0
 def test_stopping_streams_instance_2_is_seen_as_transitions_and_a_rebalance_of_instance_1(demo_workload,
                                                                                           bootstrap):
     from kpulse import processes
-    from localkafka.demo.topology import STREAMS_APPLICATION_ID
+    from localkafka.demo.topology import KIP1071_APPLICATION_ID, STREAMS_APPLICATION_ID
 
     urls = tuple(demo_workload.streams_metrics_urls())
     config = ClusterConfig(name="local", bootstrap_servers=bootstrap,
@@ -382,7 +382,18 @@ def test_stopping_streams_instance_2_is_seen_as_transitions_and_a_rebalance_of_i
     collector = StreamsAppsCollector(config)
     one, two = f"{STREAMS_APPLICATION_ID}-1", f"{STREAMS_APPLICATION_ID}-2"
 
-    app, _ = collect_until(collector, config, lambda a, _r: a["state"] == "RUNNING" and a["members"] == 2, 60)
+    def both_running(a, result):
+        apps = {x["application_id"]: x for x in result.sections["streams_apps"]}
+        return (a["state"] == "RUNNING" and a["members"] == 2
+                and (apps.get(KIP1071_APPLICATION_ID) or {}).get("group_state") == "Stable")
+
+    app, results = collect_until(collector, config, both_running, 90)
+    # the demo's other Streams app is a Streams group (KIP-1071): listed beside, with its protocol
+    apps = {a["application_id"]: a for a in results[-1].sections["streams_apps"]}
+    assert apps[STREAMS_APPLICATION_ID]["protocol"] == "classic" and apps[STREAMS_APPLICATION_ID]["group"] is None
+    kip1071 = apps[KIP1071_APPLICATION_ID]
+    assert (kip1071["protocol"], kip1071["group_state"], kip1071["members"]) == ("streams", "Stable", 1), kip1071
+    assert kip1071["group"]["input_partitions"] and kip1071["group"]["lag_error"] is None
     assert app["state"] == "RUNNING", app
     assert [(i["id"], i["state"], i["up"]) for i in app["instances"]] == [(one, "RUNNING", True),
                                                                           (two, "RUNNING", True)]
@@ -418,6 +429,17 @@ def test_stopping_streams_instance_2_is_seen_as_transitions_and_a_rebalance_of_i
     finally:
         demo_workload.start()  # starts only what is not running: instance 2
 
-    app, _ = collect_until(collector, config, lambda a, _r: a["state"] == "RUNNING" and a["members"] == 2, 60)
+    def both_running(a, result):
+        apps = {x["application_id"]: x for x in result.sections["streams_apps"]}
+        return (a["state"] == "RUNNING" and a["members"] == 2
+                and (apps.get(KIP1071_APPLICATION_ID) or {}).get("group_state") == "Stable")
+
+    app, results = collect_until(collector, config, both_running, 90)
+    # the demo's other Streams app is a Streams group (KIP-1071): listed beside, with its protocol
+    apps = {a["application_id"]: a for a in results[-1].sections["streams_apps"]}
+    assert apps[STREAMS_APPLICATION_ID]["protocol"] == "classic" and apps[STREAMS_APPLICATION_ID]["group"] is None
+    kip1071 = apps[KIP1071_APPLICATION_ID]
+    assert (kip1071["protocol"], kip1071["group_state"], kip1071["members"]) == ("streams", "Stable", 1), kip1071
+    assert kip1071["group"]["input_partitions"] and kip1071["group"]["lag_error"] is None
     assert app["state"] == "RUNNING", app
     assert any(i == two and a == UNREACHABLE for i, a, _ in moves(app)), app["transitions"]
