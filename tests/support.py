@@ -384,13 +384,15 @@ STREAMS_APP_TOPICS = ("orders", "orders-by-region", "order-counts")
 
 @contextmanager
 def start_streams_app(bootstrap: str, application_id: str, topic_prefix: str, state_dir: Path, *,
-                      protocol: str = "streams", instance: int = 1, partitions: int = 3):
+                      protocol: str = "streams", instance: int = 1, partitions: int = 3,
+                      metrics_port: int | None = None):
     """The demo's Streams topology (``kpulse.demo.StreamsDemo``) as application ``application_id``
     on ``group.protocol`` ``protocol`` (``streams``: a KIP-1071 Streams group; ``classic``), its
     user topics ``<topic_prefix>orders``, ``orders-by-region`` and ``order-counts`` created first
     (``partitions`` each) when missing; stopped when the block ends. Yields the process (its
-    output: ``state_dir/streams-<instance>.log``)."""
-    from localkafka.runtime import ensure_runtime, java_command
+    output: ``state_dir/streams-<instance>.log``). ``metrics_port``: its metrics served there by
+    the JMX exporter agent (``http://127.0.0.1:<port>/metrics``), as the demo's instances are."""
+    from localkafka.runtime import JAVA_DIR, ensure_runtime, java_command
 
     admin = admin_for(bootstrap)
     existing = admin.list_topics(timeout=15).topics
@@ -401,7 +403,8 @@ def start_streams_app(bootstrap: str, application_id: str, topic_prefix: str, st
     state_dir.mkdir(parents=True, exist_ok=True)
     command = java_command(runtime, "kpulse.demo.StreamsDemo",
                            [bootstrap, str(instance), str(state_dir / f"state-{instance}"), application_id, protocol,
-                            topic_prefix], extra_classpath=[runtime.streams_demo_classes])
+                            topic_prefix], extra_classpath=[runtime.streams_demo_classes],
+                           agent=None if metrics_port is None else (metrics_port, JAVA_DIR / "jmx-exporter-streams.yaml"))
     with open(state_dir / f"streams-{instance}.log", "ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     try:
