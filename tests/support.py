@@ -385,14 +385,17 @@ STREAMS_APP_TOPICS = ("orders", "orders-by-region", "order-counts")
 
 @contextmanager
 def start_streams_app(bootstrap: str, application_id: str, topic_prefix: str, state_dir: Path, *,
-                      protocol: str = "streams", instance: int = 1, partitions: int = 3, create_topics: bool = True):
+                      protocol: str = "streams", instance: int = 1, partitions: int = 3,
+                      metrics_port: int | None = None, create_topics: bool = True):
     """The demo's Streams topology (``kpulse.demo.StreamsDemo``) as application ``application_id``
     on ``group.protocol`` ``protocol`` (``streams``: a KIP-1071 Streams group; ``classic``), its
     user topics ``<topic_prefix>orders``, ``orders-by-region`` and ``order-counts`` created first
     (``partitions`` each) when missing; stopped when the block ends. Without ``create_topics``
     the topics are left as they are (missing ones: the group is NotReady, and the application stops
-    after 10 s). Yields the process (its output: ``state_dir/streams-<instance>.log``)."""
-    from localkafka.runtime import ensure_runtime, java_command
+    after 10 s). Yields the process (its output: ``state_dir/streams-<instance>.log``).
+    ``metrics_port``: its metrics served there by the JMX exporter agent
+    (``http://127.0.0.1:<port>/metrics``), as the demo's instances are."""
+    from localkafka.runtime import JAVA_DIR, ensure_runtime, java_command
 
     if create_topics:
         admin = admin_for(bootstrap)
@@ -404,7 +407,8 @@ def start_streams_app(bootstrap: str, application_id: str, topic_prefix: str, st
     state_dir.mkdir(parents=True, exist_ok=True)
     command = java_command(runtime, "kpulse.demo.StreamsDemo",
                            [bootstrap, str(instance), str(state_dir / f"state-{instance}"), application_id, protocol,
-                            topic_prefix], extra_classpath=[runtime.streams_demo_classes])
+                            topic_prefix], extra_classpath=[runtime.streams_demo_classes],
+                           agent=None if metrics_port is None else (metrics_port, JAVA_DIR / "jmx-exporter-streams.yaml"))
     with open(state_dir / f"streams-{instance}.log", "ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     try:

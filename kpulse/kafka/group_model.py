@@ -240,6 +240,20 @@ class SharePartitionOffset:
 GroupDescription = Union[ClassicGroup, ConsumerGroup, StreamsGroup, ShareGroup]
 
 
+def member_partitions(group: GroupDescription, member) -> Assignment:
+    """The partitions ``member`` of ``group`` reads now: its assignment; for a Streams member, the
+    partitions of its active tasks' source topics (task ``<subtopology>_<p>`` reads partition ``p``
+    of each source topic of the subtopology)."""
+    if isinstance(group, StreamsGroup):
+        sources = {s.subtopology_id: s.source_topics for s in group.subtopologies}
+        reads: dict[str, set[int]] = {}
+        for subtopology, partitions in member.active_tasks.items():
+            for topic in sources.get(subtopology, ()):
+                reads.setdefault(topic, set()).update(partitions)
+        return {topic: tuple(sorted(parts)) for topic, parts in sorted(reads.items())}
+    return member.assignment
+
+
 @dataclass(frozen=True)
 class GroupReadError:
     """A group that could not be described or read, and why (one line, Kafka's error name first)."""
