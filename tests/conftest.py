@@ -46,6 +46,7 @@ def local_cluster(test_state_dir):
     try:
         cluster.up()
         _STARTED.append(cluster)
+        _wait_for_the_group_coordinator(cluster.layout.bootstrap_servers)
         yield cluster
     finally:
         from localkafka.demo.workload import DemoWorkload
@@ -53,6 +54,30 @@ def local_cluster(test_state_dir):
         DemoWorkload(cluster).stop()
         _keep_logs(cluster)
         cluster.down(wipe=True)
+
+
+def _wait_for_the_group_coordinator(bootstrap: str, timeout: float = 120) -> None:
+    """Until a group's offsets can be read: the first group request of a fresh cluster creates
+    ``__consumer_offsets``, and librdkafka aborted the whole test process (a native crash, not an
+    exception) when its first offset commit met the coordinator still being elected. Asked through
+    kafka-python, which retries; every module then starts from a cluster with its coordinators up."""
+    import time
+
+    from kafka.admin import KafkaAdminClient
+
+    deadline = time.monotonic() + timeout
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kpulse-test-warm-up")
+    try:
+        while True:
+            try:
+                admin.list_group_offsets("kpulse-test-warm-up")
+                return
+            except Exception:  # noqa: BLE001 - coordinator not available yet
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+    finally:
+        admin.close()
 
 
 @pytest.fixture(scope="session")
