@@ -1,7 +1,8 @@
 """The Actions section of the group, Streams app, topic and broker pages (:func:`slot`).
 
-One flow for every operation (:mod:`operations.registry`: the one acting on the page's entity,
-with its form from :mod:`dashboard.action_forms`): the form -> **Plan** (the service plans;
+One flow for every operation (:mod:`operations.registry`: those acting on the page's entity, the
+person choosing one when there are several, with its form from :mod:`dashboard.action_forms`):
+the form -> **Plan** (the service plans;
 nothing changes) -> the plan as tables, exportable -> **Execute…** (or **Request approval…** on a
 cluster with the two-person rule) opens a confirmation dialog that requires typing the target's
 name -> the service executes (authorizes, locks, re-checks, applies, reads back, audits) -> the
@@ -25,7 +26,7 @@ from dashboard.services.sources import one_line
 from kpulse.errors import KpulseError
 from operations.access import allowed
 from operations.reassign_plan import ReassignmentPlan
-from operations.registry import of_entity, of_plan
+from operations.registry import for_entity, of_entity, of_plan
 
 CONFIRM_KEY = "kpulse-confirm"
 """Session-state flag: the action key whose confirmation dialog is open."""
@@ -50,17 +51,23 @@ def slot(kind: str, cluster: str, name: str) -> None:
 
 def _slot(kind: str, cluster: str, name: str) -> None:
     user = auth.user()
-    entry = of_entity(kind)
-    if user is None or not allowed(user, entry.name):
+    entries = [entry for entry in for_entity(kind) if user is not None and allowed(user, entry.name)]
+    if not entries:
+        entry = of_entity(kind)
         st.caption(f"{entry.action} needs the {entry.role} role" + (f"; you are a {user.role}" if user else ""))
         return
+    entry = entries[0]
+    if len(entries) > 1:
+        chosen = st.radio("Operation", [e.name for e in entries], key=f"op-{kind}-{cluster}-{name}-choice",
+                          horizontal=True)
+        entry = next(e for e in entries if e.name == chosen)
     operations = frame.operations()
     read_only = operations.config.cluster(cluster).read_only
     if read_only:
         st.info(f"Cluster {literal.markdown(cluster)} is read-only (read_only: true in the config): actions are "
                 "disabled.",
                 icon=":material/lock:")
-    key = f"op-{kind}-{cluster}-{name}"
+    key = f"op-{kind}-{cluster}-{name}" + ("" if entry is entries[0] else f"-{entry.name}")
     form = action_forms.FORMS[entry.name]
     with st.form(f"{key}-form", border=False):
         values = form.draw(key, name, read_only)
