@@ -7,7 +7,6 @@ test_ops_share_groups.py."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -15,37 +14,11 @@ from operations.access import User
 from operations.errors import BadInput, Refused
 from operations.offset_plan import Scope, Strategy
 from tests.conftest import one_error_line
+from tests.group_ops_support import commit, committed
 from tests.support import admin_for, cli, create_topic, official, operations_for
 
 pytestmark = pytest.mark.cluster
 ADMIN = User("tester", "admin")
-
-
-def group_requests(bootstrap: str):
-    """Offsets read and committed through kafka-python (librdkafka's offset reads can crash on a
-    moving coordinator, librdkafka #5040)."""
-    from kafka.admin import KafkaAdminClient
-
-    from operations.group_requests import GroupRequests
-
-    return GroupRequests(lambda: KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kpulse-test"))
-
-
-def committed(bootstrap: str, group: str) -> dict:
-    with group_requests(bootstrap) as requests:
-        return requests.committed(group)
-
-
-def commit(bootstrap: str, group: str, offsets: dict) -> None:
-    """Commit ``offsets`` for a group without members; again while the coordinator does not know a
-    topic just created yet."""
-    with group_requests(bootstrap) as requests:
-        for _ in range(20):
-            errors = set(requests.commit(group, offsets).values())
-            if errors == {None}:
-                break
-            time.sleep(0.5)
-        assert errors == {None} and requests.committed(group) == offsets
 
 
 @pytest.fixture
@@ -125,7 +98,7 @@ def test_a_kip848_consumer_group_is_deleted_as_kafka_consumer_groups_deletes_it(
 
 
 def test_an_active_group_is_refused_by_kpulse_and_by_the_official_tool_and_nothing_changes(bootstrap, tmp_path):
-    from confluent_kafka import Consumer
+    from confluent_kafka import Consumer, TopicPartition
 
     topic, group = "ogc-active", "ogc-active-group"
     admin = admin_for(bootstrap)
@@ -138,7 +111,7 @@ def test_an_active_group_is_refused_by_kpulse_and_by_the_official_tool_and_nothi
             consumer.poll(0.5)
             if consumer.assignment():
                 break
-        consumer.commit(offsets=[__import__("confluent_kafka").TopicPartition(topic, 0, 0)], asynchronous=False)
+        consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
         operations = operations_for(tmp_path, bootstrap)
         for plan in (lambda: operations.plan_delete_group("test", group),
                      lambda: operations.plan_delete_offsets("test", group, [topic])):
