@@ -23,7 +23,7 @@ from operations.group_plans import (
     StreamsGroupResetPlan, check_strategy, input_partitions, refuse_unless_inactive, refuse_wrong_type,
     streams_foreign_topics, streams_internal_topics,
 )
-from operations.group_read_tmp import GroupNotFound  # TEMPORARY: kpulse.kafka.group_describe once on main
+from kpulse.kafka.group_describe import GroupNotFound
 from operations.group_requests import GroupRequests
 from operations.internal_topics import refuse_internal_topics
 from operations.offset_plan import PartitionReset, Scope, Strategy, TopicPartition, choose_offsets

@@ -30,7 +30,7 @@ from operations.group_ops import (
     read_group_now,
 )
 from operations.group_plans import DeleteGroupPlan, DeleteOffsetsPlan, ShareResetPlan, StreamsGroupResetPlan
-from operations.group_read_tmp import read_group  # TEMPORARY: kpulse.kafka.group_describe once on main
+from kpulse.kafka.group_describe import read_group
 from operations.group_requests import GroupRequests
 from operations.internal_topics import refuse_internal_topics
 from operations.kafka_reads import TIMEOUT, GroupListing, all_groups, metadata

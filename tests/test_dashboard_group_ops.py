@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.dashboard_ops import CLUSTER, COUNTS, START, TOPIC, group_key, prepare_topic, sign_in, start, write_setup
-from tests.group_ops_support import commit, committed
+from tests.group_ops_support import commit_offsets, read_committed
 from tests.support import create_topic
 
 pytestmark = pytest.mark.cluster
@@ -23,7 +23,7 @@ def test_an_operator_deletes_a_groups_offsets_of_one_topic_through_plan_and_type
     other, group = "ui-group-ops-other", "ui-group-ops"
     create_topic(admin, other, 1)
     offsets = {**{(TOPIC, p): START for p in COUNTS}, (other, 0): 0}
-    commit(bootstrap, group, offsets)
+    commit_offsets(bootstrap, group, offsets)
     app = start(write_setup(tmp_path, bootstrap, [group]), monkeypatch)
     sign_in(app, "olga", "olga-secret-1")
     app.switch_page("app_pages/groups.py").run()
@@ -33,23 +33,23 @@ def test_an_operator_deletes_a_groups_offsets_of_one_topic_through_plan_and_type
     assert "delete-group" not in choice.options  # an admin's: an operator is not offered it
     choice.set_value("delete-offsets").run()
     key = f"{group_key(group)}-delete-offsets"
-    app.multiselect(key=f"{key}-delete-topics").set_value([other]).run()
+    app.multiselect(key=f"{key}-delete-topics").set_value([other])
     next(b for b in app.button if b.label == "Plan (changes nothing)").click().run()
     assert not app.exception and not app.error, [e.value for e in app.error]
     [plan] = [d.value for d in app.dataframe if "offset" in d.value.columns]
     assert list(plan[["topic", "partition"]].itertuples(index=False, name=None)) == [(other, 0)]
-    assert committed(bootstrap, group) == offsets
+    assert read_committed(bootstrap, group) == offsets
 
     app.button(key=f"{key}-execute").click().run()
     app.text_input(key=f"{key}-typed").input("ui-group-op")
     app.button(key=f"{key}-confirm").click().run()
-    assert any("nothing executed" in e.value for e in app.error) and committed(bootstrap, group) == offsets
+    assert any("nothing executed" in e.value for e in app.error) and read_committed(bootstrap, group) == offsets
 
     app.text_input(key=f"{key}-typed").input(group)
     app.button(key=f"{key}-confirm").click().run()
     assert not app.exception and not app.error, [e.value for e in app.error]
     assert any("delete-offsets: ok" in s.value for s in app.success)
-    assert committed(bootstrap, group) == {(TOPIC, p): START for p in COUNTS}
+    assert read_committed(bootstrap, group) == {(TOPIC, p): START for p in COUNTS}
 
     from kpulse.config import load_config
     from operations.audit import AuditLog

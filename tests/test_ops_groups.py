@@ -14,7 +14,7 @@ from operations.access import User
 from operations.errors import BadInput, Refused
 from operations.offset_plan import Scope, Strategy
 from tests.conftest import one_error_line
-from tests.group_ops_support import commit, committed
+from tests.group_ops_support import commit_offsets, read_committed
 from tests.support import admin_for, cli, create_topic, official, operations_for
 
 pytestmark = pytest.mark.cluster
@@ -33,7 +33,7 @@ def twins(bootstrap, request):
     offsets = {(t, p): 0 for t in topics for p in range(2)}
     groups = (f"{name}-kpulse", f"{name}-official")
     for group in groups:
-        commit(bootstrap, group, offsets)
+        commit_offsets(bootstrap, group, offsets)
     return admin, topics, groups
 
 
@@ -53,7 +53,7 @@ def test_delete_offsets_of_a_classic_group_equals_kafka_consumer_groups_delete_o
                       "--topic", dropped)
 
     assert "EXIT" not in answer and outcome.result == "ok", (answer, outcome)
-    assert committed(bootstrap, mine) == committed(bootstrap, theirs) == {(kept, 0): 0, (kept, 1): 0}
+    assert read_committed(bootstrap, mine) == read_committed(bootstrap, theirs) == {(kept, 0): 0, (kept, 1): 0}
     [row] = operations.audit.read().query("action == 'delete-offsets'").to_dict("records")
     assert (row["target"], row["result"], row["actor"]) == (f"group {mine}", "ok", "tester")
     assert json.loads(row["before_json"]) == {f"{dropped}-0": 0, f"{dropped}-1": 0}
@@ -71,7 +71,7 @@ def test_delete_a_classic_group_equals_kafka_consumer_groups_delete(bootstrap, t
 
     assert "EXIT" not in answer and "successful" in answer
     assert {mine, theirs} & listed_groups(bootstrap) == set()
-    assert committed(bootstrap, mine) == committed(bootstrap, theirs) == {}
+    assert read_committed(bootstrap, mine) == read_committed(bootstrap, theirs) == {}
 
 
 def test_a_kip848_consumer_group_is_deleted_as_kafka_consumer_groups_deletes_it(bootstrap, tmp_path):
@@ -111,7 +111,7 @@ def test_an_active_group_is_refused_by_kpulse_and_by_the_official_tool_and_nothi
             consumer.poll(0.5)
             if consumer.assignment():
                 break
-        consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+        consumer.commit_offsets(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
         operations = operations_for(tmp_path, bootstrap)
         for plan in (lambda: operations.plan_delete_group("test", group),
                      lambda: operations.plan_delete_offsets("test", group, [topic])):
@@ -119,7 +119,7 @@ def test_an_active_group_is_refused_by_kpulse_and_by_the_official_tool_and_nothi
                 plan()
         answer = official("kafka-consumer-groups", "--bootstrap-server", bootstrap, "--delete", "--group", group)
         assert "NON_EMPTY_GROUP" in answer or "not empty" in answer.lower()
-        assert group in listed_groups(bootstrap) and committed(bootstrap, group) == {(topic, 0): 0}
+        assert group in listed_groups(bootstrap) and read_committed(bootstrap, group) == {(topic, 0): 0}
     finally:
         consumer.close()
 
@@ -128,7 +128,7 @@ def test_bad_input_is_one_line_and_changes_nothing(bootstrap, tmp_path, twins):
     admin, (topic, _), (mine, _) = twins
     operations = operations_for(tmp_path, bootstrap)
     config = tmp_path / "kpulse.yaml"
-    before = committed(bootstrap, mine)
+    before = read_committed(bootstrap, mine)
 
     with pytest.raises(BadInput, match="^unknown group 'ogc-no-such-group': the cluster lists no group"):
         operations.plan_delete_group("test", "ogc-no-such-group")
@@ -147,5 +147,5 @@ def test_bad_input_is_one_line_and_changes_nothing(bootstrap, tmp_path, twins):
         "kpulse: error: the group id is empty"
     assert one_error_line(cli(config, "reset-streams-group", "--group", mine, "--all-input-topics", "--to-earliest",
                               "--execute")).startswith(f"kpulse: error: group '{mine}' is a classic group, not a")
-    assert committed(bootstrap, mine) == before and mine in listed_groups(bootstrap)
+    assert read_committed(bootstrap, mine) == before and mine in listed_groups(bootstrap)
     assert topic in admin.list_topics(timeout=10).topics

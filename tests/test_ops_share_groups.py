@@ -15,8 +15,8 @@ import pytest
 from operations.access import User
 from operations.errors import BadInput, Refused
 from operations.offset_plan import Scope, Strategy
-from tests.group_ops_support import start_share_consumer, wait_until
-from tests.support import admin_for, create_topic, official, operations_for, produce
+from tests.group_ops_support import wait_until
+from tests.support import admin_for, create_topic, official, operations_for, produce, start_share_consumer
 
 pytestmark = pytest.mark.cluster
 ADMIN = User("tester", "admin")

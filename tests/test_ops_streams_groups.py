@@ -15,8 +15,8 @@ from operations.access import User
 from operations.errors import BadInput, Refused
 from operations.offset_plan import Scope, Strategy
 from tests.conftest import one_error_line
-from tests.group_ops_support import committed, start_streams_app, wait_until
-from tests.support import cli, official, operations_for, produce
+from tests.group_ops_support import read_committed, wait_until
+from tests.support import cli, official, operations_for, produce, start_streams_app
 
 pytestmark = pytest.mark.cluster
 ADMIN = User("tester", "admin")
@@ -84,7 +84,7 @@ def twins(bootstrap, tmp_path_factory):
     stack.enter_context(start_streams_app(bootstrap, THEIRS, PREFIX, state / "theirs", instance=2))
     every = {(ORDERS, p): RECORDS for p in range(3)}
     try:
-        wait_until(lambda: all(every.items() <= committed(bootstrap, g).items() for g in (MINE, THEIRS)), 240,
+        wait_until(lambda: all(every.items() <= read_committed(bootstrap, g).items() for g in (MINE, THEIRS)), 240,
                    "both applications to commit every input record")
         yield Twins(bootstrap, stack)
     finally:
@@ -93,7 +93,7 @@ def twins(bootstrap, tmp_path_factory):
 
 def test_a_running_streams_group_is_refused_by_kpulse_and_by_the_official_tool(bootstrap, tmp_path, twins):
     operations = operations_for(tmp_path, bootstrap)
-    before = {g: committed(bootstrap, g) for g in (MINE, THEIRS)}
+    before = {g: read_committed(bootstrap, g) for g in (MINE, THEIRS)}
 
     with pytest.raises(Refused, match=rf"^cannot reset the offsets of group '{MINE}': the streams group is \w+ with "
                                       r"1 active member\(s\) .*; stop them first"):
@@ -105,7 +105,7 @@ def test_a_running_streams_group_is_refused_by_kpulse_and_by_the_official_tool(b
                             "--delete-all-internal-topics", "--execute")
     assert f"can only be reset if the group '{THEIRS}' is inactive" in answer
 
-    assert {g: committed(bootstrap, g) for g in (MINE, THEIRS)} == before
+    assert {g: read_committed(bootstrap, g) for g in (MINE, THEIRS)} == before
     assert internal_topics(bootstrap, MINE) == internal_topics(bootstrap, THEIRS) == {
         "-by-customer-repartition", "-order-counts-changelog"}
 
@@ -133,7 +133,7 @@ def test_a_plan_shows_the_offsets_of_the_official_dry_run_for_every_strategy_and
         args = ["--reset-offsets", "--group", MINE, f"--{name}"] + ([value] if value else []) + ([flag] if flag else [])
         expected = new_offsets(streams_groups(bootstrap, *args, "--dry-run"), MINE)
         assert expected and plan.new_offsets() == expected, (name, value, flag)
-    assert committed(bootstrap, MINE) == committed(bootstrap, THEIRS)
+    assert read_committed(bootstrap, MINE) == read_committed(bootstrap, THEIRS)
 
 
 def test_an_input_topic_without_committed_offsets_is_refused_as_the_official_tool_resets_nothing(bootstrap, tmp_path,
@@ -141,7 +141,7 @@ def test_an_input_topic_without_committed_offsets_is_refused_as_the_official_too
     twins.stop()
     operations = operations_for(tmp_path, bootstrap)
     region = PREFIX + "orders-by-region"
-    if (region, 0) in committed(bootstrap, MINE):
+    if (region, 0) in read_committed(bootstrap, MINE):
         pytest.skip("the topology committed on its intermediate topic")
     with pytest.raises(BadInput, match=f"not part of group '{MINE}'"):
         operations.plan_streams_group_reset("test", MINE, Scope.parse(False, [region]), Strategy("to-earliest"))
@@ -162,7 +162,7 @@ def test_an_executed_reset_equals_the_official_execute_and_keeps_the_internal_to
                             "--execute")
 
     assert outcome.result == "ok" and "Error" not in answer, (outcome, answer)
-    assert committed(bootstrap, MINE) == committed(bootstrap, THEIRS) == {(ORDERS, p): RECORDS - 5 for p in range(3)}
+    assert read_committed(bootstrap, MINE) == read_committed(bootstrap, THEIRS) == {(ORDERS, p): RECORDS - 5 for p in range(3)}
     assert internal_topics(bootstrap, MINE) == internal_topics(bootstrap, THEIRS) == {
         "-by-customer-repartition", "-order-counts-changelog"}
 
@@ -177,7 +177,7 @@ def test_reset_streams_app_deletes_the_internal_topics_as_delete_all_internal_to
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Streams group {MINE} (Empty): --to-earliest, scope all input topics" in result.stdout
     assert "KafkaStreams#cleanUp()" in result.stdout and "Error" not in answer
-    assert committed(bootstrap, MINE) == committed(bootstrap, THEIRS) == {(ORDERS, p): 0 for p in range(3)}
+    assert read_committed(bootstrap, MINE) == read_committed(bootstrap, THEIRS) == {(ORDERS, p): 0 for p in range(3)}
     wait_until(lambda: internal_topics(bootstrap, MINE) == internal_topics(bootstrap, THEIRS) == set(), 60,
                "both groups' internal topics deleted")
     [row] = operations.audit.read().query("action == 'reset-streams-group'").to_dict("records")
@@ -194,7 +194,7 @@ def test_delete_offsets_and_delete_of_a_streams_group_equal_kafka_streams_groups
     assert operations.delete_offsets(ADMIN, plan).result == "ok"
     answer = streams_groups(bootstrap, "--delete-offsets", "--group", THEIRS, "--input-topic", ORDERS)
     assert "Request succeeded" in answer, answer
-    assert committed(bootstrap, MINE) == committed(bootstrap, THEIRS) == {}
+    assert read_committed(bootstrap, MINE) == read_committed(bootstrap, THEIRS) == {}
 
     plan = operations.plan_delete_group("test", MINE, delete_internal_topics=True)
     assert (plan.group_type, plan.delete_topics) == ("streams", ())  # deleted by the reset before
