@@ -39,24 +39,30 @@ def command_line(kind: str, cluster: str, name: str) -> str:
     return of_entity(kind).command_line.format(cluster=literal.shell(cluster), name=literal.shell(name))
 
 
-def slot(kind: str, cluster: str, name: str) -> None:
-    """The Actions section of an entity page (``kind``: group, streams, topic or broker)."""
+def slot(kind: str, cluster: str, name: str, group_type: str | None = None) -> None:
+    """The Actions section of an entity page (``kind``: group, streams, topic or broker); a group's
+    ``group_type``, when the page knows it, leaves out the operations that do not apply to it."""
     with st.container(border=True, key=f"actions-{kind}"):
         st.markdown("**Actions**")
         with frame.shown_errors("actions"):
-            _slot(kind, cluster, name)
+            _slot(kind, cluster, name, group_type or None)
         st.caption("From the command line (a dry run until --execute):")
         st.code(command_line(kind, cluster, name), language="bash")
 
 
-def _slot(kind: str, cluster: str, name: str) -> None:
+def _slot(kind: str, cluster: str, name: str, group_type: str | None) -> None:
     user = auth.user()
-    entries = [entry for entry in for_entity(kind) if user is not None and allowed(user, entry.name)]
+    applying = for_entity(kind, group_type)
+    if not applying:
+        st.caption(f"No operation applies to a {literal.markdown(group_type or '')} group here.")
+        return
+    entries = [entry for entry in applying if user is not None and allowed(user, entry.name)]
     if not entries:
-        entry = of_entity(kind)
+        entry = applying[0]
         st.caption(f"{entry.action} needs the {entry.role} role" + (f"; you are a {user.role}" if user else ""))
         return
     entry = entries[0]
+    first = of_entity(kind)
     if len(entries) > 1:
         chosen = st.radio("Operation", [e.name for e in entries], key=f"op-{kind}-{cluster}-{name}-choice",
                           horizontal=True)
@@ -67,7 +73,7 @@ def _slot(kind: str, cluster: str, name: str) -> None:
         st.info(f"Cluster {literal.markdown(cluster)} is read-only (read_only: true in the config): actions are "
                 "disabled.",
                 icon=":material/lock:")
-    key = f"op-{kind}-{cluster}-{name}" + ("" if entry is entries[0] else f"-{entry.name}")
+    key = f"op-{kind}-{cluster}-{name}" + ("" if entry is first else f"-{entry.name}")
     form = action_forms.FORMS[entry.name]
     with st.form(f"{key}-form", border=False):
         values = form.draw(key, name, read_only)

@@ -112,6 +112,9 @@ class Operation:
     polled: bool = False
     """Its execution can return while the change still runs (``in-progress``): the dashboard then
     shows the progress until verified, with a cancel button."""
+    group_types: tuple[str, ...] = ()
+    """The group types it applies to (``classic``, ``consumer``, ``streams``, ``share``); empty: any
+    (or not a group). A page that knows the group's type offers only those that apply."""
 
     def __post_init__(self) -> None:
         if not self.action:
@@ -323,6 +326,7 @@ def _changes_partitions(plan) -> bool:
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
         name=RESET_OFFSETS, role=OPERATOR, approvable=True, plan_type=ResetPlan, entity="group",
+        group_types=("classic", "consumer"),
         summary=_reset_summary, tables=lambda plan: {"Offsets per partition": reset_rows(plan.partitions)},
         outcome_table=_reset_outcome_table, confirmation_name=lambda plan: plan.group_id,
         has_changes=_changes_partitions,
@@ -333,6 +337,7 @@ OPERATIONS: tuple[Operation, ...] = (
                         "csv"),)),
     Operation(
         name=RESET_STREAMS_APP, role=ADMIN, approvable=True, plan_type=StreamsResetPlan, entity="streams",
+        group_types=("classic",),
         summary=_streams_summary, tables=_streams_tables, outcome_table=_read_back_table,
         confirmation_name=lambda plan: plan.application_id,
         has_changes=lambda plan: bool(plan.input or plan.intermediate or plan.delete_topics),
@@ -342,6 +347,7 @@ OPERATIONS: tuple[Operation, ...] = (
         notes=lambda plan: (plan.local_state_note,)),
     Operation(
         name=RESET_STREAMS_GROUP, role=ADMIN, approvable=True, plan_type=StreamsGroupResetPlan, entity="streams",
+        group_types=("streams",),
         summary=_streams_group_summary, tables=_streams_group_tables, outcome_table=_read_back_table,
         confirmation_name=lambda plan: plan.group_id,
         has_changes=lambda plan: bool(plan.partitions or plan.delete_topics),
@@ -353,6 +359,7 @@ OPERATIONS: tuple[Operation, ...] = (
         notes=lambda plan: (LOCAL_STATE_NOTE.format(app=plan.group_id),)),
     Operation(
         name=RESET_SHARE_GROUP, role=OPERATOR, approvable=True, plan_type=ShareResetPlan, entity="group",
+        group_types=("share",),
         summary=_share_summary, tables=_share_tables, outcome_table=_reset_outcome_table,
         confirmation_name=lambda plan: plan.group_id, has_changes=_changes_partitions,
         planner=lambda operations, *args, **kwargs: operations.plan_share_reset(*args, **kwargs),
@@ -419,9 +426,11 @@ def of_entity(entity: str) -> Operation:
     return for_entity(entity)[0]
 
 
-def for_entity(entity: str) -> tuple[Operation, ...]:
-    """Every operation the dashboard page of ``entity`` offers, in the registry's order."""
+def for_entity(entity: str, group_type: str | None = None) -> tuple[Operation, ...]:
+    """Every operation the dashboard page of ``entity`` offers, in the registry's order; with
+    ``group_type``, those that apply to a group of that type."""
     found = tuple(candidate for candidate in OPERATIONS if candidate.entity == entity)
     if not found:
         raise KeyError(f"no operation acts on a {entity!r}")
-    return found
+    return tuple(candidate for candidate in found
+                 if group_type is None or not candidate.group_types or group_type in candidate.group_types)

@@ -111,7 +111,7 @@ def test_an_active_group_is_refused_by_kpulse_and_by_the_official_tool_and_nothi
             consumer.poll(0.5)
             if consumer.assignment():
                 break
-        consumer.commit_offsets(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+        consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
         operations = operations_for(tmp_path, bootstrap)
         for plan in (lambda: operations.plan_delete_group("test", group),
                      lambda: operations.plan_delete_offsets("test", group, [topic])):
