@@ -258,10 +258,7 @@ def _reset_streams_group(args, operations) -> int | None:
     plan = entry.planner(operations, cluster, args.group, Scope.parse(args.all_input_topics, args.input_topic),
                          Strategy(*args.strategy), delete_internal_topics=args.delete_all_internal_topics,
                          include_internal=args.include_internal)
-    if args.export:
-        print(plan.to_csv(), end="")
-        return None
-    return _plan_and_run(args, operations, entry, plan)
+    return _plan_and_run(args, operations, entry, plan, export=plan.to_csv() if args.export else None)
 
 
 def _reset_share_group(args, operations) -> int | None:
@@ -292,18 +289,26 @@ def _delete_group(args, operations) -> int | None:
     return _plan_and_run(args, operations, entry, plan)
 
 
-def _plan_and_run(args, operations, entry, plan) -> int | None:
-    """Print ``plan`` (its summary and tables, from the registry); with ``--execute`` run it (or file
-    an approval request) and print what was read back."""
+def _plan_and_run(args, operations, entry, plan, export: str | None = None) -> int | None:
+    """Print ``plan`` (its summary and tables, from the registry; or ``export``, the official tool's
+    CSV, with ``--export``); with ``--execute`` run it first (or file an approval request) and print
+    what was read back."""
     outcome = None
     if args.execute:
         actor = cli_actor(operations.config, args.as_user)
         if operations.needs_approval(plan.cluster, entry.action):
             return _requested(operations.request_approval(actor, entry.action, plan, _run_options(args)))
         outcome = entry.executor(operations, actor, plan, _run_options(args), None)
-    if args.json:
+    if export is not None:
+        print(export, end="")
+    elif args.json:
         print(json.dumps({"plan": plan.to_dict(), "result": outcome.to_dict() if outcome else None}, indent=2))
-        return 1 if outcome is not None and outcome.result != "ok" else None
+    else:
+        _print_plan_and_outcome(entry, plan, outcome)
+    return 1 if outcome is not None and outcome.result != "ok" else None
+
+
+def _print_plan_and_outcome(entry, plan, outcome) -> None:
     print(entry.summary(plan, str) + f" on cluster {plan.cluster}")
     for number, (title, table) in enumerate(entry.tables(plan).items()):
         if number == 0 or not table.empty:
@@ -319,7 +324,6 @@ def _plan_and_run(args, operations, entry, plan) -> int | None:
         print(f"{outcome.result}" + (f": {outcome.error}" if outcome.error else ": done and verified (read back)"))
     for note in entry.notes(plan):
         print(note)
-    return 1 if outcome is not None and outcome.result != "ok" else None
 
 
 # --- elect-leaders -------------------------------------------------------------------------------
