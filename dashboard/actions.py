@@ -33,10 +33,11 @@ CONFIRM_KEY = "kpulse-confirm"
 POLL_SECONDS = 2.0
 
 
-def command_line(kind: str, cluster: str, name: str) -> str:
-    """The same action from the command line (a dry run unless ``--execute``), ``cluster`` and
-    ``name`` quoted as shell words."""
-    return of_entity(kind).command_line.format(cluster=literal.shell(cluster), name=literal.shell(name))
+def command_line(kind: str, cluster: str, name: str, operation: str | None = None) -> str:
+    """The same action (``operation``, default the page's first) from the command line (a dry run
+    unless ``--execute``), ``cluster`` and ``name`` quoted as shell words."""
+    entry = next((e for e in for_entity(kind) if e.name == operation), of_entity(kind))
+    return entry.command_line.format(cluster=literal.shell(cluster), name=literal.shell(name))
 
 
 def slot(kind: str, cluster: str, name: str, group_type: str | None = None) -> None:
@@ -44,23 +45,25 @@ def slot(kind: str, cluster: str, name: str, group_type: str | None = None) -> N
     ``group_type``, when the page knows it, leaves out the operations that do not apply to it."""
     with st.container(border=True, key=f"actions-{kind}"):
         st.markdown("**Actions**")
+        chosen = None
         with frame.shown_errors("actions"):
-            _slot(kind, cluster, name, group_type or None)
+            chosen = _slot(kind, cluster, name, group_type or None)
         st.caption("From the command line (a dry run until --execute):")
-        st.code(command_line(kind, cluster, name), language="bash")
+        st.code(command_line(kind, cluster, name, chosen), language="bash")
 
 
-def _slot(kind: str, cluster: str, name: str, group_type: str | None) -> None:
+def _slot(kind: str, cluster: str, name: str, group_type: str | None) -> str | None:
+    """Draws the chosen operation's form and plan; returns its name (None: none offered)."""
     user = auth.user()
     applying = for_entity(kind, group_type)
     if not applying:
         st.caption(f"No operation applies to a {literal.markdown(group_type or '')} group here.")
-        return
+        return None
     entries = [entry for entry in applying if user is not None and allowed(user, entry.name)]
     if not entries:
         entry = applying[0]
         st.caption(f"{entry.action} needs the {entry.role} role" + (f"; you are a {user.role}" if user else ""))
-        return
+        return None
     entry = entries[0]
     first = of_entity(kind)
     if len(entries) > 1:
@@ -86,6 +89,7 @@ def _slot(kind: str, cluster: str, name: str, group_type: str | None) -> None:
     state = st.session_state.get(key)
     if state:
         show(key, state, operations, read_only)
+    return entry.name
 
 
 def show(key: str, state: dict, operations, read_only: bool) -> None:
