@@ -1,5 +1,6 @@
 """The form of each operation (:mod:`operations.registry`), on the page of what it acts on: offset
-reset (group), Streams reset (app), preferred leader election (topic), reassignment (broker). A
+reset, share group reset, delete offsets, delete group (group), Streams reset and Streams group
+reset (app), preferred leader election (topic), reassignment (broker). A
 form draws its widgets and returns their values; its ``plan`` turns them into a plan through the
 operation's planner (changes nothing), its ``options`` say how the plan is to run."""
 
@@ -17,7 +18,12 @@ from dashboard.services.sources import DashboardError
 from operations.internal_topics import is_kafka_internal_topic
 from operations.numbers import PARTITION, parse_integer
 from operations.reassign_plan import DEFAULT_THROTTLE_BYTES
-from operations.registry import ELECT_LEADERS, REASSIGN, RESET_OFFSETS, RESET_STREAMS_APP, operation
+from operations.group_plans import SHARE_STRATEGIES, STREAMS_GROUP_STRATEGIES
+from operations.offset_plan import Scope
+from operations.registry import (
+    DELETE_GROUP, DELETE_OFFSETS, ELECT_LEADERS, REASSIGN, RESET_OFFSETS, RESET_SHARE_GROUP, RESET_STREAMS_APP,
+    RESET_STREAMS_GROUP, operation,
+)
 
 
 def _topics() -> list[str]:
@@ -74,6 +80,44 @@ def streams_form(key: str, name: str, disabled: bool) -> dict[str, Any]:
     return {"input": inputs, "intermediate": intermediate, "strategy": strategy, "value": value}
 
 
+def streams_group_form(key: str, name: str, disabled: bool) -> dict[str, Any]:
+    left, right = st.columns(2)
+    inputs = left.multiselect("Input topics (empty: every input topic of the topology)", _topics(),
+                              key=f"{key}-input", disabled=disabled, accept_new_options=True)
+    delete = left.checkbox("Delete the internal topics (--delete-all-internal-topics)", value=True,
+                           key=f"{key}-delete", disabled=disabled)
+    strategy = right.selectbox("Strategy", STREAMS_GROUP_STRATEGIES[:-1], key=f"{key}-strategy", disabled=disabled)
+    value = right.text_input("Value", key=f"{key}-value", disabled=disabled,
+                             help="; ".join(f"{s}: {h}" for s, h in plans.VALUE_HINTS.items()))
+    st.caption("For an application on group.protocol=streams (a Streams group, KIP-1071), as "
+               "kafka-streams-groups --reset-offsets does.")
+    return {"input": inputs, "delete": delete, "strategy": strategy, "value": value}
+
+
+def share_form(key: str, name: str, disabled: bool) -> dict[str, Any]:
+    left, right = st.columns(2)
+    topics = left.multiselect("Topics (empty: every partition the group has a start offset for)", _topics(),
+                              key=f"{key}-share-topics", disabled=disabled, accept_new_options=True)
+    strategy = right.selectbox("Strategy", SHARE_STRATEGIES, key=f"{key}-share-strategy", disabled=disabled)
+    value = right.text_input("Datetime (to-datetime)", key=f"{key}-share-value", disabled=disabled,
+                             placeholder="YYYY-MM-DDTHH:mm:SS.sss")
+    return {"topics": topics, "strategy": strategy, "value": value}
+
+
+def delete_offsets_form(key: str, name: str, disabled: bool) -> dict[str, Any]:
+    own = _group_topics(name)
+    topics = st.multiselect("Topics whose offsets the group forgets", own + [t for t in _topics() if t not in own],
+                            key=f"{key}-delete-topics", disabled=disabled, accept_new_options=True)
+    return {"topics": topics}
+
+
+def delete_group_form(key: str, name: str, disabled: bool) -> dict[str, Any]:
+    delete = st.checkbox("A Streams group: also delete its internal topics (--delete-all-internal-topics)",
+                         key=f"{key}-delete-internal", disabled=disabled)
+    st.caption("The group and all its offsets are deleted; it must have no member.")
+    return {"delete": delete}
+
+
 def topic_form(key: str, name: str, disabled: bool) -> dict[str, Any]:
     partitions = st.text_input("Partitions (empty: every partition of the topic)", key=f"{key}-partitions",
                                disabled=disabled, placeholder="0,2")
@@ -112,6 +156,27 @@ def plan_streams_reset(operations, cluster: str, name: str, values: dict[str, An
                                                 None, strategy)
 
 
+def plan_streams_group_reset(operations, cluster: str, name: str, values: dict[str, Any]):
+    scope = Scope(all_topics=not values["input"], topics=tuple((t, None) for t in values["input"]))
+    return operation(RESET_STREAMS_GROUP).planner(operations, cluster, name, scope,
+                                                  plans.strategy(values["strategy"], values["value"]),
+                                                  delete_internal_topics=values["delete"])
+
+
+def plan_share_reset(operations, cluster: str, name: str, values: dict[str, Any]):
+    scope = Scope(all_topics=not values["topics"], topics=tuple((t, None) for t in values["topics"]))
+    return operation(RESET_SHARE_GROUP).planner(operations, cluster, name, scope,
+                                                plans.strategy(values["strategy"], values["value"]))
+
+
+def plan_delete_offsets(operations, cluster: str, name: str, values: dict[str, Any]):
+    return operation(DELETE_OFFSETS).planner(operations, cluster, name, list(values["topics"]))
+
+
+def plan_delete_group(operations, cluster: str, name: str, values: dict[str, Any]):
+    return operation(DELETE_GROUP).planner(operations, cluster, name, delete_internal_topics=values["delete"])
+
+
 def plan_election(operations, cluster: str, name: str, values: dict[str, Any]):
     chosen = _partitions(values["partitions"])
     return operation(ELECT_LEADERS).planner(operations, cluster, ((name, tuple(chosen) if chosen else None),))
@@ -138,6 +203,10 @@ class Form:
 
 FORMS = {RESET_OFFSETS: Form(group_form, plan_reset),
          RESET_STREAMS_APP: Form(streams_form, plan_streams_reset),
+         RESET_STREAMS_GROUP: Form(streams_group_form, plan_streams_group_reset),
+         RESET_SHARE_GROUP: Form(share_form, plan_share_reset),
+         DELETE_OFFSETS: Form(delete_offsets_form, plan_delete_offsets),
+         DELETE_GROUP: Form(delete_group_form, plan_delete_group),
          ELECT_LEADERS: Form(topic_form, plan_election),
          REASSIGN: Form(broker_form, plan_reassignment, lambda values: {"throttle_bytes": values["throttle"]})}
 """Operation name -> its form."""

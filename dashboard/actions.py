@@ -1,7 +1,8 @@
 """The Actions section of the group, Streams app, topic and broker pages (:func:`slot`).
 
-One flow for every operation (:mod:`operations.registry`: the one acting on the page's entity,
-with its form from :mod:`dashboard.action_forms`): the form -> **Plan** (the service plans;
+One flow for every operation (:mod:`operations.registry`: those acting on the page's entity, the
+person choosing one when there are several, with its form from :mod:`dashboard.action_forms`):
+the form -> **Plan** (the service plans;
 nothing changes) -> the plan as tables, exportable -> **Execute…** (or **Request approval…** on a
 cluster with the two-person rule) opens a confirmation dialog that requires typing the target's
 name -> the service executes (authorizes, locks, re-checks, applies, reads back, audits) -> the
@@ -25,42 +26,57 @@ from dashboard.services.sources import one_line
 from kpulse.errors import KpulseError
 from operations.access import allowed
 from operations.reassign_plan import ReassignmentPlan
-from operations.registry import of_entity, of_plan
+from operations.registry import for_entity, of_entity, of_plan
 
 CONFIRM_KEY = "kpulse-confirm"
 """Session-state flag: the action key whose confirmation dialog is open."""
 POLL_SECONDS = 2.0
 
 
-def command_line(kind: str, cluster: str, name: str) -> str:
-    """The same action from the command line (a dry run unless ``--execute``), ``cluster`` and
-    ``name`` quoted as shell words."""
-    return of_entity(kind).command_line.format(cluster=literal.shell(cluster), name=literal.shell(name))
+def command_line(kind: str, cluster: str, name: str, operation: str | None = None) -> str:
+    """The same action (``operation``, default the page's first) from the command line (a dry run
+    unless ``--execute``), ``cluster`` and ``name`` quoted as shell words."""
+    entry = next((e for e in for_entity(kind) if e.name == operation), of_entity(kind))
+    return entry.command_line.format(cluster=literal.shell(cluster), name=literal.shell(name))
 
 
-def slot(kind: str, cluster: str, name: str) -> None:
-    """The Actions section of an entity page (``kind``: group, streams, topic or broker)."""
+def slot(kind: str, cluster: str, name: str, group_type: str | None = None) -> None:
+    """The Actions section of an entity page (``kind``: group, streams, topic or broker); a group's
+    ``group_type``, when the page knows it, leaves out the operations that do not apply to it."""
     with st.container(border=True, key=f"actions-{kind}"):
         st.markdown("**Actions**")
+        chosen = None
         with frame.shown_errors("actions"):
-            _slot(kind, cluster, name)
+            chosen = _slot(kind, cluster, name, group_type or None)
         st.caption("From the command line (a dry run until --execute):")
-        st.code(command_line(kind, cluster, name), language="bash")
+        st.code(command_line(kind, cluster, name, chosen), language="bash")
 
 
-def _slot(kind: str, cluster: str, name: str) -> None:
+def _slot(kind: str, cluster: str, name: str, group_type: str | None) -> str | None:
+    """Draws the chosen operation's form and plan; returns its name (None: none offered)."""
     user = auth.user()
-    entry = of_entity(kind)
-    if user is None or not allowed(user, entry.name):
+    applying = for_entity(kind, group_type)
+    if not applying:
+        st.caption(f"No operation applies to a {literal.markdown(group_type or '')} group here.")
+        return None
+    entries = [entry for entry in applying if user is not None and allowed(user, entry.name)]
+    if not entries:
+        entry = applying[0]
         st.caption(f"{entry.action} needs the {entry.role} role" + (f"; you are a {user.role}" if user else ""))
-        return
+        return None
+    entry = entries[0]
+    first = of_entity(kind)
+    if len(entries) > 1:
+        chosen = st.radio("Operation", [e.name for e in entries], key=f"op-{kind}-{cluster}-{name}-choice",
+                          horizontal=True)
+        entry = next(e for e in entries if e.name == chosen)
     operations = frame.operations()
     read_only = operations.config.cluster(cluster).read_only
     if read_only:
         st.info(f"Cluster {literal.markdown(cluster)} is read-only (read_only: true in the config): actions are "
                 "disabled.",
                 icon=":material/lock:")
-    key = f"op-{kind}-{cluster}-{name}"
+    key = f"op-{kind}-{cluster}-{name}" + ("" if entry is first else f"-{entry.name}")
     form = action_forms.FORMS[entry.name]
     with st.form(f"{key}-form", border=False):
         values = form.draw(key, name, read_only)
@@ -73,6 +89,7 @@ def _slot(kind: str, cluster: str, name: str) -> None:
     state = st.session_state.get(key)
     if state:
         show(key, state, operations, read_only)
+    return entry.name
 
 
 def show(key: str, state: dict, operations, read_only: bool) -> None:

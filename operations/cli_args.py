@@ -6,9 +6,13 @@ accept ``1_000``), so a bad one is a one-line error like every other."""
 
 from __future__ import annotations
 
+from operations.group_plans import SHARE_STRATEGIES
 from operations.offset_plan import STRATEGIES
 from operations.reassign_plan import DEFAULT_THROTTLE_BYTES
-from operations.registry import ELECT_LEADERS, OPERATIONS, REASSIGN, RESET_OFFSETS, RESET_STREAMS_APP
+from operations.registry import (
+    DELETE_GROUP, DELETE_OFFSETS, ELECT_LEADERS, OPERATIONS, REASSIGN, RESET_OFFSETS, RESET_SHARE_GROUP,
+    RESET_STREAMS_APP, RESET_STREAMS_GROUP,
+)
 from operations.roles import ROLES
 
 APPROVALS, AUDIT, USERS = "approvals", "audit", "users"
@@ -52,7 +56,9 @@ def _reset_streams_app(commands) -> None:
         RESET_STREAMS_APP, help="reset a Kafka Streams application (dry run unless --execute)",
         description="Flags mirror `kafka-streams-application-reset`, but nothing changes without --execute. "
                     "Input topics go to the beginning (or the strategy), intermediate topics to the end, internal "
-                    "topics are deleted, output topics are untouched.")
+                    "topics are deleted, output topics are untouched. An application on group.protocol=streams "
+                    "(a Streams group, KIP-1071) is reset as `reset-streams-group --delete-all-internal-topics` "
+                    "does: --input-topics (default: every input topic of its topology) to the strategy.")
     streams.add_argument("--application-id", required=True, help="the app's application.id")
     _cluster_and_actor(streams)
     streams.add_argument("--input-topics", default="", metavar="LIST", help="comma-separated input topics")
@@ -62,6 +68,64 @@ def _reset_streams_app(commands) -> None:
     _strategy_flags(streams, required=False)
     _mode_flags(streams)
     _include_internal(streams)
+
+
+def _reset_streams_group(commands) -> None:
+    reset = commands.add_parser(
+        RESET_STREAMS_GROUP, help="reset a Streams group's offsets, KIP-1071 (dry run unless --execute)",
+        description="Flags mirror `kafka-streams-groups --reset-offsets` (Kafka 4.3.1). The group must be "
+                    "Empty. Without --execute the plan is shown and nothing changes.")
+    reset.add_argument("--group", required=True, help="the Streams group (the application.id)")
+    _cluster_and_actor(reset)
+    scope = reset.add_mutually_exclusive_group()
+    scope.add_argument("--all-input-topics", action="store_true",
+                       help="every source topic of the topology the group has offsets for")
+    scope.add_argument("--input-topic", action="append", metavar="TOPIC[:P,...]",
+                       help="an input topic, or chosen partitions (repeatable)")
+    _strategy_flags(reset, required=False)
+    reset.add_argument("--delete-all-internal-topics", action="store_true",
+                       help="with --execute: then delete the group's repartition and changelog topics")
+    _mode_flags(reset)
+    reset.add_argument("--export", action="store_true", help="print the plan as the official tool's CSV")
+    _include_internal(reset)
+
+
+def _reset_share_group(commands) -> None:
+    reset = commands.add_parser(
+        RESET_SHARE_GROUP, help="reset a share group's start offsets, KIP-932 (dry run unless --execute)",
+        description="Flags mirror `kafka-share-groups --reset-offsets` (Kafka 4.3.1). The group must be Empty.")
+    reset.add_argument("--group", required=True, help="the share group")
+    _cluster_and_actor(reset)
+    scope = reset.add_mutually_exclusive_group()
+    scope.add_argument("--all-topics", action="store_true", help="every partition the group has a start offset for")
+    scope.add_argument("--topic", action="append", metavar="TOPIC[:P,...]", help="a topic, or chosen partitions")
+    _strategy_flags(reset, required=False, names=SHARE_STRATEGIES)
+    _mode_flags(reset)
+    _include_internal(reset)
+
+
+def _delete_offsets(commands) -> None:
+    delete = commands.add_parser(
+        DELETE_OFFSETS, help="delete a group's offsets of some topics, any group type (dry run unless --execute)",
+        description="As `kafka-consumer-groups`, `kafka-streams-groups` and `kafka-share-groups --delete-offsets`. "
+                    "The group must be Empty.")
+    delete.add_argument("--group", required=True, help="the group (classic, consumer, streams or share)")
+    _cluster_and_actor(delete)
+    delete.add_argument("--topic", action="append", required=True, metavar="TOPIC", help="a topic (repeatable)")
+    _mode_flags(delete)
+    _include_internal(delete)
+
+
+def _delete_group(commands) -> None:
+    delete = commands.add_parser(
+        DELETE_GROUP, help="delete a group with its offsets, any group type (dry run unless --execute)",
+        description="As the official tools' --delete. The group must be Empty.")
+    delete.add_argument("--group", required=True, help="the group (classic, consumer, streams or share)")
+    _cluster_and_actor(delete)
+    delete.add_argument("--delete-all-internal-topics", action="store_true",
+                        help="a Streams group: also delete its repartition and changelog topics")
+    _mode_flags(delete)
+    _include_internal(delete)
 
 
 def _elect_leaders(commands) -> None:
@@ -107,7 +171,9 @@ def _reassign(commands) -> None:
             command.add_argument("--timeout", type=float, default=3600, help="with --wait: give up after seconds")
 
 
-PARSERS = {RESET_OFFSETS: _reset_offsets, RESET_STREAMS_APP: _reset_streams_app, ELECT_LEADERS: _elect_leaders,
+PARSERS = {RESET_OFFSETS: _reset_offsets, RESET_STREAMS_APP: _reset_streams_app,
+           RESET_STREAMS_GROUP: _reset_streams_group, RESET_SHARE_GROUP: _reset_share_group,
+           DELETE_OFFSETS: _delete_offsets, DELETE_GROUP: _delete_group, ELECT_LEADERS: _elect_leaders,
            REASSIGN: _reassign}
 """Operation name -> the function adding its subcommand (flags mirroring the official tool's)."""
 
@@ -157,9 +223,9 @@ def _include_internal(parser, more: str = "") -> None:
                              "refused without it" + more)
 
 
-def _strategy_flags(parser, required: bool) -> None:
+def _strategy_flags(parser, required: bool, names: tuple[str, ...] = STRATEGIES) -> None:
     strategies = parser.add_mutually_exclusive_group(required=required)
-    for name in STRATEGIES:
+    for name in names:
         if name in ("to-earliest", "to-latest", "to-current"):
             strategies.add_argument(f"--{name}", dest="strategy", action="store_const", const=(name, None))
         else:

@@ -23,7 +23,10 @@ from operations.cli_args import APPROVALS, AUDIT, COMMANDS, USERS, add_parsers  
 from operations.errors import BadInput, LoginFailed, NotAuthorized
 from operations.numbers import JAVA_LONG, PARTITION, parse_integer, parse_integers
 from operations.offset_plan import STRATEGIES
-from operations.registry import ELECT_LEADERS, REASSIGN, RESET_OFFSETS, RESET_STREAMS_APP, operation
+from operations.registry import (
+    DELETE_GROUP, DELETE_OFFSETS, ELECT_LEADERS, REASSIGN, RESET_OFFSETS, RESET_SHARE_GROUP, RESET_STREAMS_APP,
+    RESET_STREAMS_GROUP, operation,
+)
 from operations.roles import ADMIN
 
 
@@ -178,6 +181,8 @@ def _reset_streams_app(args, operations) -> int | None:
     entry = operation(RESET_STREAMS_APP)
     cluster = operations.config.cluster(args.cluster).name
     strategy = Strategy(*args.strategy) if args.strategy else None
+    if _group_type(operations, cluster, args.application_id) == "streams":
+        return _streams_app_as_group(args, operations, cluster, strategy)
     plan = entry.planner(operations, cluster, args.application_id, _topics(args.input_topics),
                          _topics(args.intermediate_topics), _topics(args.internal_topics), strategy,
                          include_internal=args.include_internal)
@@ -211,6 +216,114 @@ def _reset_streams_app(args, operations) -> int | None:
               + (f"; {outcome.error}" if outcome.error else ""))
     print(plan.local_state_note)
     return 1 if outcome is not None and outcome.result != "ok" else None
+
+
+# --- Kafka 4's group types ------------------------------------------------------------------------
+
+def _group_type(operations, cluster: str, group_id: str) -> str | None:
+    """The group's type; None when the cluster lists no such group (the classic planner then says
+    what it says of an unknown application id, with its did-you-mean)."""
+    try:
+        return operations.group_type(cluster, group_id)
+    except BadInput:
+        return None
+
+
+def _streams_app_as_group(args, operations, cluster: str, strategy) -> int | None:
+    """``reset-streams-app`` on an application whose group is a Streams group (KIP-1071): the
+    Streams group reset, its internal topics deleted as the application reset deletes them."""
+    from operations.offset_plan import Scope, Strategy
+
+    if _topics(args.intermediate_topics):
+        raise BadInput(f"{args.application_id!r} is a streams group: kafka-streams-groups has no intermediate topics; "
+                       "name every topic to reset with --input-topics (or none: every input topic of its topology)")
+    if _topics(args.internal_topics):
+        raise BadInput(f"{args.application_id!r} is a streams group: its internal topics are deleted all together "
+                       "(kafka-streams-groups --delete-all-internal-topics); leave out --internal-topics")
+    inputs = _topics(args.input_topics)
+    scope = Scope(all_topics=not inputs, topics=tuple((t, None) for t in inputs))
+    entry = operation(RESET_STREAMS_GROUP)
+    plan = entry.planner(operations, cluster, args.application_id, scope, strategy or Strategy("to-earliest"),
+                         delete_internal_topics=True, include_internal=args.include_internal)
+    return _plan_and_run(args, operations, entry, plan)
+
+
+def _reset_streams_group(args, operations) -> int | None:
+    from operations.offset_plan import Scope, Strategy
+
+    if args.strategy is None:
+        raise BadInput("a reset strategy is needed: --" + ", --".join(STRATEGIES))
+    entry = operation(RESET_STREAMS_GROUP)
+    cluster = operations.config.cluster(args.cluster).name
+    plan = entry.planner(operations, cluster, args.group, Scope.parse(args.all_input_topics, args.input_topic),
+                         Strategy(*args.strategy), delete_internal_topics=args.delete_all_internal_topics,
+                         include_internal=args.include_internal)
+    return _plan_and_run(args, operations, entry, plan, export=plan.to_csv() if args.export else None)
+
+
+def _reset_share_group(args, operations) -> int | None:
+    from operations.group_plans import SHARE_STRATEGIES
+    from operations.offset_plan import Scope, Strategy
+
+    if args.strategy is None:
+        raise BadInput("a reset strategy is needed: --" + ", --".join(SHARE_STRATEGIES))
+    entry = operation(RESET_SHARE_GROUP)
+    cluster = operations.config.cluster(args.cluster).name
+    plan = entry.planner(operations, cluster, args.group, Scope.parse(args.all_topics, args.topic),
+                         Strategy(*args.strategy), include_internal=args.include_internal)
+    return _plan_and_run(args, operations, entry, plan)
+
+
+def _delete_offsets(args, operations) -> int | None:
+    entry = operation(DELETE_OFFSETS)
+    cluster = operations.config.cluster(args.cluster).name
+    plan = entry.planner(operations, cluster, args.group, list(args.topic), include_internal=args.include_internal)
+    return _plan_and_run(args, operations, entry, plan)
+
+
+def _delete_group(args, operations) -> int | None:
+    entry = operation(DELETE_GROUP)
+    cluster = operations.config.cluster(args.cluster).name
+    plan = entry.planner(operations, cluster, args.group, delete_internal_topics=args.delete_all_internal_topics,
+                         include_internal=args.include_internal)
+    return _plan_and_run(args, operations, entry, plan)
+
+
+def _plan_and_run(args, operations, entry, plan, export: str | None = None) -> int | None:
+    """Print ``plan`` (its summary and tables, from the registry; or ``export``, the official tool's
+    CSV, with ``--export``); with ``--execute`` run it first (or file an approval request) and print
+    what was read back."""
+    outcome = None
+    if args.execute:
+        actor = cli_actor(operations.config, args.as_user)
+        if operations.needs_approval(plan.cluster, entry.action):
+            return _requested(operations.request_approval(actor, entry.action, plan, _run_options(args)))
+        outcome = entry.executor(operations, actor, plan, _run_options(args), None)
+    if export is not None:
+        print(export, end="")
+    elif args.json:
+        print(json.dumps({"plan": plan.to_dict(), "result": outcome.to_dict() if outcome else None}, indent=2))
+    else:
+        _print_plan_and_outcome(entry, plan, outcome)
+    return 1 if outcome is not None and outcome.result != "ok" else None
+
+
+def _print_plan_and_outcome(entry, plan, outcome) -> None:
+    print(entry.summary(plan, str) + f" on cluster {plan.cluster}")
+    for number, (title, table) in enumerate(entry.tables(plan).items()):
+        if number == 0 or not table.empty:
+            print(f"{title}:" + ("\n" + table.to_string(index=False) if not table.empty else " none"))
+    for warning in getattr(plan, "warnings", ()):
+        print(f"warning: {warning}")
+    if outcome is None:
+        print("dry run: nothing changed (add --execute to apply)")
+    else:
+        table = entry.outcome_table(outcome)
+        if not table.empty:
+            print("read back:\n" + table.to_string(index=False))
+        print(f"{outcome.result}" + (f": {outcome.error}" if outcome.error else ": done and verified (read back)"))
+    for note in entry.notes(plan):
+        print(note)
 
 
 # --- elect-leaders -------------------------------------------------------------------------------
@@ -366,7 +479,9 @@ def _approvals(args, operations) -> int | None:
     return 1 if outcome.result in ("failed", "partial") else None
 
 
-HANDLERS = {RESET_OFFSETS: _reset_offsets, RESET_STREAMS_APP: _reset_streams_app, ELECT_LEADERS: _elect_leaders,
+HANDLERS = {RESET_OFFSETS: _reset_offsets, RESET_STREAMS_APP: _reset_streams_app,
+            RESET_STREAMS_GROUP: _reset_streams_group, RESET_SHARE_GROUP: _reset_share_group,
+            DELETE_OFFSETS: _delete_offsets, DELETE_GROUP: _delete_group, ELECT_LEADERS: _elect_leaders,
             REASSIGN: _reassign, APPROVALS: _approvals}
 """Subcommand -> its handler: every operation's (by its name), and approvals."""
 

@@ -151,8 +151,7 @@ class ResetPlan:
         return "".join(f"{p.topic},{p.partition},{p.new}\n" for p in self.partitions)
 
     def to_dict(self) -> dict:
-        plain = asdict(self)
-        plain["scope"]["topics"] = [[t, list(p) if p is not None else None] for t, p in self.scope.topics]
+        plain = {**asdict(self), "scope": scope_dict(self.scope)}
         for row, partition in zip(plain["partitions"], self.partitions):
             row.update(lag_before=partition.lag_before, lag_after=partition.lag_after,
                        replayed=partition.replayed, skipped=partition.skipped)
@@ -166,21 +165,31 @@ class ResetPlan:
         """The plan ``to_dict`` wrote; every field's type checked (:mod:`operations.plan_fields`)."""
         fields = PlanFields(data, "a kpulse reset plan")
         strategy = fields.section("strategy")
-        scope = fields.section("scope")
-        topics = []
-        for index, item in enumerate(scope.list("topics")):
-            if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
-                    or not (item[1] is None or isinstance(item[1], list))):
-                scope.fail(f"topics[{index}]", "expected [topic, [partitions] or null]")
-            chosen = None if item[1] is None else tuple(
-                scope.check_integer(f"topics[{index}][1][{i}]", p, PARTITION) for i, p in enumerate(item[1]))
-            topics.append((item[0], chosen))
         return cls(cluster=fields.string("cluster"), group_id=non_empty_id(fields, "group_id"),
                    group_state=fields.string("group_state"),
                    strategy=Strategy(strategy.string("name"), strategy.string("value", optional=True)),
-                   scope=Scope(all_topics=scope.boolean("all_topics"), topics=tuple(topics)),
+                   scope=scope_from(fields.section("scope")),
                    partitions=partition_rows(fields, "partitions"), planned_at=fields.number("planned_at"),
                    warnings=tuple(fields.strings("warnings", optional=True)))
+
+
+def scope_dict(scope: Scope) -> dict:
+    """A :class:`Scope` as a plan's JSON keeps it (read back by :func:`scope_from`)."""
+    return {"all_topics": scope.all_topics,
+            "topics": [[t, list(p) if p is not None else None] for t, p in scope.topics]}
+
+
+def scope_from(scope: PlanFields) -> Scope:
+    """The :class:`Scope` a saved plan's ``scope`` section holds, every field checked."""
+    topics = []
+    for index, item in enumerate(scope.list("topics")):
+        if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
+                or not (item[1] is None or isinstance(item[1], list))):
+            scope.fail(f"topics[{index}]", "expected [topic, [partitions] or null]")
+        chosen = None if item[1] is None else tuple(
+            scope.check_integer(f"topics[{index}][1][{i}]", p, PARTITION) for i, p in enumerate(item[1]))
+        topics.append((item[0], chosen))
+    return Scope(all_topics=scope.boolean("all_topics"), topics=tuple(topics))
 
 
 def non_empty_id(fields: PlanFields, key: str) -> str:

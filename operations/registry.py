@@ -19,17 +19,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from operations.group_plans import DeleteGroupPlan, DeleteOffsetsPlan, ShareResetPlan, StreamsGroupResetPlan
 from operations.leaders import ElectionPlan
 from operations.offset_plan import ResetPlan
 from operations.reassign_plan import ReassignmentPlan
 from operations.roles import ADMIN, OPERATOR
-from operations.streams_reset import StreamsResetPlan
+from operations.streams_reset import LOCAL_STATE_NOTE, StreamsResetPlan
 
 if TYPE_CHECKING:
     import pandas as pd
 
 RESET_OFFSETS = "reset-offsets"
 RESET_STREAMS_APP = "reset-streams-app"
+RESET_STREAMS_GROUP = "reset-streams-group"
+RESET_SHARE_GROUP = "reset-share-group"
+DELETE_OFFSETS = "delete-offsets"
+DELETE_GROUP = "delete-group"
 ELECT_LEADERS = "elect-leaders"
 REASSIGN = "reassign"
 REASSIGN_EXECUTE = "reassign:execute"
@@ -75,7 +80,7 @@ class Operation:
     back what ``to_dict`` wrote into the request)."""
     entity: str
     """What it acts on, the dashboard page whose Actions section offers it: ``group``, ``streams``,
-    ``topic`` or ``broker``."""
+    ``topic`` or ``broker`` (a page offering several lets the person choose)."""
     summary: Callable[[Any, Name], str]
     """``(plan, name)`` -> one sentence saying what the plan changes (the plan's caption and the
     confirmation dialog's text)."""
@@ -107,6 +112,9 @@ class Operation:
     polled: bool = False
     """Its execution can return while the change still runs (``in-progress``): the dashboard then
     shows the progress until verified, with a cancel button."""
+    group_types: tuple[str, ...] = ()
+    """The group types it applies to (``classic``, ``consumer``, ``streams``, ``share``); empty: any
+    (or not a group). A page that knows the group's type offers only those that apply."""
 
     def __post_init__(self) -> None:
         if not self.action:
@@ -177,6 +185,84 @@ def _reset_streams_app(operations, actor, plan: StreamsResetPlan, options: dict 
                                         include_internal=_include_internal(options))
 
 
+# --- Kafka 4's group types -----------------------------------------------------------------------
+
+def _streams_group_summary(plan: StreamsGroupResetPlan, name: Name) -> str:
+    scope = "all input topics" if plan.scope.all_topics else plan.scope.describe() or "from file"
+    return (f"Streams group {name(plan.group_id)} ({plan.group_state}): {name(plan.strategy.describe())}, scope "
+            f"{name(scope)}; {len(plan.partitions)} partition(s), {sum(p.replayed for p in plan.partitions)} "
+            f"message(s) replayed, {sum(p.skipped for p in plan.partitions)} skipped; "
+            f"{len(plan.delete_topics)} internal topic(s) deleted")
+
+
+def _streams_group_tables(plan: StreamsGroupResetPlan) -> dict[str, pd.DataFrame]:
+    import pandas as pd
+
+    return {"Offsets per input partition": reset_rows(plan.partitions),
+            "Internal topics to delete": pd.DataFrame({"topic": list(plan.delete_topics)}, dtype="object"),
+            "Internal topics kept (not named as the group's)": pd.DataFrame({"topic": list(plan.kept_topics)},
+                                                                             dtype="object")}
+
+
+def _reset_streams_group(operations, actor, plan, options: dict | None, approved_by: str | None):
+    return operations.reset_streams_group(actor, plan, approved_by=approved_by,
+                                          include_internal=_include_internal(options))
+
+
+def _share_summary(plan: ShareResetPlan, name: Name) -> str:
+    return (f"share group {name(plan.group_id)} ({plan.group_state}): {name(plan.strategy.describe())}, scope "
+            f"{name(plan.scope.describe())}; {len(plan.partitions)} partition(s) get a new start offset")
+
+
+def _share_tables(plan: ShareResetPlan) -> dict[str, pd.DataFrame]:
+    import pandas as pd
+
+    frame = pd.DataFrame([{"topic": p.topic, "partition": p.partition, "start offset": p.current,
+                           "new start offset": p.new, "log start": p.log_start, "log end": p.log_end}
+                          for p in plan.partitions],
+                         columns=["topic", "partition", "start offset", "new start offset", "log start", "log end"])
+    frame["start offset"] = pd.array(frame["start offset"], dtype="Int64")
+    return {"Start offsets per partition": frame}
+
+
+def _reset_share_group(operations, actor, plan, options: dict | None, approved_by: str | None):
+    return operations.reset_share_group(actor, plan, approved_by=approved_by, include_internal=_include_internal(options))
+
+
+def _offset_table(rows, title: str) -> dict[str, pd.DataFrame]:
+    import pandas as pd
+
+    frame = pd.DataFrame([{"topic": r.topic, "partition": r.partition, "offset": r.offset} for r in rows],
+                         columns=["topic", "partition", "offset"])
+    frame["offset"] = pd.array(frame["offset"], dtype="Int64")
+    return {title: frame}
+
+
+def _delete_offsets_summary(plan: DeleteOffsetsPlan, name: Name) -> str:
+    return (f"{plan.group_type} group {name(plan.group_id)} ({plan.group_state}) forgets its offsets of "
+            f"{len(plan.partitions)} partition(s) of {name(', '.join(plan.topics))}")
+
+
+def _delete_offsets(operations, actor, plan, options: dict | None, approved_by: str | None):
+    return operations.delete_offsets(actor, plan, approved_by=approved_by, include_internal=_include_internal(options))
+
+
+def _delete_group_summary(plan: DeleteGroupPlan, name: Name) -> str:
+    return (f"{plan.group_type} group {name(plan.group_id)} ({plan.group_state}) is deleted with its offsets of "
+            f"{len(plan.offsets)} partition(s); {len(plan.delete_topics)} internal topic(s) deleted")
+
+
+def _delete_group_tables(plan: DeleteGroupPlan) -> dict[str, pd.DataFrame]:
+    import pandas as pd
+
+    return {**_offset_table(plan.offsets, "Offsets deleted with the group"),
+            "Internal topics to delete": pd.DataFrame({"topic": list(plan.delete_topics)}, dtype="object")}
+
+
+def _delete_group(operations, actor, plan, options: dict | None, approved_by: str | None):
+    return operations.delete_group(actor, plan, approved_by=approved_by, include_internal=_include_internal(options))
+
+
 # --- preferred leader election ------------------------------------------------------------------
 
 def _election_summary(plan: ElectionPlan, name: Name) -> str:
@@ -240,6 +326,7 @@ def _changes_partitions(plan) -> bool:
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
         name=RESET_OFFSETS, role=OPERATOR, approvable=True, plan_type=ResetPlan, entity="group",
+        group_types=("classic", "consumer"),
         summary=_reset_summary, tables=lambda plan: {"Offsets per partition": reset_rows(plan.partitions)},
         outcome_table=_reset_outcome_table, confirmation_name=lambda plan: plan.group_id,
         has_changes=_changes_partitions,
@@ -250,6 +337,7 @@ OPERATIONS: tuple[Operation, ...] = (
                         "csv"),)),
     Operation(
         name=RESET_STREAMS_APP, role=ADMIN, approvable=True, plan_type=StreamsResetPlan, entity="streams",
+        group_types=("classic",),
         summary=_streams_summary, tables=_streams_tables, outcome_table=_read_back_table,
         confirmation_name=lambda plan: plan.application_id,
         has_changes=lambda plan: bool(plan.input or plan.intermediate or plan.delete_topics),
@@ -257,6 +345,41 @@ OPERATIONS: tuple[Operation, ...] = (
         executor=_reset_streams_app,
         command_line="kpulse reset-streams-app --cluster {cluster} --application-id {name} --input-topics <topics>",
         notes=lambda plan: (plan.local_state_note,)),
+    Operation(
+        name=RESET_STREAMS_GROUP, role=ADMIN, approvable=True, plan_type=StreamsGroupResetPlan, entity="streams",
+        group_types=("streams",),
+        summary=_streams_group_summary, tables=_streams_group_tables, outcome_table=_read_back_table,
+        confirmation_name=lambda plan: plan.group_id,
+        has_changes=lambda plan: bool(plan.partitions or plan.delete_topics),
+        planner=lambda operations, *args, **kwargs: operations.plan_streams_group_reset(*args, **kwargs),
+        executor=_reset_streams_group,
+        command_line="kpulse reset-streams-group --cluster {cluster} --group {name} --all-input-topics --to-earliest",
+        exports=(Export("Plan as CSV (kafka-streams-groups)", lambda plan: plan.to_csv(), "plan.csv", "text/csv",
+                        "csv"),),
+        notes=lambda plan: (LOCAL_STATE_NOTE.format(app=plan.group_id),)),
+    Operation(
+        name=RESET_SHARE_GROUP, role=OPERATOR, approvable=True, plan_type=ShareResetPlan, entity="group",
+        group_types=("share",),
+        summary=_share_summary, tables=_share_tables, outcome_table=_reset_outcome_table,
+        confirmation_name=lambda plan: plan.group_id, has_changes=_changes_partitions,
+        planner=lambda operations, *args, **kwargs: operations.plan_share_reset(*args, **kwargs),
+        executor=_reset_share_group,
+        command_line="kpulse reset-share-group --cluster {cluster} --group {name} --all-topics --to-earliest"),
+    Operation(
+        name=DELETE_OFFSETS, role=OPERATOR, approvable=True, plan_type=DeleteOffsetsPlan, entity="group",
+        summary=_delete_offsets_summary,
+        tables=lambda plan: _offset_table(plan.partitions, "Offsets the group forgets"),
+        outcome_table=_read_back_table, confirmation_name=lambda plan: plan.group_id, has_changes=_changes_partitions,
+        planner=lambda operations, *args, **kwargs: operations.plan_delete_offsets(*args, **kwargs),
+        executor=_delete_offsets,
+        command_line="kpulse delete-offsets --cluster {cluster} --group {name} --topic <topic>"),
+    Operation(
+        name=DELETE_GROUP, role=ADMIN, approvable=True, plan_type=DeleteGroupPlan, entity="group",
+        summary=_delete_group_summary, tables=_delete_group_tables, outcome_table=_read_back_table,
+        confirmation_name=lambda plan: plan.group_id, has_changes=lambda plan: True,
+        planner=lambda operations, *args, **kwargs: operations.plan_delete_group(*args, **kwargs),
+        executor=_delete_group,
+        command_line="kpulse delete-group --cluster {cluster} --group {name}"),
     Operation(
         name=ELECT_LEADERS, role=OPERATOR, approvable=False, plan_type=ElectionPlan, entity="topic",
         summary=_election_summary, tables=_election_tables, outcome_table=_read_back_table,
@@ -299,8 +422,15 @@ def of_plan(plan) -> Operation:
 
 
 def of_entity(entity: str) -> Operation:
-    """The operation the dashboard page of ``entity`` (group, streams, topic, broker) offers."""
-    for candidate in OPERATIONS:
-        if candidate.entity == entity:
-            return candidate
-    raise KeyError(f"no operation acts on a {entity!r}")
+    """The first operation the dashboard page of ``entity`` (group, streams, topic, broker) offers."""
+    return for_entity(entity)[0]
+
+
+def for_entity(entity: str, group_type: str | None = None) -> tuple[Operation, ...]:
+    """Every operation the dashboard page of ``entity`` offers, in the registry's order; with
+    ``group_type``, those that apply to a group of that type."""
+    found = tuple(candidate for candidate in OPERATIONS if candidate.entity == entity)
+    if not found:
+        raise KeyError(f"no operation acts on a {entity!r}")
+    return tuple(candidate for candidate in found
+                 if group_type is None or not candidate.group_types or group_type in candidate.group_types)

@@ -24,6 +24,15 @@ from operations.access import APPROVE, User, UsersFile, authorize, users_file
 from operations.approvals import ApprovalRequest, ApprovalStore
 from operations.audit import AuditLog, AuditRecord
 from operations.errors import BadInput, NotAuthorized, OperationError, Refused
+from operations.group_ops import (
+    GroupChangeOutcome, execute_delete_group, execute_delete_offsets, execute_share_reset,
+    execute_streams_group_reset, plan_delete_group, plan_delete_offsets, plan_share_reset, plan_streams_group_reset,
+    read_group_now,
+)
+from operations.group_plans import DeleteGroupPlan, DeleteOffsetsPlan, ShareResetPlan, StreamsGroupResetPlan
+from kpulse.kafka.group_describe import read_group
+from operations.group_requests import GroupRequests
+from operations.internal_topics import refuse_internal_topics
 from operations.kafka_reads import TIMEOUT, GroupListing, all_groups, metadata
 from operations.leaders import ElectionOutcome, ElectionPlan, execute_election, plan_election
 from operations.offset_plan import ResetPlan, Scope, Strategy
@@ -31,8 +40,8 @@ from operations.offset_reset import ResetOutcome, check_saved_plan, execute_offs
 from operations.reassign import Reassigner, ReassignmentStatus, generate, legacy_admin_client, plan_from_official_json
 from operations.reassign_plan import ReassignmentPlan
 from operations.registry import (
-    APPROVABLE, ELECT_LEADERS, REASSIGN_CANCEL, REASSIGN_EXECUTE, REASSIGN_VERIFY, RESET_OFFSETS, RESET_STREAMS_APP,
-    operation,
+    APPROVABLE, DELETE_GROUP, DELETE_OFFSETS, ELECT_LEADERS, REASSIGN_CANCEL, REASSIGN_EXECUTE, REASSIGN_VERIFY,
+    RESET_OFFSETS, RESET_SHARE_GROUP, RESET_STREAMS_APP, RESET_STREAMS_GROUP, operation,
 )
 from operations.streams_reset import StreamsResetOutcome, StreamsResetPlan, execute_streams_reset, plan_streams_reset
 
@@ -43,7 +52,7 @@ class Operations:
 
     def __init__(self, config, *, state_dir: Path | None = None, audit: AuditLog | None = None,
                  admin_factory: Callable[[dict], Any] | None = None, clock: Callable[[], float] = time.time,
-                 users: UsersFile | None = None):
+                 users: UsersFile | None = None, group_reader: Callable[..., tuple] = read_group):
         self.config = config
         self.state_dir = state_dir or home.state_dir()
         self.users = users or users_file(config, self.state_dir)
@@ -54,6 +63,8 @@ class Operations:
         self._admins: dict[str, Any] = {}
         self._reassigners: dict[str, Reassigner] = {}
         self._clock = clock
+        self._read_group = group_reader
+        """``(cluster config, group id, timeout) -> (GroupListing, GroupDescription)``: the group reader."""
 
     def may(self, user: User, action: str, cluster: str) -> bool:
         """Whether to offer ``action`` to ``user`` at all (the UI hides what this refuses)."""
@@ -148,6 +159,107 @@ class Operations:
         config = self.config.cluster(cluster)
         return lambda: all_groups(self.admin(config.name), lambda: kafka_python_admin(
             config, client_id="kpulse-operations", timeout=TIMEOUT))
+
+    # --- Kafka 4's group types: Streams and share group resets, delete offsets, delete a group ----
+
+    def group_type(self, cluster: str, group_id: str) -> str:
+        """``classic``, ``consumer``, ``streams`` or ``share``; :class:`BadInput` for an unknown group."""
+        return read_group_now(self._reader(cluster), group_id)[0].type
+
+    def _reader(self, cluster: str):
+        config = self.config.cluster(cluster)
+        return lambda group_id: self._read_group(config, group_id, TIMEOUT)
+
+    def _requests(self, cluster: str) -> GroupRequests:
+        config = self.config.cluster(cluster)
+        return GroupRequests(lambda: kafka_python_admin(config, client_id="kpulse-operations", timeout=TIMEOUT), TIMEOUT)
+
+    def _with_group(self, cluster: str, call):
+        """``call(admin, requests, read)`` with this cluster's clients (kafka-python's closed after)."""
+        name = self.config.cluster(cluster).name
+        with self._requests(name) as requests:
+            return call(self.admin(name), requests, self._reader(name))
+
+    def plan_streams_group_reset(self, cluster: str, group_id: str, scope: Scope, strategy: Strategy, *,
+                                 delete_internal_topics: bool = False,
+                                 include_internal: bool = False) -> StreamsGroupResetPlan:
+        name = self.config.cluster(cluster).name
+        return self._with_group(name, lambda admin, requests, read: plan_streams_group_reset(
+            admin, requests, read, name, group_id, scope, strategy, delete_internal_topics=delete_internal_topics,
+            clock=self._clock, include_internal=include_internal))
+
+    def reset_streams_group(self, actor: User, plan: StreamsGroupResetPlan, *, approved_by: str | None = None,
+                            include_internal: bool = False):
+        before = {"offsets": {f"{p.topic}-{p.partition}": p.current for p in plan.partitions},
+                  "topics": list(plan.delete_topics)}
+
+        def apply():
+            outcome = self._with_group(plan.cluster, lambda admin, requests, read: execute_streams_group_reset(
+                admin, requests, read, plan, include_internal=include_internal))
+            return outcome, {"offsets": {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions},
+                             "deleted": list(outcome.deleted)}
+
+        return self.run(actor, RESET_STREAMS_GROUP, plan.cluster, plan.target, plan.to_dict(), before, apply,
+                        approved_by=approved_by)
+
+    def plan_share_reset(self, cluster: str, group_id: str, scope: Scope, strategy: Strategy, *,
+                         include_internal: bool = False) -> ShareResetPlan:
+        name = self.config.cluster(cluster).name
+        return self._with_group(name, lambda admin, requests, read: plan_share_reset(
+            admin, requests, read, name, group_id, scope, strategy, clock=self._clock,
+            include_internal=include_internal))
+
+    def reset_share_group(self, actor: User, plan: ShareResetPlan, *, approved_by: str | None = None,
+                          include_internal: bool = False) -> ResetOutcome:
+        before = {f"{p.topic}-{p.partition}": p.current for p in plan.partitions}
+
+        def apply():
+            outcome = self._with_group(plan.cluster, lambda admin, requests, read: execute_share_reset(
+                admin, requests, read, plan, include_internal=include_internal))
+            return outcome, {f"{p.topic}-{p.partition}": p.after for p in outcome.partitions}
+
+        return self.run(actor, RESET_SHARE_GROUP, plan.cluster, plan.target, plan.to_dict(), before, apply,
+                        approved_by=approved_by)
+
+    def plan_delete_offsets(self, cluster: str, group_id: str, topics: list[str], *,
+                            include_internal: bool = False) -> DeleteOffsetsPlan:
+        name = self.config.cluster(cluster).name
+        return self._with_group(name, lambda admin, requests, read: plan_delete_offsets(
+            admin, requests, read, name, group_id, topics, clock=self._clock, include_internal=include_internal))
+
+    def delete_offsets(self, actor: User, plan: DeleteOffsetsPlan, *, approved_by: str | None = None,
+                       include_internal: bool = False) -> GroupChangeOutcome:
+        before = {f"{r.topic}-{r.partition}": r.offset for r in plan.partitions}
+
+        def apply():
+            outcome = self._with_group(plan.cluster, lambda admin, requests, read: execute_delete_offsets(
+                admin, requests, read, plan, include_internal=include_internal))
+            return outcome, {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions}
+
+        return self.run(actor, DELETE_OFFSETS, plan.cluster, plan.target, plan.to_dict(), before, apply,
+                        approved_by=approved_by)
+
+    def plan_delete_group(self, cluster: str, group_id: str, *, delete_internal_topics: bool = False,
+                          include_internal: bool = False) -> DeleteGroupPlan:
+        name = self.config.cluster(cluster).name
+        plan = self._with_group(name, lambda admin, requests, read: plan_delete_group(
+            admin, requests, read, name, group_id, delete_internal_topics=delete_internal_topics, clock=self._clock))
+        refuse_internal_topics(plan.delete_topics, include_internal, "deleting a group's internal topics")
+        return plan
+
+    def delete_group(self, actor: User, plan: DeleteGroupPlan, *, approved_by: str | None = None,
+                     include_internal: bool = False) -> GroupChangeOutcome:
+        before = {"offsets": {f"{r.topic}-{r.partition}": r.offset for r in plan.offsets},
+                  "topics": list(plan.delete_topics)}
+
+        def apply():
+            outcome = self._with_group(plan.cluster, lambda admin, requests, read: execute_delete_group(
+                admin, requests, read, plan, include_internal=include_internal))
+            return outcome, {"group": None if outcome.result == "ok" else plan.group_id,
+                             "deleted": list(outcome.deleted)}
+
+        return self.run(actor, DELETE_GROUP, plan.cluster, plan.target, plan.to_dict(), before, apply,
+                        approved_by=approved_by)
 
     # --- partition reassignment -----------------------------------------------------------------
 

@@ -17,10 +17,13 @@ import pytest
 from operations.access import ACTION_ROLES, CHANGES_CLUSTER, User, allowed, authorize
 from operations.approvals import ApprovalStore
 from operations.errors import NotAuthorized, Refused
+from operations.group_plans import (
+    DeleteGroupPlan, DeleteOffsetsPlan, GroupOffset, ShareResetPlan, StreamsGroupResetPlan,
+)
 from operations.leaders import ElectionPlan, LeaderMove
 from operations.offset_plan import PartitionReset, ResetPlan, Scope, Strategy
 from operations.reassign_plan import PartitionMove, ReassignmentPlan
-from operations.registry import APPROVABLE, OPERATIONS, of_entity, of_plan, operation
+from operations.registry import APPROVABLE, OPERATIONS, for_entity, of_entity, of_plan, operation
 from operations.roles import ROLES, VIEWER
 from operations.service import Operations
 from operations.streams_reset import StreamsResetPlan
@@ -33,6 +36,14 @@ SAMPLE_PLANS = {
                                        ("app-store-changelog",), ("out",), 1.0),
     ElectionPlan: ElectionPlan("c", (("orders", None),), (LeaderMove("orders", 0, 2, 1, True),), 1.0),
     ReassignmentPlan: ReassignmentPlan("c", "drain broker 3", (PartitionMove("orders", 0, (1, 3), (1, 2)),), 1.0),
+    StreamsGroupResetPlan: StreamsGroupResetPlan("c", "app", "Empty", Strategy("to-earliest"), Scope(all_topics=True),
+                                                 (RESET_ROW,), ("app-store-changelog",), 1.0),
+    ShareResetPlan: ShareResetPlan("c", "queue", "Empty", Strategy("to-latest"), Scope(topics=(("orders", (0,)),)),
+                                   (RESET_ROW,), 1.0),
+    DeleteOffsetsPlan: DeleteOffsetsPlan("c", "billing", "consumer", "Empty", ("orders",),
+                                         (GroupOffset("orders", 0, 5),), 1.0),
+    DeleteGroupPlan: DeleteGroupPlan("c", "app", "streams", "Empty", (GroupOffset("orders", 0, 5),),
+                                     ("app-store-changelog",), 1.0),
 }
 """One plan of each type, on cluster ``c``, that changes something."""
 RUN_OPTIONS = {"throttle_bytes": 1000}
@@ -58,8 +69,7 @@ def registry_problems(entries, *, plan_types, forms, parsers, handlers, subcomma
         if count != 1:
             problems.append(f"{plan_type.__name__}: {count} operation(s) plan it, not 1")
     names = [entry.name for entry in entries]
-    for kind, values in (("name", names), ("action", [e.action for e in entries]),
-                         ("entity", [e.entity for e in entries])):
+    for kind, values in (("name", names), ("action", [e.action for e in entries])):
         problems += [f"the {kind} {value!r} is declared twice" for value in sorted(set(values))
                      if values.count(value) > 1]
     for entry in entries:
@@ -110,7 +120,8 @@ def test_an_operation_missing_from_the_registry_is_found():
 def test_each_operation_is_found_by_its_plan_entity_and_actions_and_shows_its_plan(entry):
     plan = SAMPLE_PLANS[entry.plan_type]
 
-    assert of_plan(plan) is entry and of_entity(entry.entity) is entry
+    assert of_plan(plan) is entry and entry in for_entity(entry.entity)
+    assert of_entity(entry.entity) is for_entity(entry.entity)[0]
     assert operation(entry.name) is entry and operation(entry.action) is entry
     summary = entry.summary(plan, str)
     assert summary and "\n" not in summary

@@ -68,4 +68,4 @@ with frame.shown_errors():
         with right:
             components.line_chart(history, x="time", y="max_lag_seconds", title="Lag (seconds, worst partition)",
                                   key="groups-lag-seconds")
-        actions.slot("group", frame.cluster(), chosen)
+        actions.slot("group", frame.cluster(), chosen, group.get("type"))
