@@ -125,8 +125,9 @@ class ConsumerGroup:
 class Subtopology:
     subtopology_id: str
     source_topics: tuple[str, ...]
-    """The topics it reads, input topics and repartition topics alike (the input topics are those
-    that are not a repartition topic of the group)."""
+    """The topics it reads that are not repartition topics of the group (StreamsGroupDescribe
+    names those in ``repartition_source_topics``); :attr:`StreamsGroup.input_topics` leaves out
+    any internal topic all the same."""
     repartition_sink_topics: tuple[str, ...]
     state_changelog_topics: tuple[str, ...]
     repartition_source_topics: tuple[str, ...]
