@@ -151,7 +151,7 @@ class ShareGroupsCollector:
         if start is None:
             reasons.setdefault("start_offset", REASON_NOT_INITIALISED)
         if lag is None:
-            reasons.setdefault("lag", REASON_LAG_UNKNOWN)
+            reasons.setdefault("lag", REASON_NOT_INITIALISED if start is None else REASON_LAG_UNKNOWN)
         status = None
         if start is None or lag is None:
             reasons["status"] = "this cycle's start offset or lag is unknown"
