@@ -232,6 +232,20 @@ def test_a_deleted_group_loses_its_windows():
     assert len(collector.windows) == 0
 
 
+def test_a_cycle_where_the_offsets_could_not_be_read_keeps_the_windows():
+    reader = FakeReader(groups={"g": share_group("g", member("m", {"t": (0,)}))}, offsets={"g": offsets(("t", 0, 1, 4))})
+    collector = ShareGroupsCollector(CLUSTER, reader=reader)
+    collect(collector)
+    collect(collector)
+    reader.offsets = {"g": GroupReadError("g", "COORDINATOR_LOAD_IN_PROGRESS")}
+    [group] = collect(collector).sections["share_groups"]["groups"]
+    assert (group["partitions"], group["total_lag"], group["error"]) == ([], None,
+                                                                         "offsets: COORDINATOR_LOAD_IN_PROGRESS")
+    reader.offsets = {"g": offsets(("t", 0, 1, 4))}
+    [group] = collect(collector).sections["share_groups"]["groups"]
+    assert group["status"] == "STALLED"  # the two readings before the failed cycle still count
+
+
 def test_the_rows_are_what_the_lake_takes(tmp_path):
     from kpulse.lake.reader import read_table
 

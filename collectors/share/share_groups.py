@@ -8,8 +8,9 @@ through ``kpulse.kafka.group_describe.GroupReader``: one ListGroups (type ``shar
 one ShareGroupDescribe and one DescribeShareGroupOffsets per coordinator. Brokers that do not speak
 share groups (an older Kafka) give an empty section with the reason, not an error.
 
-Between cycles the collector keeps each partition's window of readings; a partition not read for
-its group any more loses it. A group's ``total_lag`` is over the partitions whose lag is known and
+Between cycles the collector keeps each partition's window of readings; a group whose offsets could
+not be read this cycle keeps its windows, a partition no longer reported for its group (or a group
+no longer listed) loses its own. A group's ``total_lag`` is over the partitions whose lag is known and
 says how many were left out (``lag_math.sum_over_partitions``).
 """
 
@@ -98,6 +99,8 @@ class ShareGroupsCollector:
             described = description if isinstance(description, ShareGroup) else None
             members = None if described is None else len(described.members)
             share_offsets = [] if isinstance(answer, GroupReadError) or answer is None else answer
+            if isinstance(answer, GroupReadError):  # not read this cycle: its windows are kept
+                read += [key for key in self.windows.keys() if key[0] == group_id]
             partitions = []
             for offset in sorted(share_offsets, key=lambda item: (item.topic, item.partition)):
                 key = (group_id, offset.topic, offset.partition)

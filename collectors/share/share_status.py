@@ -103,6 +103,10 @@ class ShareWindows:
             window = self._windows[key] = deque(maxlen=self.window_size)
         window.append(Reading(start_offset, lag))
 
+    def keys(self) -> list[Hashable]:
+        """The partitions that have a window."""
+        return list(self._windows)
+
     def window(self, key: Hashable) -> tuple[Reading, ...]:
         return tuple(self._windows.get(key, ()))
 
