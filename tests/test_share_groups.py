@@ -97,8 +97,9 @@ class Readings:
         assert section["unsupported"] is None
         return section
 
-    def group(self, group_id: str, section: dict | None = None) -> dict:
-        return next(g for g in (section or self.read())["groups"] if g["group_id"] == group_id)
+    def group(self, group_id: str, section: dict | None = None) -> dict | None:
+        """The group in ``section`` (a new reading when None); None while it is not listed yet."""
+        return next((g for g in (section or self.read())["groups"] if g["group_id"] == group_id), None)
 
 
 def agreeing(bootstrap: str, readings: Readings, group_id: str, settled=lambda official: True):
@@ -110,8 +111,8 @@ def agreeing(bootstrap: str, readings: Readings, group_id: str, settled=lambda o
         before = official_partitions(bootstrap, group_id)
         group = readings.group(group_id)
         after = official_partitions(bootstrap, group_id)
-        seen[:] = [before, collected(group), after]
-        return group if before == after == collected(group) and settled(after) else None
+        seen[:] = [before, group and collected(group), after]
+        return group if group and before == after == collected(group) and settled(after) else None
     try:
         return wait_for(attempt, timeout=150, interval=1, what=f"share group {group_id} read as the official tool")
     except AssertionError as error:
