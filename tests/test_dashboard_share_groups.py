@@ -87,8 +87,8 @@ def config(tmp_path_factory):
 
 
 def write_config(directory) -> str:
-    config = {"clusters": [{"name": CLUSTER, "bootstrap_servers": "127.0.0.1:9"}], "lake": {"path": str(directory / "lake")},
-              "intervals": {"collect_seconds": 600}}
+    config = {"clusters": [{"name": CLUSTER, "bootstrap_servers": "127.0.0.1:9"}],
+              "lake": {"path": str(directory / "lake")}, "intervals": {"collect_seconds": 600}}
     (directory / "kpulse.yaml").write_text(yaml.safe_dump(config))
     return str(directory / "kpulse.yaml")
 

@@ -233,7 +233,8 @@ def test_a_deleted_group_loses_its_windows():
 
 
 def test_a_cycle_where_the_offsets_could_not_be_read_keeps_the_windows():
-    reader = FakeReader(groups={"g": share_group("g", member("m", {"t": (0,)}))}, offsets={"g": offsets(("t", 0, 1, 4))})
+    reader = FakeReader(groups={"g": share_group("g", member("m", {"t": (0,)}))},
+                        offsets={"g": offsets(("t", 0, 1, 4))})
     collector = ShareGroupsCollector(CLUSTER, reader=reader)
     collect(collector)
     collect(collector)
