@@ -12,7 +12,7 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 from dashboard.services.acks import AckStore
-from tests.dashboard_lake import APP, CLUSTER, write_lake
+from tests.dashboard_lake import APP, CLUSTER, STREAMS_GROUP, write_lake
 from tests.support import APP_FILE, open_page
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_group_detail_opens_from_a_link_with_its_lag_history(lake, monkeypatch):
 def test_streams_page_shows_instances_and_the_rebalance(app):
     open_page(app, "streams")
     apps = app.dataframe[0].value
-    assert list(apps["application_id"]) == [APP]
+    assert list(zip(apps["application_id"], apps["protocol"])) == [(APP, "classic"), (STREAMS_GROUP, "streams")]
     instances = app.dataframe[1].value
     assert list(instances["state"]) == ["RUNNING", "RUNNING"]
     metrics = {m.label: m.value for m in app.metric}
@@ -119,6 +119,31 @@ def test_streams_page_shows_instances_and_the_rebalance(app):
     assert metrics["REBALANCING in this window"] == "120 s"  # two instances, 60 s each
     # the cluster does not answer: internal topics show one line, the rest of the page stands
     assert [e.value for e in app.error] and all("internal topics" in e.value for e in app.error)
+
+
+def test_streams_page_shows_a_streams_group_with_its_members_tasks_and_input_lag(app):
+    open_page(app, "streams")
+    app.selectbox(key="streams-chosen").set_value(STREAMS_GROUP).run()
+    assert not app.exception
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Group state"] == "Reconciling"
+    assert metrics["Group / target assignment epoch"] == "8 / 8"
+    assert metrics["Members (reconciling)"] == "2 (1)"
+    assert metrics["Input lag"] == "12"
+    # apps, members, subtopologies, input lag, recent transitions: no instances table (no metrics endpoints)
+    assert len(app.dataframe) == 5
+    members = app.dataframe[1].value
+    # the reconciling member first, its target tasks beside its (empty) current ones
+    assert list(zip(members["member_id"], members["reconciling"], members["active"], members["target_active"])) == [
+        ("m-2", True, "", "0:[1]"), ("m-1", False, "0:[0]; 1:[0,1]", "0:[0]; 1:[0,1]")]
+    subtopologies = app.dataframe[2].value
+    assert list(subtopologies["changelog_topics"]) == ["", "orders-streams-counts-changelog"]
+    lag = app.dataframe[3].value
+    assert list(lag["lag"]) == [7, 0, 5]
+    transitions = app.dataframe[4].value
+    assert list(zip(transitions["instance"], transitions["from"], transitions["to"])) == [
+        ("(group)", "Stable", "Reconciling")]
+    assert any("protocol streams" in c.value for c in app.caption)
 
 
 def test_slos_page_lists_every_slo_paging_first_with_a_burn_down(app, lake):
@@ -245,3 +270,42 @@ def test_an_unreadable_lake_file_is_a_warning_naming_the_file_count_and_the_day(
     assert any("0badf11e.parquet: " in text.value for text in test.text)  # the file, as plain text
     open_page(test, "brokers")  # pages that read only good files say nothing
     assert not [w.value for w in test.warning if "unreadable lake file" in w.value]
+
+
+def test_a_kip848_group_detail_lists_its_members_with_the_reconciling_one_first(lake, monkeypatch, tmp_path):
+    import json
+    import os
+
+    from kpulse.lake.store import SNAPSHOT_DIR
+
+    directory, expected = lake
+    lake_path = str(tmp_path / "lake")
+    write_lake(lake_path, time.time())
+    snapshot_file = os.path.join(lake_path, SNAPSHOT_DIR, f"{CLUSTER}.json")
+    with open(snapshot_file) as f:
+        snapshot = json.load(f)
+    group = next(g for g in snapshot["consumer_groups"] if g["group_id"] == expected.worst_group)
+    group.update(type="consumer", state="Reconciling", members=2, group_epoch=7, assignment_epoch=7,
+                 reconciling_members=1, member_details=[
+                     {"member_id": "m-a", "client_id": "c", "client_host": "h", "instance_id": None, "member_epoch": 7,
+                      "process_id": None, "assignment": {"t": [0]}, "target_assignment": {"t": [0]},
+                      "reconciling": False},
+                     {"member_id": "**m-b**", "client_id": "c", "client_host": "h", "instance_id": None,
+                      "member_epoch": 6, "process_id": None, "assignment": {}, "target_assignment": {"t": [1]},
+                      "reconciling": True}])
+    with open(snapshot_file, "w") as f:
+        json.dump(snapshot, f)
+    config = yaml.safe_load((directory / "kpulse.yaml").read_text())
+    config["lake"]["path"] = lake_path
+    (tmp_path / "kpulse.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("KPULSE_CONFIG", str(tmp_path / "kpulse.yaml"))
+    test = AppTest.from_file(str(APP_FILE), default_timeout=60)
+    test.run()
+    open_page(test, "groups")
+    assert test.selectbox(key="groups-chosen").value == expected.worst_group
+    assert test.dataframe[0].value.set_index("group_id").loc[expected.worst_group, "type"] == "consumer"
+    members = test.dataframe[2].value
+    assert list(members["member_id"]) == ["**m-b**", "m-a"]  # as text, reconciling first
+    assert list(members["target_assignment"]) == ["t:1", "t:0"]
+    assert any("1 of 2 members reconciling" in c.value for c in test.caption)
+    assert not test.exception

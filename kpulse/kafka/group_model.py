@@ -171,6 +171,10 @@ class StreamsGroup:
     """None before a member has sent the topology."""
     subtopologies: tuple[Subtopology, ...]
     members: tuple[StreamsMember, ...]
+    missing_topics: tuple[str, ...] = ()
+    """Source topics of the topology that do not exist on the cluster, sorted: what a NotReady group
+    waits for (its members are told "Source topics ... are missing"). Looked up only while the
+    group is NotReady; () otherwise."""
     type: str = field(default="streams", init=False)
 
     @property
@@ -185,6 +189,11 @@ class StreamsGroup:
         """Source topics that are not internal, sorted."""
         internal = set(self.internal_topics)
         return tuple(sorted({t for s in self.subtopologies for t in s.source_topics if t not in internal}))
+
+    @property
+    def source_topics(self) -> tuple[str, ...]:
+        """Every source topic of the topology (input and intermediate, no repartition topic), sorted."""
+        return tuple(sorted({t for s in self.subtopologies for t in s.source_topics}))
 
 
 @dataclass(frozen=True)
@@ -229,6 +238,20 @@ class SharePartitionOffset:
 
 
 GroupDescription = Union[ClassicGroup, ConsumerGroup, StreamsGroup, ShareGroup]
+
+
+def member_partitions(group: GroupDescription, member) -> Assignment:
+    """The partitions ``member`` of ``group`` reads now: its assignment; for a Streams member, the
+    partitions of its active tasks' source topics (task ``<subtopology>_<p>`` reads partition ``p``
+    of each source topic of the subtopology)."""
+    if isinstance(group, StreamsGroup):
+        sources = {s.subtopology_id: s.source_topics for s in group.subtopologies}
+        reads: dict[str, set[int]] = {}
+        for subtopology, partitions in member.active_tasks.items():
+            for topic in sources.get(subtopology, ()):
+                reads.setdefault(topic, set()).update(partitions)
+        return {topic: tuple(sorted(parts)) for topic, parts in sorted(reads.items())}
+    return member.assignment
 
 
 @dataclass(frozen=True)

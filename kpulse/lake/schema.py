@@ -108,8 +108,8 @@ _TABLES: dict[str, tuple[pa.Schema, dict[str, str]]] = {
     # before these columns were added (not known whether the value was complete).
     "consumer_group": _table(
         ("group_id", pa.string(), "Consumer group."),
-        ("state", pa.string(), "Kafka's group state (`Stable`, `PreparingRebalance`, `CompletingRebalance`, "
-                               "`Empty`, `Dead`, …)."),
+        ("state", pa.string(), "Kafka's group state for its type (`Stable`, `PreparingRebalance`, "
+                               "`CompletingRebalance`, `Assigning`, `Reconciling`, `NotReady`, `Empty`, `Dead`, …)."),
         ("members", pa.int32(), "Active members."),
         ("partitions", pa.int32(), "Partitions the group has offsets for."),
         ("total_lag", pa.int64(), "Sum of the partitions' lag over the partitions whose lag is known; null when "
@@ -124,6 +124,8 @@ _TABLES: dict[str, tuple[pa.Schema, dict[str, str]]] = {
                                                "files written before the column was added."),
         ("lag_seconds_unknown_partitions", pa.int32(), "The same for `max_lag_seconds`: partitions with a "
                                                        "committed offset whose `lag_seconds` is null."),
+        ("type", pa.string(), "Group type: `classic`, `consumer` (KIP-848) or `streams` (KIP-1071). Null in "
+                              "files written before the column was added."),
     ),
     # One row per share group per cycle (KIP-932). total_lag is over the partitions whose lag is
     # known; lag_unknown_partitions counts the others (> 0 with a total_lag: a lower bound).
@@ -167,10 +169,13 @@ _TABLES: dict[str, tuple[pa.Schema, dict[str, str]]] = {
         ("group_state", pa.string(), "The application's consumer group state."),
         ("expected_instances", pa.int32(), "Instances configured for the application."),
     ),
-    # One row per observed state change of a Streams instance.
+    # One row per observed state change of a Streams instance, Streams group or group member.
     "streams_transition": _table(
         ("application_id", pa.string(), "Streams `application.id`."),
-        ("instance", pa.string(), "The instance that changed."),
+        ("instance", pa.string(), "What changed: an instance (client id; KafkaStreams states), the Streams group "
+                                  "itself (`(group)`; Kafka's group states `Empty`, `NotReady`, `Assigning`, "
+                                  "`Reconciling`, `Stable`, `Dead`) or one of its members (`member <member id>`; "
+                                  "`Stable`, `Reconciling`, `Left`)."),
         ("from_state", pa.string(), "State before."),
         ("to_state", pa.string(), "State after."),
         time="When the change was observed (UTC).",
