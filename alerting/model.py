@@ -23,8 +23,8 @@ class Finding:
     """One entity for which a rule's condition holds in this snapshot."""
 
     entity: str
-    """What is wrong: ``cluster/<name>``, ``broker/<id>``, ``group/<id>``, ``streams/<app id>``,
-    ``probe`` or ``collector/<name>``."""
+    """What is wrong: ``cluster/<name>``, ``broker/<id>``, ``group/<id>``, ``sharegroup/<id>``,
+    ``streams/<app id>``, ``probe`` or ``collector/<name>``."""
     value: float | None
     """The number the condition looked at (see each rule); the ``value`` column of ``alert_event``."""
     summary: str

@@ -15,6 +15,9 @@ BrokerDown                    critical  a broker in the metadata is not up (brok
 ConsumerGroupStatus           warning   status STOP or STALL (``group/<id>``)           0
                               critical  status ERR (STOP/STALL for > 15 min)            0
 ConsumerGroupLagSeconds       warning   max_lag_seconds > the group's threshold         60 s
+ShareGroupNotAcknowledging    warning   status STALLED or NOT_CONSUMING: lag > 0 and    60 s
+                                        nothing acknowledged over the window
+                                        (``sharegroup/<id>``)
 StreamsAppNotRunning          warning   state != RUNNING (``streams/<app id>``)         120 s
                               critical  state ERROR or PENDING_ERROR                    0
 ProbeFailing                  critical  produce or consume availability < 1, lost > 0   60 s
@@ -31,6 +34,12 @@ threshold (the whole group is at least that far behind) but cannot tell below it
 fires nor resolves); ConsumerGroupStatus, which fires on the status and only quotes the lag, gives
 no value for a partial sum and says "lag at least N (K partitions unknown)". Snapshots without the
 ``*_partial`` fields (written before them) are taken as complete.
+
+ShareGroupNotAcknowledging reads a share group's status (``kpulse/share_contract.py``; the rules over
+a window of readings in ``collectors/share/share_status.py``): STALLED (members, but across the window
+the start offset never moved and the lag never went down) or NOT_CONSUMING (no members, lag > 0, no
+progress). Its value is the group's lag (none when the sum is partial); its hold rides out a consumer
+that takes one slow pass over its records.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from typing import Any, Callable, Sequence
 
 from alerting.model import CRITICAL, WARNING, Check, Finding, Rule, Unknown
 from kpulse.lag_contract import PartitionStatus, within_lag_threshold
+from kpulse.share_contract import NOT_ACKNOWLEDGING, ShareStatus
 from kpulse.snapshot import ConsumerGroup, Snapshot
 
 URP_HOLD_SECONDS = 60.0
@@ -58,6 +68,9 @@ BROKER_DOWN_HOLD_SECONDS = 60.0
 CONSUMER_WARNING_STATUSES = (PartitionStatus.STOP.value, PartitionStatus.STALL.value)
 CONSUMER_CRITICAL_STATUSES = (PartitionStatus.ERR.value,)
 LAG_HOLD_SECONDS = 60.0
+SHARE_GROUP_HOLD_SECONDS = 60.0
+"""No progress over the status window, and for this long: a consumer that processes one batch for
+longer than a window of readings is not an alert yet."""
 STREAMS_RUNNING = "RUNNING"
 STREAMS_GRACE_SECONDS = 120.0
 """Not RUNNING for this long is an alert: short rebalances are tolerated."""
@@ -196,6 +209,33 @@ def _unknown(partitions) -> str:
     return f"{partitions} partition{'' if partitions == 1 else 's'} unknown"
 
 
+def _share_group_not_acknowledging(snapshot):
+    section = snapshot.get("share_groups")
+    if section is None:
+        return [Unknown(None, "share groups not collected")]
+    results: list = []
+    for group in section.get("groups") or []:
+        group_id, status = group.get("group_id"), group.get("status")
+        entity = f"sharegroup/{group_id}"
+        if status is None:
+            results.append(Unknown(entity, "status not known"))
+            continue
+        if status not in NOT_ACKNOWLEDGING:
+            continue
+        lag = _number(group.get("total_lag"))
+        if lag is None:
+            lag_text = ""
+        elif group.get("total_lag_partial"):
+            lag_text = f", lag at least {lag:g} ({_unknown(group.get('lag_unknown_partitions'))})"
+            lag = None
+        else:
+            lag_text = f", lag {lag:g}"
+        meaning = (f"{group.get('members')} members but nothing acknowledged" if status == ShareStatus.STALLED.value
+                   else "no members, records wait")
+        results.append(Finding(entity, lag, f"share group {group_id} is {status}: {meaning}{lag_text}"))
+    return results
+
+
 def _streams_not_running(snapshot):
     apps = snapshot.get("streams_apps")
     if apps is None:
@@ -292,6 +332,8 @@ RULES: tuple[Rule, ...] = (
           "status STOP or STALL (warning), ERR (critical)"),
     _rule("ConsumerGroupLagSeconds", WARNING, LAG_HOLD_SECONDS, _group_lag_seconds,
           "max lag seconds > the group's lag_seconds_threshold"),
+    _rule("ShareGroupNotAcknowledging", WARNING, SHARE_GROUP_HOLD_SECONDS, _share_group_not_acknowledging,
+          "share group status STALLED or NOT_CONSUMING: lag > 0 and nothing acknowledged over the window"),
     _rule("StreamsAppNotRunning", WARNING, STREAMS_GRACE_SECONDS, _streams_not_running,
           "state != RUNNING (warning after the grace period), ERROR/PENDING_ERROR (critical at once)"),
     _rule("ProbeFailing", CRITICAL, PROBE_HOLD_SECONDS, _probe_failing,

@@ -30,6 +30,7 @@ ConsumerGroupStatus        critical  ``…{status="ERR"} == 1``
 ConsumerGroupLagSeconds    warning   ``kpulse_consumergroup_lag_seconds > threshold``: thresholds
                                      are parameters (default + per-group overrides, one rule each,
                                      label ``lag_seconds_threshold``)
+ShareGroupNotAcknowledging warning   ``kpulse_sharegroup_status{status=~"STALLED|NOT_CONSUMING"} == 1``
 StreamsAppNotRunning       warning   ``kpulse_streams_app_running == 0``
 StreamsAppNotRunning       critical  Streams JMX ``client_state >= 5`` (PENDING_ERROR, ERROR) on
                                      any instance
@@ -53,6 +54,7 @@ from alerting import rules as alert_rules
 from alerting.runbooks import runbook_text
 from alerting.state import CRITICAL, WARNING, rule_by_name
 from kpulse.lag_contract import DEFAULT_LAG_SECONDS_THRESHOLD
+from kpulse.share_contract import NOT_ACKNOWLEDGING
 
 GROUP_NAME = "kpulse"
 DEFAULT_JOB_LABEL = "kafka"
@@ -71,6 +73,7 @@ STREAMS_CLIENT_STATE = "kafka_streams_stream_metrics_client_state"
 GROUP_STATUS = "kpulse_consumergroup_status"
 GROUP_LAG_SECONDS = "kpulse_consumergroup_lag_seconds"
 STREAMS_RUNNING = "kpulse_streams_app_running"
+SHARE_GROUP_STATUS = "kpulse_sharegroup_status"
 PROBE_PRODUCE = "kpulse_probe_produce_availability"
 COLLECTOR_UP = "kpulse_collector_up"
 
@@ -173,6 +176,11 @@ def prometheus_alerts(job_label: str = DEFAULT_JOB_LABEL, *, kpulse_job_label: s
             f" (threshold {threshold:g} s) " + in_cluster, labels=(("lag_seconds_threshold", f"{threshold:g}"),)))
     error_code = min(alert_rules.STREAMS_CLIENT_STATE_CODES[state] for state in alert_rules.STREAMS_ERROR_STATES)
     rules += [
+        PrometheusAlert("ShareGroupNotAcknowledging",
+                        SHARE_GROUP_STATUS + "{status=~" + promql_string("|".join(NOT_ACKNOWLEDGING)) + "} == 1",
+                        WARNING, _hold("ShareGroupNotAcknowledging"),
+                        "share group {{ $labels.sharegroup }} is {{ $labels.status }} " + in_cluster
+                        + ": records wait and nothing is acknowledged"),
         PrometheusAlert("StreamsAppNotRunning", f"{STREAMS_RUNNING} == 0", WARNING, _hold("StreamsAppNotRunning"),
                         "Streams app {{ $labels.application_id }} " + in_cluster + " is not RUNNING"),
         PrometheusAlert("StreamsAppNotRunning",

@@ -36,6 +36,7 @@ def _cli(command: str) -> str:
 
 _TOPICS = "kafka-topics --bootstrap-server $BOOTSTRAP --describe"
 _GROUPS = "kafka-consumer-groups --bootstrap-server $BOOTSTRAP"
+_SHARE_GROUPS = "kafka-share-groups --bootstrap-server $BOOTSTRAP"
 _QUORUM = "kafka-metadata-quorum --bootstrap-server $BOOTSTRAP describe"
 _IDLE_CHECK = f"""\
 - One broker or all? One broker low while the others are fine = hot partitions or leader
@@ -199,6 +200,34 @@ The group's oldest unconsumed record is older than the group's freshness thresho
 - If the backlog may be skipped (group stopped first, dry run first):
 {_cli(_GROUPS + " --reset-offsets --group <group> --all-topics --to-latest --dry-run")}
 - If the threshold is wrong for this group, set its lag_seconds_threshold override in the config.""",
+    ),
+    "ShareGroupNotAcknowledging": Runbook(
+        meaning="""\
+A share group (KIP-932, queues for Kafka) has records waiting and acknowledges none of them: over
+kpulse's window of readings its start offset never moved and its lag (the broker's count of records
+not yet acknowledged) never went down. STALLED: members are present but acknowledge nothing (a hung
+or crashed-but-connected consumer, a poison record redelivered until it is archived, a consumer
+that never acknowledges). NOT_CONSUMING: the group has no members at all. Records wait; with a
+retention limit, they can be deleted before anyone processes them.""",
+        check=f"""\
+- Start offset and lag per partition, and the group's state:
+{_cli(_SHARE_GROUPS + " --describe --group <group>")}
+{_cli(_SHARE_GROUPS + " --describe --group <group> --state")}
+- Members, their clients and hosts, and their assigned partitions:
+{_cli(_SHARE_GROUPS + " --describe --group <group> --members --verbose")}
+- STALLED: the consumers' logs (exceptions while processing, a record that fails every delivery,
+  acknowledgement errors, a process paused or swapping); the group.share.record.lock.duration.ms
+  and group.share.delivery.count.limit settings decide how often a record comes back:
+{_cli("kafka-configs --bootstrap-server $BOOTSTRAP --entity-type groups --entity-name <group> --describe")}
+- NOT_CONSUMING: is the application deployed and running? Is the group retired?""",
+        action=f"""\
+- STALLED: fix the consumer and restart it; records it held are released when its acquisition
+  locks expire and are delivered again. A poison record is archived after the delivery count limit.
+- NOT_CONSUMING: start the consumers. A retired group: delete it (no members first):
+{_cli(_SHARE_GROUPS + " --delete --group <group>")}
+- To skip the backlog (no members, dry run first):
+{_cli(_SHARE_GROUPS + " --reset-offsets --group <group> --topic <t> --to-latest --dry-run")}
+  and run it again with --execute instead of --dry-run.""",
     ),
     "StreamsAppNotRunning": Runbook(
         meaning="""\

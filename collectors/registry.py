@@ -37,6 +37,12 @@ def _streams_apps(cluster):
     return StreamsAppsCollector(cluster)
 
 
+def _share_groups(cluster):
+    from collectors.share.share_groups import ShareGroupsCollector
+
+    return ShareGroupsCollector(cluster)
+
+
 def _probe(cluster):
     if not cluster.probe.enabled:
         return None
@@ -50,6 +56,7 @@ BUILTINS = {
     "broker_metrics": _broker_metrics,
     "consumer_lag": _consumer_lag,
     "streams_apps": _streams_apps,
+    "share_groups": _share_groups,
     "probe": _probe,
 }
 

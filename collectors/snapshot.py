@@ -2,8 +2,8 @@
 from the sections the collectors return. Pure: no I/O.
 
 The built-in collectors' ``cluster`` (metadata) and ``broker_metrics`` sections are merged into the
-snapshot's ``cluster`` and ``brokers``; ``consumer_groups``, ``streams_apps`` and ``probe`` are
-taken as they are; the sections add-on collectors declare follow under their own names.
+snapshot's ``cluster`` and ``brokers``; ``consumer_groups``, ``streams_apps``, ``share_groups`` and
+``probe`` are taken as they are; the sections add-on collectors declare follow under their own names.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def compose(cluster_name: str, now: float, sections: dict[str, Any], statuses: l
         "brokers": _brokers(metadata, metrics, down),
         "consumer_groups": sections.get("consumer_groups", []),
         "streams_apps": sections.get("streams_apps", []),
+        "share_groups": sections.get("share_groups"),
         "probe": sections.get("probe"),
         "alerts": [],
         "collectors": collectors,

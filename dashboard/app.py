@@ -19,6 +19,7 @@ PAGES = [
     st.Page("app_pages/topics.py", title="Topics", icon=":material/topic:", url_path="topics"),
     st.Page("app_pages/groups.py", title="Consumer groups", icon=":material/groups:", url_path="groups"),
     st.Page("app_pages/streams.py", title="Streams apps", icon=":material/waves:", url_path="streams"),
+    st.Page("app_pages/share_groups.py", title="Share groups", icon=":material/queue:", url_path="share-groups"),
     st.Page("app_pages/slos.py", title="SLOs", icon=":material/target:", url_path="slos"),
     st.Page("app_pages/alerts.py", title="Alerts", icon=":material/notifications_active:", url_path="alerts"),
     st.Page("app_pages/operations.py", title="Operations", icon=":material/build:", url_path="operations"),

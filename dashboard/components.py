@@ -1,4 +1,5 @@
-"""Shared drawing: coloured health tiles, Plotly charts, the freshness banner and the pager.
+"""Shared drawing: coloured health tiles, Plotly charts, the freshness banner, the pager and the
+searchable, sortable, paged list above it.
 Pages compose these; nothing here reads data. Chart titles and the names in a chart (legend,
 categories, hover) are text: Plotly would read ``<a href>`` and ``<b>`` in them."""
 
@@ -14,7 +15,7 @@ import streamlit as st
 
 from dashboard import literal
 from dashboard.services.health import CRIT, INFO, OK, UNKNOWN, WARN, Freshness, Tile
-from dashboard.services.paging import DEFAULT_PAGE_SIZE
+from dashboard.services.paging import DEFAULT_PAGE_SIZE, Page, search_sort_page
 
 COLOURS = {OK: "#1b7f3b", WARN: "#b7791f", CRIT: "#c53030", UNKNOWN: "#718096", INFO: "#2b6cb0"}
 STATE_COLOURS = {"RUNNING": "#38a169", "REBALANCING": "#dd6b20", "ERROR": "#c53030", "PENDING_ERROR": "#c53030",
@@ -113,3 +114,21 @@ def pager(key: str, matching: int, page_size: int = DEFAULT_PAGE_SIZE) -> int:
     if st.session_state.get(key, 1) > pages:  # a narrower search: back to its last page
         st.session_state[key] = pages
     return int(st.number_input(f"page (of {pages})", min_value=1, max_value=pages, value=1, step=1, key=key))
+
+
+def searched_list(key: str, table: pd.DataFrame, *, sorts: dict[str, str], search_column: str, noun: str,
+                  placeholder: str) -> Page:
+    """Search box, sort choice, "worst first" toggle and pager over ``table`` (searched, sorted and
+    paged on the server: ``dashboard/services/paging.py``), with the caption counting the matches;
+    returns the page to show. Widget keys: ``<key>-search``, ``-sort``, ``-desc``, ``-page``."""
+    search_col, sort_col, order_col = st.columns([3, 2, 1])
+    search = search_col.text_input(f"Search {noun}", key=f"{key}-search", placeholder=placeholder)
+    sort = sort_col.selectbox("Sort by", list(sorts), key=f"{key}-sort")
+    descending = order_col.toggle("worst first", value=True, key=f"{key}-desc")
+    options = dict(search=search, search_column=search_column, sort_by=sorts[sort],
+                   descending=descending and sorts[sort] != search_column)
+    number = pager(f"{key}-page", search_sort_page(table, **options).matching)
+    page = search_sort_page(table, page=number, **options)
+    st.caption(f"{page.matching} of {len(table)} {noun} match · page {page.number} of {page.pages} · "
+               f"{DEFAULT_PAGE_SIZE} per page")
+    return page

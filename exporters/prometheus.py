@@ -12,6 +12,11 @@ A group's sums are over the partitions whose value is known. While a broker is d
 ``kpulse_consumergroup_lag_sum_unknown_partitions`` / ``..._lag_seconds_unknown_partitions`` (0 when
 complete) say how many partitions were left out. A lower bound is still exported rather than
 dropped: an alert on ``lag_sum > N`` that holds on part of the partitions holds on all of them.
+
+Share groups (KIP-932) have no kafka_exporter counterpart: ``kpulse_sharegroup_lag`` and
+``kpulse_sharegroup_start_offset`` per partition are the broker's figures (``kafka-share-groups
+--describe``), ``kpulse_sharegroup_state`` and ``kpulse_sharegroup_status`` are 1 for the group's
+current state and status and 0 for the others, ``kpulse_sharegroup_members`` counts its members.
 """
 
 from __future__ import annotations
@@ -22,12 +27,16 @@ from typing import Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from kpulse.kafka.group_model import STATES
 from kpulse.lag_contract import STATUS_NAMES
+from kpulse.share_contract import SHARE_STATUS_NAMES
 from kpulse.snapshot import Snapshot
 
 STATUSES = STATUS_NAMES
 STREAMS_STATES = ("CREATED", "REBALANCING", "RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING", "PENDING_ERROR", "ERROR",
                   "UNREACHABLE")
+SHARE_STATES = STATES["share"]
+"""Kafka's share group states; a state outside them (``Unknown``) is exported as 1 with 0 for these."""
 
 
 class SnapshotExporter(Collector):
@@ -116,6 +125,7 @@ def _emit_snapshot(emit, snapshot: Snapshot) -> None:
                 if instance.get("state") is not None:
                     emit("kpulse_streams_instance_state", "1 for the instance's current client state",
                          {**a, "instance": instance["id"], "state": state}, int(instance["state"] == state))
+    _emit_share_groups(emit, c, snapshot.get("share_groups"))
     probe = snapshot.get("probe") or {}
     for key in ("produce_availability", "consume_availability", "latency_p99_ms", "lost", "duplicated"):
         emit(f"kpulse_probe_{key}", f"End-to-end probe: {key.replace('_', ' ')}", c, probe.get(key))
@@ -130,3 +140,28 @@ def _emit_snapshot(emit, snapshot: Snapshot) -> None:
         firing[key] = firing.get(key, 0) + 1
     for (rule, severity), count in sorted(firing.items()):
         emit("kpulse_alerts_firing", "Firing alerts", {**c, "rule": rule, "severity": severity}, count)
+
+
+def _emit_share_groups(emit, c: dict[str, str], section) -> None:
+    for group in (section or {}).get("groups") or []:
+        g = {**c, "sharegroup": group["group_id"]}
+        emit("kpulse_sharegroup_members", "Members of the share group", g, group.get("members"))
+        state = group.get("state")
+        if state is not None:
+            for name in dict.fromkeys((*SHARE_STATES, state)):
+                emit("kpulse_sharegroup_state", "1 for the share group's current state", {**g, "state": name},
+                     int(state == name))
+        emit("kpulse_sharegroup_lag_sum", "Sum of the share group's partition lags (over the partitions whose lag "
+             "is known: see kpulse_sharegroup_lag_sum_unknown_partitions)", g, group.get("total_lag"))
+        emit("kpulse_sharegroup_lag_sum_unknown_partitions", "Partitions whose lag is unknown, left out of "
+             "kpulse_sharegroup_lag_sum: > 0 means the sum is partial", g, group.get("lag_unknown_partitions"))
+        if group.get("status") is not None:
+            for status in SHARE_STATUS_NAMES:
+                emit("kpulse_sharegroup_status", "1 for the share group's current status (OK, WARN, STALLED, "
+                     "NOT_CONSUMING)", {**g, "status": status}, int(group["status"] == status))
+        for p in group.get("partitions") or []:
+            labels = {**g, "topic": p["topic"], "partition": p["partition"]}
+            emit("kpulse_sharegroup_lag", "Records of the share partition not yet acknowledged, as the broker "
+                 "counts them", labels, p.get("lag"))
+            emit("kpulse_sharegroup_start_offset", "Share-partition start offset: every record before it is "
+                 "acknowledged", labels, p.get("start_offset"))

@@ -174,6 +174,70 @@ class ConsumerGroup(TypedDict):
     partitions: Annotated[list[GroupPartition], "Its partitions, by topic and partition."]
 
 
+# --- share groups ---------------------------------------------------------------------------------------
+
+class SharePartition(TypedDict):
+    """One partition of a share group, as DescribeShareGroupOffsets answers (the START-OFFSET and LAG
+    columns of ``kafka-share-groups --describe``)."""
+
+    topic: Annotated[str, "Topic."]
+    partition: Annotated[int, "Partition number."]
+    start_offset: Annotated[int | None, "Share-partition start offset: every record before it is acknowledged "
+                                        "(or archived); null when the group has not initialised the partition."]
+    lag: Annotated[int | None, "Records not yet acknowledged, as the broker counts them (not log end - start "
+                               "offset: records acknowledged out of order are not counted); null when unknown."]
+    status: Annotated[str | None, "OK, WARN, STALLED or NOT_CONSUMING (kpulse/share_contract.py); null with too "
+                                  "few readings or an unknown value."]
+    reasons: NotRequired[Annotated[Reasons, "Why a value above is null; present only then."]]
+
+
+class ShareMemberState(TypedDict):
+    """One member of a share group, as ``kafka-share-groups --describe --members`` shows it."""
+
+    member_id: Annotated[str, "Member id."]
+    client_id: Annotated[str, "The consumer's client.id."]
+    host: Annotated[str, "The consumer's host, as the broker saw it."]
+    rack_id: Annotated[str | None, "The consumer's client.rack; null when not set."]
+    member_epoch: Annotated[int, "The member's epoch."]
+    subscribed_topics: Annotated[list[str], "Topics it subscribed to."]
+    assignment: Annotated[dict[str, list[int]], "Topic -> the partitions assigned to it, sorted."]
+
+
+class ShareGroupState(TypedDict):
+    """One share group (KIP-932): state, members and assignments, and per partition the start offset
+    and the lag the broker reports, with a status over a window of readings.
+
+    ``total_lag`` is over the partitions whose lag is known; ``lag_unknown_partitions`` counts the
+    others and ``total_lag_partial`` is true when the sum leaves some out (a lower bound)."""
+
+    group_id: Annotated[str, "Share group id."]
+    state: Annotated[str | None, "Kafka's share group state: Empty, Stable, Dead (Unknown when this release does "
+                                 "not know it); null when the group could not be described."]
+    members: Annotated[int | None, "Members; null when the group could not be described."]
+    group_epoch: Annotated[int | None, "Bumped by every change of members or subscriptions."]
+    assignment_epoch: Annotated[int | None, "Epoch of the target assignment."]
+    partition_count: Annotated[int, "Partitions the broker reports offsets for (the lake's share_group.partitions)."]
+    total_lag: Annotated[int | None, "Sum of the partitions' lag over those whose lag is known; null when none is."]
+    total_lag_partial: Annotated[bool, "total_lag leaves out some partitions: a lower bound."]
+    lag_unknown_partitions: Annotated[int, "Partitions whose lag is unknown, left out of total_lag."]
+    status: Annotated[str | None, "Worst partition status (OK < WARN < STALLED < NOT_CONSUMING); null while no "
+                                  "partition has one."]
+    error: Annotated[str | None, "Why the group could not be described or its offsets read (one line); null when "
+                                 "they were."]
+    reasons: NotRequired[Annotated[Reasons, "Why a sum is partial or null, or the status unknown; present only "
+                                            "then."]]
+    member_list: Annotated[list[ShareMemberState], "Its members, by member id."]
+    partitions: Annotated[list[SharePartition], "Its partitions, by topic and partition."]
+
+
+class ShareGroups(TypedDict):
+    """Every share group of the cluster, or why the cluster has none to show."""
+
+    groups: Annotated[list[ShareGroupState], "Every share group, by group id."]
+    unsupported: Annotated[str | None, "Why the brokers cannot describe share groups (an older Kafka, where they do "
+                                       "not exist): not an error; null when they can."]
+
+
 # --- Kafka Streams applications -------------------------------------------------------------------------
 
 class StreamsInstance(TypedDict):
@@ -351,8 +415,8 @@ class FiringAlert(TypedDict):
 
     rule: Annotated[str, "Alert rule name (also the runbook key)."]
     severity: Annotated[str, "warning or critical."]
-    entity: Annotated[str, "What it is about: cluster/<name>, broker/<id>, group/<id>, streams/<app id>, probe "
-                           "or collector/<name>."]
+    entity: Annotated[str, "What it is about: cluster/<name>, broker/<id>, group/<id>, sharegroup/<id>, "
+                           "streams/<app id>, probe or collector/<name>."]
     value: Annotated[float | None, "The value the condition looked at."]
     summary: Annotated[str, "One line for a human, with the numbers."]
     since: Annotated[float, "When the condition was first seen (epoch seconds)."]
@@ -379,6 +443,8 @@ class Snapshot(TypedDict):
     brokers: Annotated[list[Broker], "Every broker known, by id."]
     consumer_groups: Annotated[list[ConsumerGroup], "Every consumer group with committed offsets."]
     streams_apps: Annotated[list[StreamsApp], "Kafka Streams applications, by application id."]
+    share_groups: Annotated[ShareGroups | None, "Share groups (KIP-932); null when they were not collected this "
+                                                "cycle."]
     probe: Annotated[Probe | None, "The end-to-end probe; null when it is turned off or did not run."]
     alerts: Annotated[list[FiringAlert], "Alerts firing after this cycle."]
     collectors: Annotated[list[CollectorState], "Each collector's cycle, in registration order."]
@@ -442,6 +508,7 @@ BUILTIN_SECTIONS: Mapping[str, Any] = types.MappingProxyType({
     "broker_metrics": BrokerMetricsSection,
     "consumer_groups": list[ConsumerGroup],
     "streams_apps": list[StreamsApp],
+    "share_groups": ShareGroups,
     "probe": Probe,
 })
 """Section name -> type, of the sections the built-in collectors return: ``cluster`` and

@@ -33,6 +33,7 @@ DOMAIN = Path("/work/shared/DOMAIN.md")
 KPULSE_EXPORTER_METRICS = {  # what kpulse's own exporter exports (the contract with its author)
     "kafka_consumergroup_lag", "kpulse_consumergroup_lag_seconds", "kpulse_consumergroup_status",
     "kpulse_streams_app_running", "kpulse_probe_produce_availability", "kpulse_collector_up",
+    "kpulse_sharegroup_status",
 }
 PROMETHEUS_BUILTINS = {"up"}
 T0 = 10_000.0
@@ -61,6 +62,11 @@ def healthy(time: float = T0) -> dict:
                           "instances": [{"id": f"i{n}", "state": "RUNNING", "up": True, "alive_threads": 1,
                                          "failed_threads": 0, "error": None} for n in (1, 2)],
                           "transitions": []}],
+        "share_groups": {"groups": [{"group_id": "jobs", "state": "Stable", "members": 2, "total_lag": 7,
+                                     "total_lag_partial": False, "lag_unknown_partitions": 0, "status": "OK",
+                                     "partitions": [{"topic": "t", "partition": 0, "start_offset": 50, "lag": 7,
+                                                     "status": "OK"}]}],
+                         "unsupported": None},
         "probe": {"produce_availability": 1.0, "consume_availability": 1.0, "latency_p99_ms": 20.0, "lost": 0,
                   "duplicated": 0, "error": None},
         "collectors": [{"name": name, "up": True, "duration_seconds": 0.2, "error": None}
@@ -177,6 +183,24 @@ CONDITIONS = [
     condition("ConsumerGroupLagSeconds", {"consumer_groups.0.max_lag_seconds": 999.0,
                                           "consumer_groups.0.lag_seconds_threshold": None},
               unknown={"group/orders"}, id="threshold unknown -> unknown"),
+    condition("ShareGroupNotAcknowledging", {"share_groups.groups.0.status": "STALLED"},
+              [("sharegroup/jobs", WARNING, 7.0)], id="share group STALLED -> warning, value = its lag"),
+    condition("ShareGroupNotAcknowledging", {"share_groups.groups.0.status": "NOT_CONSUMING",
+                                             "share_groups.groups.0.members": 0},
+              [("sharegroup/jobs", WARNING, 7.0)], id="share group NOT_CONSUMING -> warning"),
+    condition("ShareGroupNotAcknowledging", {"share_groups.groups.0.status": "WARN"},
+              id="share group WARN (acknowledging, falling behind) -> nothing"),
+    condition("ShareGroupNotAcknowledging", {}, id="share group OK -> nothing"),
+    condition("ShareGroupNotAcknowledging", {"share_groups.groups.0.status": None}, unknown={"sharegroup/jobs"},
+              id="share group status not known yet -> unknown"),
+    condition("ShareGroupNotAcknowledging", {"share_groups": None}, unknown={ALL},
+              id="share groups not collected -> unknown"),
+    condition("ShareGroupNotAcknowledging", {"share_groups.groups.0.status": "STALLED",
+                                             "share_groups.groups.0.total_lag_partial": True,
+                                             "share_groups.groups.0.lag_unknown_partitions": 1},
+              [("sharegroup/jobs", WARNING, None)], id="STALLED with a partial lag sum -> warning, no value"),
+    condition("ShareGroupNotAcknowledging", {"share_groups": {"groups": [], "unsupported": "no share groups"}},
+              id="brokers without share groups -> nothing"),
     condition("StreamsAppNotRunning", {"streams_apps.0.state": "REBALANCING"}, [("streams/app", WARNING, 1.0)],
               id="REBALANCING -> warning finding, value = client-state code"),
     condition("StreamsAppNotRunning", {"streams_apps.0.state": "NOT_RUNNING"}, [("streams/app", WARNING, 4.0)],
@@ -222,7 +246,7 @@ RULES_TABLE = [  # name, default severity, hold seconds: the agreed table (DOMAI
     ("UnderMinIsrPartitions", CRITICAL, 0), ("ActiveControllerCount", CRITICAL, 60),
     ("RequestHandlerIdleLow", WARNING, 300), ("RequestHandlerIdleCritical", CRITICAL, 60),
     ("BrokerDown", CRITICAL, 60), ("ConsumerGroupStatus", WARNING, 0), ("ConsumerGroupLagSeconds", WARNING, 60),
-    ("StreamsAppNotRunning", WARNING, 120), ("ProbeFailing", CRITICAL, 60), ("CollectorDown", WARNING, 120),
+    ("ShareGroupNotAcknowledging", WARNING, 60), ("StreamsAppNotRunning", WARNING, 120), ("ProbeFailing", CRITICAL, 60), ("CollectorDown", WARNING, 120),
 ]
 
 
@@ -267,6 +291,7 @@ BAD = {  # a change that makes each rule's condition hold (at its default severi
     "BrokerDown": {"cluster.brokers.0.up": False},
     "ConsumerGroupStatus": {"consumer_groups.0.status": "STALL"},
     "ConsumerGroupLagSeconds": {"consumer_groups.0.max_lag_seconds": 600.0},
+    "ShareGroupNotAcknowledging": {"share_groups.groups.0.status": "STALLED"},
     "StreamsAppNotRunning": {"streams_apps.0.state": "REBALANCING"},
     "ProbeFailing": {"probe.produce_availability": 0.0},
     "CollectorDown": {"collectors.0.up": False},

@@ -38,6 +38,7 @@ PAGES = {  # st.dataframe draws on a canvas: its cells are not page text, so the
                                "kpulse reset-offsets --cluster live --group demo-slow"],
     "streams": ["Streams apps", "kpulse-demo-streams", "Rebalances", "Internal topics",
                 "kpulse-demo-streams-order-counts-changelog"],
+    "share-groups": ["Share groups", "share groups match", "records not yet acknowledged"],
     "slos": ["SLOs"],
     "alerts": ["Alerts", "firing"],
 }

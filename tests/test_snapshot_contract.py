@@ -206,7 +206,7 @@ def test_a_section_outside_the_model_fails_validation():
 
     validator = Draft202012Validator(json_schema({}))
     snapshot = {"time": 1.0, "cluster_name": "c", "brokers": [], "consumer_groups": [], "streams_apps": [],
-                "probe": None, "alerts": [], "collectors": [],
+                "share_groups": None, "probe": None, "alerts": [], "collectors": [],
                 "cluster": {"controller_id": None, "brokers": [], "brokers_up": None, "brokers_total": None,
                             "topic_count": None, "partition_count": None, "under_replicated_partitions": None,
                             "offline_partitions": None, "under_min_isr_partitions": None,
@@ -282,7 +282,7 @@ def test_the_exporter_the_alert_rules_and_the_dashboard_read_only_fields_of_the_
     from alerting.rules import RULES
     from cli.collect import summary_line
     from collectors.runner import CycleResult
-    from dashboard.services import alerts, brokers, groups, health, streams
+    from dashboard.services import alerts, brokers, groups, health, share_groups, streams
     from exporters.prometheus import SnapshotExporter
     from kpulse.snapshot import Snapshot
 
@@ -304,11 +304,16 @@ def test_the_exporter_the_alert_rules_and_the_dashboard_read_only_fields_of_the_
         [app] = snapshot["streams_apps"]
         assert len(streams.apps_frame(snapshot)) == 1
         assert len(streams.instances_frame(streams.app(snapshot, app["application_id"]))) == 1
+        [share_group] = snapshot["share_groups"]["groups"]
+        assert len(share_groups.groups_frame(snapshot)) == 1 and share_groups.unsupported(snapshot) is not None
+        shown = share_groups.group(snapshot, share_group["group_id"])
+        assert len(share_groups.partitions_frame(shown)) == len(share_groups.members_frame(shown)) == 1
         events = pd.DataFrame(columns=["time", "rule", "entity", "state", "severity", "since", "value", "summary"])
         assert len(alerts.firing_alerts(events, snapshot, {}, 1_700_000_001.0)) == 1
         for rule, entity in (("UnderReplicatedPartitions", "cluster/c"), ("RequestHandlerIdleLow", "broker/5"),
                              ("BrokerDown", "broker/5"), ("ConsumerGroupLagSeconds", f"group/{group['group_id']}"),
-                             ("ConsumerGroupStatus", f"group/{group['group_id']}")):
+                             ("ConsumerGroupStatus", f"group/{group['group_id']}"),
+                             ("ShareGroupNotAcknowledging", f"sharegroup/{share_group['group_id']}")):
             query = alerts.context_query(rule, entity)
             alerts.with_snapshot_point(query, pd.DataFrame(columns=["time", "value"]), snapshot)
         assert snapshot["cluster_name"] in summary_line(snapshot, CycleResult())

@@ -12,7 +12,8 @@ from dashboard.services.health import human_age
 
 CONTEXT_BEFORE_SECONDS = 1800
 PAGE_FILES = {"overview": "app_pages/overview.py", "brokers": "app_pages/brokers.py", "groups": "app_pages/groups.py",
-              "streams": "app_pages/streams.py", "topics": "app_pages/topics.py"}
+              "streams": "app_pages/streams.py", "topics": "app_pages/topics.py",
+              "share_groups": "app_pages/share_groups.py"}
 
 st.title("Alerts")
 

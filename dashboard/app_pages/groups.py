@@ -5,7 +5,6 @@ import streamlit as st
 
 from dashboard import actions, components, frame, literal
 from dashboard.services import groups
-from dashboard.services.paging import DEFAULT_PAGE_SIZE, search_sort_page
 
 WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600}
 
@@ -13,16 +12,8 @@ st.title("Consumer groups")
 with frame.shown_errors():
     snap = frame.snapshot()
     table = groups.groups_frame(snap)
-    search_col, sort_col, order_col = st.columns([3, 2, 1])
-    search = search_col.text_input("Search groups", key="groups-search", placeholder="part of a group id")
-    sort = sort_col.selectbox("Sort by", list(groups.SORTS), key="groups-sort")
-    descending = order_col.toggle("worst first", value=True, key="groups-desc")
-    kwargs = dict(search=search, search_column="group_id", sort_by=groups.SORTS[sort],
-                  descending=descending and sort != "group id")
-    number = components.pager("groups-page", search_sort_page(table, **kwargs).matching)
-    page = search_sort_page(table, page=number, **kwargs)
-    st.caption(f"{page.matching} of {len(table)} groups match · page {page.number} of {page.pages} · "
-               f"{DEFAULT_PAGE_SIZE} per page")
+    page = components.searched_list("groups", table, sorts=groups.SORTS, search_column="group_id", noun="groups",
+                                    placeholder="part of a group id")
     if partial := int(table["partial"].notna().sum()):
         st.caption(f"⚠ {partial} of {len(table)} groups have partial lag sums (see the partial column): some "
                    "partitions' lag is unknown (log end not read, e.g. a broker down), so their total lag and "

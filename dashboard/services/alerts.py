@@ -67,6 +67,7 @@ def parse_entity(entity: str) -> tuple[str, str]:
 
 
 ENTITY_PAGES = {"broker": ("brokers", "broker"), "group": ("groups", "group"), "streams": ("streams", "app"),
+                "sharegroup": ("share_groups", "sharegroup"),
                 "cluster": ("overview", None), "probe": ("overview", None), "collector": ("overview", None)}
 """Entity kind -> (page, query parameter naming the entity on it)."""
 
@@ -100,6 +101,9 @@ def context_query(rule: str, entity: str) -> ContextQuery | None:
         return ContextQuery("consumer_group", "total_lag", f"group {name} lag (offsets)", "group_id", name)
     if rule == "ConsumerGroupLagSeconds" and kind == "group":
         return ContextQuery("consumer_group", "max_lag_seconds", f"group {name} lag (seconds)", "group_id", name)
+    if rule == "ShareGroupNotAcknowledging" and kind == "sharegroup":
+        return ContextQuery("share_group", "total_lag", f"share group {name} lag (records not acknowledged)",
+                            "group_id", name)
     if rule == "StreamsAppNotRunning" and kind == "streams":
         return ContextQuery("streams_instance", "running", f"{name}: instances RUNNING", "application_id", name)
     if rule == "ProbeFailing":
@@ -130,8 +134,9 @@ def with_snapshot_point(query: ContextQuery, series: pd.DataFrame, snapshot: Sna
     """The series plus the snapshot's value at its time: the lake is flushed about once a minute,
     the snapshot every cycle, so the newest point (often the alert's cause) comes from it. The lake
     column charted (``query.column``) is read from the snapshot field of the same name: the
-    ``cluster_health``, ``broker_metrics`` and ``consumer_group`` columns charted have the names of
-    :class:`kpulse.snapshot.ClusterHealth`, ``Broker`` and ``ConsumerGroup`` fields."""
+    ``cluster_health``, ``broker_metrics``, ``consumer_group`` and ``share_group`` columns charted have
+    the names of :class:`kpulse.snapshot.ClusterHealth`, ``Broker``, ``ConsumerGroup`` and
+    ``ShareGroupState`` fields."""
     if snapshot is None:
         return series
     value = None
@@ -146,6 +151,9 @@ def with_snapshot_point(query: ContextQuery, series: pd.DataFrame, snapshot: Sna
         value = None if up is None else float(up)
     elif query.table == "consumer_group":
         value = next((g.get(query.column) for g in snapshot.get("consumer_groups") or []
+                      if g.get("group_id") == query.match_value), None)
+    elif query.table == "share_group":
+        value = next((g.get(query.column) for g in (snapshot.get("share_groups") or {}).get("groups") or []
                       if g.get("group_id") == query.match_value), None)
     if value is None:
         return series

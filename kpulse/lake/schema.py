@@ -127,6 +127,37 @@ _TABLES: dict[str, tuple[pa.Schema, dict[str, str]]] = {
         ("type", pa.string(), "Group type: `classic`, `consumer` (KIP-848) or `streams` (KIP-1071). Null in "
                               "files written before the column was added."),
     ),
+    # One row per share group per cycle (KIP-932). total_lag is over the partitions whose lag is
+    # known; lag_unknown_partitions counts the others (> 0 with a total_lag: a lower bound).
+    "share_group": _table(
+        ("group_id", pa.string(), "Share group."),
+        ("state", pa.string(), "Kafka's share group state (`Empty`, `Stable`, `Dead`); null when the group could "
+                               "not be described."),
+        ("members", pa.int32(), "Members; null when the group could not be described."),
+        ("group_epoch", pa.int32(), "Group epoch (bumped by every change of members or subscriptions)."),
+        ("assignment_epoch", pa.int32(), "Epoch of the group's target assignment."),
+        ("partitions", pa.int32(), "Partitions the broker reports share offsets for."),
+        ("total_lag", pa.int64(), "Sum of the partitions' lag (records not yet acknowledged) over the partitions "
+                                  "whose lag is known; null when none is."),
+        ("lag_unknown_partitions", pa.int32(), "Partitions whose lag is unknown, left out of `total_lag`: > 0 with "
+                                               "a `total_lag` means the sum is partial, a lower bound."),
+        ("status", pa.string(), "Worst partition status (`OK` < `WARN` < `STALLED` < `NOT_CONSUMING`); null while "
+                                "no partition has one."),
+        ("error", pa.string(), "Why the group could not be described or its offsets read (one line); null when "
+                               "they were."),
+    ),
+    # One row per share group, topic and partition per cycle.
+    "share_partition": _table(
+        ("group_id", pa.string(), "Share group."),
+        ("topic", pa.string(), "Topic."),
+        ("partition", pa.int32(), "Partition number."),
+        ("start_offset", pa.int64(), "Share-partition start offset: every record before it is acknowledged (or "
+                                     "archived); null when the group has not initialised the partition."),
+        ("lag", pa.int64(), "Records not yet acknowledged, as the broker counts them (`kafka-share-groups "
+                            "--describe`'s LAG; not log end minus start offset); null when unknown."),
+        ("status", pa.string(), "`OK`, `WARN`, `STALLED` or `NOT_CONSUMING` over the last readings (see "
+                                "docs/monitoring.md); null with too few readings."),
+    ),
     # One row per Streams instance per cycle.
     "streams_instance": _table(
         ("application_id", pa.string(), "Streams `application.id` (also its consumer group)."),

@@ -1,0 +1,187 @@
+"""The share-groups collector: every share group (KIP-932) with its state, members and
+assignments, and per partition the start offset and the lag the broker reports, with a status over
+a window of readings (rules in ``collectors/share/share_status.py``).
+
+Share lag is not derived from the log: it is the broker's count of records not yet acknowledged
+(``kafka-share-groups --describe``'s LAG), read with DescribeShareGroupOffsets. Everything is read
+through ``kpulse.kafka.group_describe.GroupReader``: one ListGroups (type ``share``) per broker,
+one ShareGroupDescribe and one DescribeShareGroupOffsets per coordinator. Brokers that do not speak
+share groups (an older Kafka) give an empty section with the reason, not an error.
+
+Between cycles the collector keeps each partition's window of readings; a group whose offsets could
+not be read this cycle keeps its windows, a partition no longer reported for its group (or a group
+no longer listed) loses its own. A group's ``total_lag`` is over the partitions whose lag is known and
+says how many were left out (``lag_math.sum_over_partitions``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+from collectors.lag.lag_math import sum_over_partitions
+from collectors.protocol import CollectContext, CollectorResult
+from collectors.share.share_status import ShareWindows, worst
+from kpulse.errors import KpulseError
+from kpulse.kafka.batched_client import BatchedClient
+from kpulse.kafka.group_model import GroupListing, GroupReadError, ShareGroup, SharePartitionOffset
+from kpulse.lake.schema import SCHEMAS
+from kpulse.snapshot import ShareGroups, ShareGroupState, ShareMemberState, SharePartition
+
+SHARE = "share"
+DEFAULT_TIMEOUT_SECONDS = 10.0
+
+REASON_NOT_INITIALISED = "not initialised: the group has not fetched from this partition yet"
+REASON_LAG_UNKNOWN = "the broker did not report a lag"
+REASON_NO_MEMBERS_KNOWN = "the group's members are not known (it could not be described)"
+
+
+class ShareGroupsUnreadable(KpulseError):
+    """The share groups could not be listed at all (one line): the collector is down this cycle."""
+
+
+class ShareGroupsCollector:
+    name = "share_groups"
+    sections = {"share_groups": ShareGroups}
+    tables = {table: SCHEMAS[table] for table in ("share_group", "share_partition")}
+
+    def __init__(self, cluster_config, reader: Any = None, timeout: float = DEFAULT_TIMEOUT_SECONDS,
+                 windows: ShareWindows | None = None, batched_client_factory: Callable[..., Any] | None = None):
+        self._cluster = cluster_config
+        self._timeout = timeout
+        self.batched_client = None if reader is not None else BatchedClient(cluster_config, batched_client_factory)
+        self._reader = reader
+        self.windows = windows or ShareWindows()
+        """Each partition's last readings, between cycles (the rules: ``share_status``)."""
+
+    @property
+    def reader(self):
+        """The ``GroupReader`` (built on first use: the constructor connects to nothing)."""
+        if self._reader is None:
+            from kpulse.kafka.group_describe import GroupReader
+
+            self._reader = GroupReader(self.batched_client)
+        return self._reader
+
+    def close(self) -> None:
+        if self.batched_client is not None:
+            self.batched_client.close()
+
+    def collect(self, context: CollectContext) -> CollectorResult:
+        reader = self.reader
+        listings = reader.list_groups(self._timeout, types=[SHARE])
+        if SHARE in reader.unsupported:
+            return self.evaluate([], {}, {}, context, unsupported=reader.unsupported[SHARE].reason)
+        if listings is None:
+            why = getattr(self.batched_client, "unavailable_reason", None) or "no broker answered ListGroups"
+            raise ShareGroupsUnreadable(f"cannot list share groups: {why}")
+        listings = [listing for listing in listings if listing.type == SHARE]
+        descriptions = reader.describe(listings, self._timeout) if listings else {}
+        offsets = reader.share_offsets([listing.group_id for listing in listings], self._timeout) if listings else {}
+        unsupported = reader.unsupported.get(SHARE)
+        return self.evaluate(listings, descriptions, offsets, context,
+                             unsupported=unsupported.reason if unsupported else None)
+
+    def evaluate(self, listings: Sequence[GroupListing], descriptions: Mapping[str, Any],
+                 offsets: Mapping[str, Sequence[SharePartitionOffset] | GroupReadError], context: CollectContext,
+                 unsupported: str | None = None) -> CollectorResult:
+        """Turn one reading of the cluster into the snapshot section and the lake rows."""
+        now, cluster = context.now, self._cluster.name
+        groups: list[ShareGroupState] = []
+        group_rows: list[dict] = []
+        partition_rows: list[dict] = []
+        read: list[tuple[str, str, int]] = []
+        for listing in sorted(listings, key=lambda item: item.group_id):
+            group_id = listing.group_id
+            description = descriptions.get(group_id)
+            answer = offsets.get(group_id)
+            errors = [f"describe: {description.reason}" if isinstance(description, GroupReadError) else None,
+                      f"offsets: {answer.reason}" if isinstance(answer, GroupReadError) else None]
+            described = description if isinstance(description, ShareGroup) else None
+            members = None if described is None else len(described.members)
+            share_offsets = [] if isinstance(answer, GroupReadError) or answer is None else answer
+            if isinstance(answer, GroupReadError):  # not read this cycle: its windows are kept
+                read += [key for key in self.windows.keys() if key[0] == group_id]
+            partitions = []
+            for offset in sorted(share_offsets, key=lambda item: (item.topic, item.partition)):
+                key = (group_id, offset.topic, offset.partition)
+                read.append(key)
+                self.windows.record(key, _known(offset.start_offset), _known(offset.lag))
+                partitions.append(self._partition(offset, members, key))
+            total = sum_over_partitions([p["lag"] for p in partitions], [p["start_offset"] for p in partitions])
+            status = worst(p["status"] for p in partitions)
+            summary: ShareGroupState = {
+                "group_id": group_id,
+                "state": described.state if described else (listing.state or None),
+                "members": members,
+                "group_epoch": described.group_epoch if described else None,
+                "assignment_epoch": described.assignment_epoch if described else None,
+                "partition_count": len(partitions),
+                "total_lag": total.value, "total_lag_partial": total.partial,
+                "lag_unknown_partitions": total.unknown,
+                "status": status,
+                "error": "; ".join(error for error in errors if error) or None,
+            }
+            reasons = {}
+            if total.unknown:
+                reasons["total_lag"] = (f"{'partial: ' if total.partial else ''}the lag of {total.unknown} of "
+                                        f"{len(partitions)} partitions is not known")
+            if status is None and partitions:
+                reasons["status"] = ("not enough readings yet: the status needs "
+                                     f"{self.windows.min_observations} per partition")
+            if reasons:
+                summary["reasons"] = reasons
+            groups.append({**summary, "member_list": _members(described),
+                           "partitions": partitions})
+            group_rows.append({"time": now, "cluster": cluster, "group_id": group_id, "state": summary["state"],
+                               "members": members, "group_epoch": summary["group_epoch"],
+                               "assignment_epoch": summary["assignment_epoch"], "partitions": len(partitions),
+                               "total_lag": total.value, "lag_unknown_partitions": total.unknown,
+                               "status": status, "error": summary["error"]})
+            partition_rows += [{"time": now, "cluster": cluster, "group_id": group_id, "topic": p["topic"],
+                                "partition": p["partition"], "start_offset": p["start_offset"], "lag": p["lag"],
+                                "status": p["status"]} for p in partitions]
+        self.windows.forget_except(read)
+        section: ShareGroups = {"groups": groups, "unsupported": unsupported}
+        return CollectorResult(sections={"share_groups": section},
+                               rows={"share_group": group_rows, "share_partition": partition_rows})
+
+    def _partition(self, offset: SharePartitionOffset, members: int | None, key) -> SharePartition:
+        start = _known(offset.start_offset)
+        lag = _known(offset.lag)
+        reasons = {}
+        if offset.error:
+            reasons.update(start_offset=offset.error, lag=offset.error)
+        if start is None:
+            reasons.setdefault("start_offset", REASON_NOT_INITIALISED)
+        if lag is None:
+            reasons.setdefault("lag", REASON_NOT_INITIALISED if start is None else REASON_LAG_UNKNOWN)
+        status = None
+        if start is None or lag is None:
+            reasons["status"] = "this cycle's start offset or lag is unknown"
+        elif members is None:
+            reasons["status"] = REASON_NO_MEMBERS_KNOWN
+        else:
+            found = self.windows.status(key, members > 0)
+            status = found.value if found else None
+            if status is None:
+                reasons["status"] = (f"not enough readings yet ({len(self.windows.window(key))} of "
+                                     f"{self.windows.min_observations})")
+        row: SharePartition = {"topic": offset.topic, "partition": offset.partition, "start_offset": start,
+                               "lag": lag, "status": status}
+        if reasons:
+            row["reasons"] = reasons
+        return row
+
+
+def _known(value: int | None) -> int | None:
+    """The broker's -1 (not known) as ``None``."""
+    return None if value is None or value < 0 else value
+
+
+def _members(group: ShareGroup | None) -> list[ShareMemberState]:
+    if group is None:
+        return []
+    return [{"member_id": m.member_id, "client_id": m.client_id, "host": m.client_host, "rack_id": m.rack_id,
+             "member_epoch": m.member_epoch, "subscribed_topics": sorted(m.subscribed_topics),
+             "assignment": {topic: sorted(partitions) for topic, partitions in sorted(m.assignment.items())}}
+            for m in sorted(group.members, key=lambda member: member.member_id)]

@@ -1,0 +1,101 @@
+"""The Share groups page: the share group list from the latest snapshot, one group's members,
+assignments and per-partition start offset and lag, and its lag history from the lake's
+``share_group`` table. Pure.
+
+A share group's lag is the broker's count of records not yet acknowledged, not the log end minus
+anything (``collectors/share/share_groups.py``); its ``total_lag`` may be partial (some partitions'
+lag unknown), which :func:`partial_note` says in one line made of numbers only."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from kpulse.share_contract import SHARE_STATUS_SEVERITY
+from kpulse.snapshot import ShareGroupState, Snapshot
+
+GROUP_TABLE: dict[str, str] = {
+    "group_id": "group_id", "status": "status", "state": "state", "members": "members",
+    "partitions": "partition_count", "total_lag": "total_lag",
+}
+"""Column of the page's group table -> the :class:`kpulse.snapshot.ShareGroupState` field it shows
+(``partitions`` is the name of the lake's ``share_group`` column)."""
+GROUP_COLUMNS = [*GROUP_TABLE, "partial"]
+SORTS = {"status": "status_rank", "lag (records not acknowledged)": "total_lag", "members": "members",
+         "group id": "group_id"}
+"""Sort choice -> column of :func:`groups_frame`."""
+PARTITION_COLUMNS = ["topic", "partition", "start_offset", "lag", "status", "why_null"]
+MEMBER_COLUMNS = ["member_id", "client_id", "host", "rack_id", "member_epoch", "assignment"]
+
+
+def groups(snapshot: Snapshot | None) -> list[ShareGroupState]:
+    return ((snapshot or {}).get("share_groups") or {}).get("groups") or []
+
+
+def unsupported(snapshot: Snapshot | None) -> str | None:
+    """Why the cluster has no share groups to show (older brokers), or ``None``."""
+    return ((snapshot or {}).get("share_groups") or {}).get("unsupported")
+
+
+def collected(snapshot: Snapshot | None) -> bool:
+    """Whether the snapshot has the share groups section (null: the collector did not run or failed)."""
+    return (snapshot or {}).get("share_groups") is not None
+
+
+def groups_frame(snapshot: Snapshot | None) -> pd.DataFrame:
+    """One row per share group of the snapshot (:data:`GROUP_TABLE`), with ``status_rank`` for sorting."""
+    frame = pd.DataFrame([{**{column: g.get(field) for column, field in GROUP_TABLE.items()},
+                           "partial": partial_note(g)} for g in groups(snapshot)], columns=GROUP_COLUMNS)
+    for column in ("total_lag", "members", "partitions"):
+        frame[column] = pd.array(frame[column], dtype="Int64")
+    frame["status_rank"] = frame["status"].map(SHARE_STATUS_SEVERITY).astype("float64").fillna(-1)
+    return frame
+
+
+def partial_note(group: ShareGroupState) -> str | None:
+    """"total lag over 2 of 3 partitions" when the group's sum leaves partitions out; else ``None``."""
+    unknown = group.get("lag_unknown_partitions") or 0
+    if not unknown:
+        return None
+    counted = len(group.get("partitions") or [])
+    if group.get("total_lag") is None:
+        return f"total lag unknown for all {unknown} partitions"
+    return f"total lag over {counted - unknown} of {counted} partitions"
+
+
+def group(snapshot: Snapshot | None, group_id: str) -> ShareGroupState | None:
+    return next((g for g in groups(snapshot) if g.get("group_id") == group_id), None)
+
+
+def partitions_frame(share_group: ShareGroupState) -> pd.DataFrame:
+    """Start offset, lag and status per partition, and why a value is null."""
+    rows = [{"topic": p.get("topic"), "partition": p.get("partition"), "start_offset": p.get("start_offset"),
+             "lag": p.get("lag"), "status": p.get("status"),
+             "why_null": "; ".join(f"{k}: {v}" for k, v in (p.get("reasons") or {}).items())}
+            for p in share_group.get("partitions") or []]
+    frame = pd.DataFrame(rows, columns=PARTITION_COLUMNS)
+    for column in ("partition", "start_offset", "lag"):
+        frame[column] = pd.array(frame[column], dtype="Int64")
+    return frame
+
+
+def members_frame(share_group: ShareGroupState) -> pd.DataFrame:
+    """One row per member, its assignment as ``topic:0,1; other:2``."""
+    rows = [{"member_id": m.get("member_id"), "client_id": m.get("client_id"), "host": m.get("host"),
+             "rack_id": m.get("rack_id"), "member_epoch": m.get("member_epoch"),
+             "assignment": "; ".join(f"{topic}:{','.join(str(p) for p in partitions)}"
+                                     for topic, partitions in (m.get("assignment") or {}).items())}
+            for m in share_group.get("member_list") or []]
+    frame = pd.DataFrame(rows, columns=MEMBER_COLUMNS)
+    frame["member_epoch"] = pd.array(frame["member_epoch"], dtype="Int64")
+    return frame
+
+
+def lag_history(group_rows: pd.DataFrame, group_id: str) -> pd.DataFrame:
+    """(time, total_lag, lag_unknown_partitions) of one group over rows read from ``share_group``."""
+    rows = group_rows[group_rows["group_id"] == group_id]
+    return rows[["time", "total_lag", "lag_unknown_partitions"]].sort_values("time").reset_index(drop=True)
+
+
+def partial_points(history: pd.DataFrame) -> int:
+    """How many points of :func:`lag_history` are partial (some partition's lag unknown)."""
+    return int((history["lag_unknown_partitions"].fillna(0) > 0).sum()) if len(history) else 0

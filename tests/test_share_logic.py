@@ -1,0 +1,316 @@
+"""Share groups without a cluster: the status rules (collectors/share/share_status.py) on tables of
+hand-made windows, the collector's section and lake rows from readings a fake GroupReader hands it
+(the real reader against the real cluster and the official tool: tests/test_share_groups.py), the
+Prometheus series rendered from a snapshot section, with hostile names as label values."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from alerting.rules import rule_by_name
+from collectors.protocol import CollectContext
+from collectors.share.share_groups import REASON_NOT_INITIALISED, ShareGroupsCollector, ShareGroupsUnreadable
+from collectors.share.share_status import Reading, ShareWindows, partition_status, worst
+from exporters.prometheus import SnapshotExporter
+from kpulse.config.model import ClusterConfig
+from kpulse.kafka.group_model import (GroupListing, GroupReadError, ShareGroup, ShareMember, SharePartitionOffset,
+                                      TypeUnsupported)
+from kpulse.lake.store import LakeWriter
+from kpulse.share_contract import ShareStatus
+
+OK, WARN, STALLED, NOT_CONSUMING = ShareStatus.OK, ShareStatus.WARN, ShareStatus.STALLED, ShareStatus.NOT_CONSUMING
+
+
+def window(*readings: tuple[int, int]) -> list[Reading]:
+    return [Reading(start, lag) for start, lag in readings]
+
+
+# --- the status rules, one window at a time -----------------------------------------------------------
+
+@pytest.mark.parametrize("readings, members, expected", [
+    pytest.param([], True, None, id="no reading -> no status"),
+    pytest.param([(0, 0)], True, OK, id="lag 0 at once -> OK (rule 1 before the minimum)"),
+    pytest.param([(10, 5), (10, 0), (10, 9), (10, 9)], True, OK,
+                 id="lag 0 once in the window -> OK whatever followed"),
+    pytest.param([(10, 5), (10, 5)], True, None, id="two readings, lag > 0 -> too few, no status"),
+    pytest.param([(10, 5), (10, 5), (10, 5)], True, STALLED, id="flat lag, start still, members -> STALLED"),
+    pytest.param([(10, 5), (10, 7), (10, 9)], True, STALLED, id="lag grows, start still, members -> STALLED"),
+    pytest.param([(10, 5), (10, 7), (10, 9)], False, NOT_CONSUMING, id="the same without members -> NOT_CONSUMING"),
+    pytest.param([(10, 5), (10, 5), (10, 5)], False, NOT_CONSUMING, id="flat lag, no members -> NOT_CONSUMING"),
+    pytest.param([(10, 5), (11, 5), (12, 5)], True, OK,
+                 id="start moves, lag flat -> OK: acknowledging as fast as records arrive"),
+    pytest.param([(10, 5), (10, 4), (10, 6)], True, OK,
+                 id="start still but the lag went down once -> OK: records acknowledged out of order"),
+    pytest.param([(10, 5), (12, 7), (14, 9)], True, WARN,
+                 id="start moves, lag never falls and grows -> WARN: acknowledging, falling behind"),
+    pytest.param([(10, 5), (12, 7), (14, 9)], False, WARN, id="WARN does not depend on members"),
+    pytest.param([(10, 5), (12, 7), (14, 6)], True, OK, id="lag fell at the end -> OK"),
+    pytest.param([(10, 5), (10, 5), (11, 5), (11, 6)], True, WARN,
+                 id="start moved once in the window and the lag grew by one -> WARN, not STALLED"),
+    pytest.param([(10, 5), (10, 5), (11, 5), (11, 5)], True, OK,
+                 id="start moved once in the window, lag flat -> OK"),
+])
+def test_partition_status(readings, members, expected):
+    assert partition_status(window(*readings), members) == expected
+
+
+def test_the_minimum_number_of_readings_is_a_parameter():
+    stuck = window((3, 4), (3, 4), (3, 4))
+    assert partition_status(stuck, True, min_observations=4) is None
+    assert partition_status(stuck + window((3, 4)), True, min_observations=4) == STALLED
+
+
+@pytest.mark.parametrize("statuses, expected", [
+    ([], None), ([None, None], None), ([OK, None], "OK"), ([OK, WARN], "WARN"),
+    (["STALLED", "WARN", OK], "STALLED"), ([STALLED, NOT_CONSUMING, OK], "NOT_CONSUMING"),
+])
+def test_a_group_has_its_worst_partitions_status(statuses, expected):
+    assert worst(statuses) == expected
+
+
+def test_the_window_keeps_the_last_readings_and_restarts_when_the_start_offset_goes_back():
+    windows = ShareWindows(window_size=3, min_observations=2)
+    for start, lag in ((0, 0), (5, 3), (5, 4), (5, 6)):
+        windows.record("p", start, lag)
+    assert windows.window("p") == tuple(window((5, 3), (5, 4), (5, 6)))  # the caught-up reading left the window
+    assert windows.status("p", has_members=True) == STALLED
+    windows.record("p", 0, 40)  # an operator reset the start offset to the earliest
+    assert windows.window("p") == tuple(window((0, 40)))
+    assert windows.status("p", has_members=True) is None
+
+
+def test_an_unknown_value_adds_no_reading_and_unread_partitions_are_forgotten():
+    windows = ShareWindows()
+    windows.record("a", 5, 3)
+    windows.record("a", None, 3)
+    windows.record("a", 5, None)
+    windows.record("b", 1, 1)
+    assert windows.window("a") == tuple(window((5, 3)))
+    windows.forget_except(["a"])
+    assert len(windows) == 1 and windows.window("b") == ()
+
+
+def test_window_parameters_that_cannot_work_are_refused():
+    with pytest.raises(ValueError, match="min_observations"):
+        ShareWindows(window_size=2, min_observations=3)
+
+
+# --- the collector on a fake reader --------------------------------------------------------------------
+
+CLUSTER = ClusterConfig(name="prod", bootstrap_servers="node-1:9092")
+
+
+class FakeReader:
+    """The GroupReader API (kpulse/kafka/group_describe.py) over fixed answers: pure-logic tests only."""
+
+    def __init__(self, groups=None, offsets=None, unsupported=None, listing=True):
+        self.groups = groups or {}
+        self.offsets = offsets or {}
+        self.unsupported = unsupported or {}
+        self.listing = listing
+        self.asked: list[tuple] = []
+
+    def list_groups(self, timeout, types=None):
+        self.asked.append(("list", tuple(types or ())))
+        if not self.listing:
+            return None
+        return [GroupListing(g, "share", "share", getattr(d, "state", "Empty")) for g, d in self.groups.items()]
+
+    def describe(self, listings, timeout):
+        self.asked.append(("describe", tuple(item.group_id for item in listings)))
+        return {item.group_id: self.groups[item.group_id] for item in listings}
+
+    def share_offsets(self, group_ids, timeout):
+        self.asked.append(("offsets", tuple(group_ids)))
+        return {group_id: self.offsets[group_id] for group_id in group_ids}
+
+
+def member(member_id: str, assignment: dict) -> ShareMember:
+    return ShareMember(member_id=member_id, rack_id=None, member_epoch=3, client_id=f"client-{member_id}",
+                       client_host="/10.0.0.1", subscribed_topics=tuple(assignment), assignment=assignment)
+
+
+def share_group(group_id: str, *members: ShareMember) -> ShareGroup:
+    return ShareGroup(group_id=group_id, state="Stable" if members else "Empty", group_epoch=4, assignment_epoch=4,
+                      assignor="simple", members=tuple(members))
+
+
+def offsets(*rows: tuple[str, int, int | None, int | None]) -> tuple[SharePartitionOffset, ...]:
+    return tuple(SharePartitionOffset(topic, partition, start, lag, 0) for topic, partition, start, lag in rows)
+
+
+def collect(collector: ShareGroupsCollector, now: float = 1000.0):
+    return collector.collect(CollectContext(CLUSTER, now))
+
+
+def test_a_stuck_consumer_becomes_stalled_after_the_minimum_readings_and_the_rule_fires():
+    reader = FakeReader(groups={"jobs": share_group("jobs", member("m1", {"orders": (0, 1)}))},
+                        offsets={"jobs": offsets(("orders", 1, 40, 2), ("orders", 0, 10, 5))})
+    collector = ShareGroupsCollector(CLUSTER, reader=reader)
+    first = collect(collector).sections["share_groups"]
+    assert reader.asked == [("list", ("share",)), ("describe", ("jobs",)), ("offsets", ("jobs",))]
+    [group] = first["groups"]
+    assert (group["state"], group["members"], group["total_lag"], group["status"]) == ("Stable", 1, 7, None)
+    assert [(p["topic"], p["partition"], p["start_offset"], p["lag"]) for p in group["partitions"]] == [
+        ("orders", 0, 10, 5), ("orders", 1, 40, 2)]
+    assert group["member_list"] == [{"member_id": "m1", "client_id": "client-m1", "host": "/10.0.0.1",
+                                     "rack_id": None, "member_epoch": 3, "subscribed_topics": ["orders"],
+                                     "assignment": {"orders": [0, 1]}}]
+    assert "not enough readings" in group["reasons"]["status"]
+    for now in (1010.0, 1020.0):
+        result = collect(collector, now)
+    [group] = result.sections["share_groups"]["groups"]
+    assert group["status"] == "STALLED" and [p["status"] for p in group["partitions"]] == ["STALLED", "STALLED"]
+    [finding] = rule_by_name("ShareGroupNotAcknowledging").check({"share_groups": result.sections["share_groups"]})
+    assert (finding.entity, finding.value) == ("sharegroup/jobs", 7.0)
+    assert "STALLED" in finding.summary and "lag 7" in finding.summary
+    assert result.rows["share_group"] == [{"time": 1020.0, "cluster": "prod", "group_id": "jobs", "state": "Stable",
+                                           "members": 1, "group_epoch": 4, "assignment_epoch": 4, "partitions": 2,
+                                           "total_lag": 7, "lag_unknown_partitions": 0, "status": "STALLED",
+                                           "error": None}]
+    assert [(r["topic"], r["partition"], r["start_offset"], r["lag"], r["status"])
+            for r in result.rows["share_partition"]] == [("orders", 0, 10, 5, "STALLED"), ("orders", 1, 40, 2,
+                                                                                             "STALLED")]
+
+
+def test_a_group_that_acknowledges_stays_ok_and_one_without_members_is_not_consuming():
+    reader = FakeReader(groups={"busy": share_group("busy", member("m1", {"t": (0,)})), "idle": share_group("idle")})
+    collector = ShareGroupsCollector(CLUSTER, reader=reader)
+    for step in range(4):
+        reader.offsets = {"busy": offsets(("t", 0, 100 + 10 * step, 3)), "idle": offsets(("t", 0, 7, 4 + step))}
+        result = collect(collector, 1000.0 + step)
+    statuses = {g["group_id"]: g["status"] for g in result.sections["share_groups"]["groups"]}
+    assert statuses == {"busy": "OK", "idle": "NOT_CONSUMING"}
+    findings = rule_by_name("ShareGroupNotAcknowledging").check({"share_groups": result.sections["share_groups"]})
+    assert [(f.entity, f.value) for f in findings] == [("sharegroup/idle", 7.0)]
+
+
+def test_unknown_values_are_null_with_a_reason_and_a_partial_sum_says_so():
+    reader = FakeReader(groups={"g": share_group("g", member("m", {"t": (0, 1, 2)}))},
+                        offsets={"g": (SharePartitionOffset("t", 0, 5, 2, 0),
+                                       SharePartitionOffset("t", 1, -1, -1, None),
+                                       SharePartitionOffset("t", 2, 9, None, 0, error="LEADER_NOT_AVAILABLE"))})
+    [group] = collect(ShareGroupsCollector(CLUSTER, reader=reader)).sections["share_groups"]["groups"]
+    p0, p1, p2 = group["partitions"]
+    assert (p1["start_offset"], p1["lag"], p1["reasons"]["start_offset"]) == (None, None, REASON_NOT_INITIALISED)
+    assert (p2["lag"], p2["reasons"]["lag"]) == (None, "LEADER_NOT_AVAILABLE")
+    assert (group["total_lag"], group["total_lag_partial"], group["lag_unknown_partitions"]) == (2, True, 1)
+    assert "partial" in group["reasons"]["total_lag"]
+
+
+def test_a_group_that_cannot_be_described_keeps_its_offsets_and_says_why():
+    reader = FakeReader(groups={"g": GroupReadError("g", "COORDINATOR_NOT_AVAILABLE: try again")},
+                        offsets={"g": offsets(("t", 0, 5, 2))})
+    [group] = collect(ShareGroupsCollector(CLUSTER, reader=reader)).sections["share_groups"]["groups"]
+    assert (group["members"], group["member_list"], group["total_lag"]) == (None, [], 2)
+    assert group["error"] == "describe: COORDINATOR_NOT_AVAILABLE: try again"
+    assert group["partitions"][0]["status"] is None  # STALLED or NOT_CONSUMING needs the members
+
+
+def test_brokers_without_share_groups_give_an_empty_section_with_the_reason_not_an_error():
+    reason = "the brokers do not speak ShareGroupDescribe: share groups do not exist on this cluster"
+    reader = FakeReader(unsupported={"share": TypeUnsupported("share", reason)})
+    result = collect(ShareGroupsCollector(CLUSTER, reader=reader))
+    assert result.sections["share_groups"] == {"groups": [], "unsupported": reason}
+    assert result.rows == {"share_group": [], "share_partition": []}
+
+
+def test_a_cluster_that_cannot_be_listed_puts_the_collector_down_in_one_line():
+    with pytest.raises(ShareGroupsUnreadable, match="^cannot list share groups: [^\n]+$"):
+        collect(ShareGroupsCollector(CLUSTER, reader=FakeReader(listing=False)))
+
+
+def test_a_deleted_group_loses_its_windows():
+    reader = FakeReader(groups={"g": share_group("g")}, offsets={"g": offsets(("t", 0, 1, 1))})
+    collector = ShareGroupsCollector(CLUSTER, reader=reader)
+    collect(collector)
+    assert len(collector.windows) == 1
+    reader.groups, reader.offsets = {}, {}
+    collect(collector)
+    assert len(collector.windows) == 0
+
+
+def test_a_cycle_where_the_offsets_could_not_be_read_keeps_the_windows():
+    reader = FakeReader(groups={"g": share_group("g", member("m", {"t": (0,)}))},
+                        offsets={"g": offsets(("t", 0, 1, 4))})
+    collector = ShareGroupsCollector(CLUSTER, reader=reader)
+    collect(collector)
+    collect(collector)
+    reader.offsets = {"g": GroupReadError("g", "COORDINATOR_LOAD_IN_PROGRESS")}
+    [group] = collect(collector).sections["share_groups"]["groups"]
+    assert (group["partitions"], group["total_lag"], group["error"]) == ([], None,
+                                                                         "offsets: COORDINATOR_LOAD_IN_PROGRESS")
+    reader.offsets = {"g": offsets(("t", 0, 1, 4))}
+    [group] = collect(collector).sections["share_groups"]["groups"]
+    assert group["status"] == "STALLED"  # the two readings before the failed cycle still count
+
+
+def test_the_rows_are_what_the_lake_takes(tmp_path):
+    from kpulse.lake.reader import read_table
+
+    reader = FakeReader(groups={"g": share_group("g", member("m", {"t": (0,)}))},
+                        offsets={"g": offsets(("t", 0, 3, 4), ("t", 1, None, None))})
+    result = collect(ShareGroupsCollector(CLUSTER, reader=reader))
+    writer = LakeWriter(str(tmp_path))
+    for table, rows in result.rows.items():
+        writer.append(table, rows)
+    assert writer.flush().ok
+    partitions = read_table(str(tmp_path), "share_partition").sort_values("partition")
+    assert partitions["lag"].iloc[0] == 4 and partitions["lag"].isna().iloc[1]
+    assert partitions["start_offset"].iloc[0] == 3 and partitions["start_offset"].isna().iloc[1]
+    assert int(read_table(str(tmp_path), "share_group")["total_lag"].iloc[0]) == 4
+
+
+# --- the exporter --------------------------------------------------------------------------------------
+
+HOSTILE = 'a "quoted" \\ back\nslash {x="y"} # \u202e'
+
+
+def exported(section) -> dict[tuple[str, tuple], float]:
+    exporter = SnapshotExporter()
+    exporter.update({"cluster_name": "prod", "share_groups": section})
+    registry = CollectorRegistry()
+    registry.register(exporter)
+    samples = {}
+    for family in text_string_to_metric_families(generate_latest(registry).decode()):
+        for sample in family.samples:
+            if sample.name.startswith("kpulse_sharegroup"):
+                samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+def test_share_group_series_from_a_snapshot_section_with_a_hostile_group_name():
+    section = {"unsupported": None, "groups": [{
+        "group_id": HOSTILE, "state": "Stable", "members": 2, "total_lag": 9, "lag_unknown_partitions": 0,
+        "status": "STALLED",
+        "partitions": [{"topic": "orders", "partition": 0, "start_offset": 12, "lag": 9, "status": "STALLED"},
+                       {"topic": "orders", "partition": 1, "start_offset": None, "lag": None, "status": None}]}]}
+    samples = exported(section)
+    g = (("cluster", "prod"), ("sharegroup", HOSTILE))
+
+    def key(name, **labels):
+        return name, tuple(sorted((dict(g) | labels).items()))
+
+    assert samples[key("kpulse_sharegroup_lag", topic="orders", partition="0")] == 9
+    assert samples[key("kpulse_sharegroup_start_offset", topic="orders", partition="0")] == 12
+    assert key("kpulse_sharegroup_lag", topic="orders", partition="1") not in samples  # null is absent, not 0
+    assert samples[key("kpulse_sharegroup_members")] == 2
+    assert {labels[-1][1]: value for (name, labels), value in samples.items()
+            if name == "kpulse_sharegroup_state"} == {"Empty": 0, "Stable": 1, "Dead": 0}
+    assert {dict(labels)["status"]: value for (name, labels), value in samples.items()
+            if name == "kpulse_sharegroup_status"} == {"OK": 0, "WARN": 0, "STALLED": 1, "NOT_CONSUMING": 0}
+    assert samples[key("kpulse_sharegroup_lag_sum")] == 9
+
+
+def test_a_state_this_release_does_not_know_is_exported_as_itself():
+    section = {"unsupported": None, "groups": [{"group_id": "g", "state": "Unknown", "members": None,
+                                                "status": None, "partitions": []}]}
+    states = {dict(labels)["state"]: value for (name, labels), value in exported(section).items()
+              if name == "kpulse_sharegroup_state"}
+    assert states == {"Empty": 0, "Stable": 0, "Dead": 0, "Unknown": 1}
+
+
+def test_no_share_group_series_without_the_section():
+    assert exported(None) == {} and exported({"groups": [], "unsupported": "old brokers"}) == {}
