@@ -64,7 +64,9 @@ def topic_names(topics: int) -> list[str]:
 def modern_group_topics(count: int, topics: int) -> list[str]:
     """The topic of each of ``count`` Streams (or share) groups: group i reads topic i, so the modern
     groups share their topics with the classic groups."""
-    if not 0 <= count <= topics:
+    if count < 0:
+        raise ValueError(f"{count}: a number of groups is 0 or more")
+    if count > topics:
         raise ValueError(f"{count} groups need as many bench topics, and there are {topics}")
     return topic_names(topics)[:count]
 

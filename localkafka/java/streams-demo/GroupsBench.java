@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -21,7 +22,9 @@ import org.apache.kafka.clients.admin.ShareGroupDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.GroupIdNotFoundException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
@@ -58,6 +61,16 @@ public final class GroupsBench {
     static final long READY_TIMEOUT_MS = 300_000;
 
     public static void main(String[] args) throws Exception {
+        try {
+            run(args);
+        } catch (Exception e) {
+            // the members' threads would keep the JVM alive: stop it (the shutdown hook closes them)
+            e.printStackTrace();
+            System.exit(1);
+        }
+    }
+
+    static void run(String[] args) throws Exception {
         if (args.length != 4) {
             System.err.println("usage: GroupsBench BOOTSTRAP STATE_DIR STREAMS_TOPICS SHARE_TOPICS");
             System.exit(2);
@@ -182,10 +195,15 @@ public final class GroupsBench {
         while (!stopping.get()) {
             long running = apps.stream().filter(app -> app.state() == KafkaStreams.State.RUNNING).count();
             long joined = 0;
-            if (!shareGroups.isEmpty()) {
-                Map<String, ShareGroupDescription> described =
-                    admin.describeShareGroups(shareGroups).all().get(60, TimeUnit.SECONDS);
-                joined = described.values().stream().filter(g -> g.members().size() == 1).count();
+            for (KafkaFuture<ShareGroupDescription> described
+                    : admin.describeShareGroups(shareGroups).describedGroups().values()) {
+                try {
+                    joined += described.get(60, TimeUnit.SECONDS).members().size() == 1 ? 1 : 0;
+                } catch (ExecutionException e) {
+                    if (!(e.getCause() instanceof GroupIdNotFoundException)) {
+                        throw e;
+                    }  // the member has not joined yet: its group does not exist before
+                }
             }
             if (running == apps.size() && joined == shareGroups.size()) {
                 return;
