@@ -19,7 +19,10 @@ from dashboard.services.paging import DEFAULT_PAGE_SIZE
 COLOURS = {OK: "#1b7f3b", WARN: "#b7791f", CRIT: "#c53030", UNKNOWN: "#718096", INFO: "#2b6cb0"}
 STATE_COLOURS = {"RUNNING": "#38a169", "REBALANCING": "#dd6b20", "ERROR": "#c53030", "PENDING_ERROR": "#c53030",
                  "NOT_RUNNING": "#718096", "UNREACHABLE": "#4a5568", "PENDING_SHUTDOWN": "#a0aec0",
-                 "CREATED": "#90cdf4", "DEGRADED": "#d69e2e"}
+                 "CREATED": "#90cdf4", "DEGRADED": "#d69e2e",
+                 # Streams groups (KIP-1071) and their members
+                 "Stable": "#38a169", "Assigning": "#dd6b20", "Reconciling": "#dd6b20", "NotReady": "#c53030",
+                 "Empty": "#718096", "Dead": "#4a5568", "Left": "#a0aec0"}
 _TILE_CSS = """<style>
 .kp-tile{border-radius:8px;padding:10px 14px;color:#fff;min-height:92px;margin-bottom:8px}
 .kp-tile .kp-label{font-size:0.85rem;opacity:.9}.kp-tile .kp-value{font-size:1.6rem;font-weight:700}
@@ -72,7 +75,8 @@ def bar_chart(frame: pd.DataFrame, *, x: str, y: str, color: str | None = None, 
 
 
 def timeline_chart(periods: pd.DataFrame, *, title: str, key: str | None = None) -> None:
-    """State periods per instance as coloured bars (REBALANCING stands out in orange)."""
+    """State periods per instance as coloured bars (REBALANCING, Assigning and Reconciling stand out
+    in orange)."""
     if periods.empty:
         st.info(f"{literal.markdown(title)}: no states recorded in this window")
         return

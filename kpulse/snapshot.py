@@ -192,34 +192,114 @@ class StreamsInstance(TypedDict):
 
 StreamsTransition = TypedDict("StreamsTransition", {  # "from" is a Python keyword: the functional form
     "time": Annotated[float, "When it was observed (epoch seconds)."],
-    "instance": Annotated[str, "The instance that changed."],
+    "instance": Annotated[str, "What changed: an instance (its client id: client states from its metrics endpoint), "
+                               "the Streams group itself ('(group)': Kafka's group states) or one of its members "
+                               "('member <member id>': Stable, Reconciling, Left)."],
     "from": Annotated[str | None, "State before."],
     "to": Annotated[str | None, "State after."],
-    "inferred": Annotated[bool, "Not seen but deduced: a rebalance between two scrapes (its "
-                                "rebalance count moved), recorded as S -> REBALANCING -> S of duration 0."],
+    "inferred": Annotated[bool, "Not seen but deduced: a rebalance between two cycles (an instance's rebalance count, "
+                                "or a Streams group's target assignment epoch, moved), recorded as S -> REBALANCING "
+                                "-> S of duration 0."],
 })
-StreamsTransition.__doc__ = "A state change of one instance."
+StreamsTransition.__doc__ = "A state change of one instance, of a Streams group or of one of its members."
 
 
 class Rebalances(TypedDict):
     """Rebalancing episodes over the transitions kept."""
 
-    count: Annotated[int, "Episodes (a period with an instance REBALANCING)."]
+    count: Annotated[int, "Episodes: periods with an instance REBALANCING or the Streams group Assigning or "
+                          "Reconciling (overlapping ones are one episode)."]
     total_seconds: Annotated[float, "Time spent rebalancing, seconds."]
     ongoing_seconds: Annotated[float | None, "How long the current episode has lasted; null when none is ongoing."]
 
 
-class StreamsApp(TypedDict):
-    """One Kafka Streams application: configured, or discovered by its internal topics."""
+class StreamsSubtopology(TypedDict):
+    """One subtopology of a Streams group's topology, as the broker holds it."""
 
-    application_id: Annotated[str, "Streams application.id (also its consumer group)."]
+    subtopology_id: Annotated[str, "Subtopology id (the first number of a task id <subtopology>_<partition>)."]
+    source_topics: Annotated[list[str], "Topics it reads, as the broker lists them."]
+    repartition_source_topics: Annotated[list[str], "Internal repartition topics it reads."]
+    repartition_sink_topics: Annotated[list[str], "Repartition topics it writes."]
+    changelog_topics: Annotated[list[str], "Changelog topics of its state stores."]
+
+
+class StreamsGroupMember(TypedDict):
+    """One member of a Streams group (one Kafka Streams client), as ``kafka-streams-groups --describe
+    --members --verbose`` shows it. Tasks map a subtopology id to its partitions."""
+
+    member_id: Annotated[str, "Member id."]
+    member_epoch: Annotated[int, "Member epoch: equal to the group's assignment_epoch once it has reconciled."]
+    process_id: Annotated[str, "Process id of the Streams instance (one per KafkaStreams object)."]
+    client_id: Annotated[str, "Client id."]
+    client_host: Annotated[str, "Client host, as the broker saw it."]
+    instance_id: Annotated[str | None, "Static membership instance id; null without one."]
+    user_endpoint: Annotated[str | None, "host:port for interactive queries; null when not set."]
+    topology_epoch: Annotated[int, "The topology epoch the member runs."]
+    is_classic: Annotated[bool, "A classic-protocol member not upgraded yet."]
+    reconciling: Annotated[bool, "Still moving to its target assignment: tasks differ from the target's, or its "
+                                 "epoch is behind the group's assignment_epoch."]
+    active_tasks: Annotated[dict[str, list[int]], "Active tasks it owns now."]
+    standby_tasks: Annotated[dict[str, list[int]], "Standby tasks it owns now."]
+    warmup_tasks: Annotated[dict[str, list[int]], "Warm-up tasks it owns now."]
+    target_active_tasks: Annotated[dict[str, list[int]], "Active tasks of its target assignment."]
+    target_standby_tasks: Annotated[dict[str, list[int]], "Standby tasks of its target assignment."]
+    target_warmup_tasks: Annotated[dict[str, list[int]], "Warm-up tasks of its target assignment."]
+
+
+class StreamsInputPartition(TypedDict):
+    """One input partition of a Streams group and its lag, as ``kafka-streams-groups --describe
+    --offsets`` shows it."""
+
+    topic: Annotated[str, "Topic."]
+    partition: Annotated[int, "Partition number."]
+    committed_offset: Annotated[int | None, "The group's committed offset; null without a commit."]
+    log_end_offset: Annotated[int | None, "Log end offset; null when it could not be read."]
+    lag: Annotated[int | None, "log end - committed offset (log end - log start without a commit, as the official "
+                               "tool counts it), clamped at 0; null when unknown."]
+    error: Annotated[str | None, "Why lag is null (one line)."]
+
+
+class StreamsGroupDetail(TypedDict):
+    """A Streams group (KIP-1071), as StreamsGroupDescribe and the committed offsets show it."""
+
+    state: Annotated[str, "Empty, NotReady, Assigning, Reconciling, Stable or Dead."]
+    group_epoch: Annotated[int, "Group epoch: bumped by every change of members or topology."]
+    assignment_epoch: Annotated[int, "Target assignment epoch: behind group_epoch while the group is Assigning."]
+    topology_epoch: Annotated[int | None, "Epoch of the topology the broker holds; null before a member sent one."]
+    missing_topics: Annotated[list[str] | None, "For a NotReady group, the topology's topics the cluster lacks "
+                                                "(StreamsGroupDescribe does not say; read off the topic names); null "
+                                                "when not NotReady or it cannot be told."]
+    subtopologies: Annotated[list[StreamsSubtopology], "Its subtopologies, by id."]
+    members: Annotated[list[StreamsGroupMember], "Its members, by process id and client id."]
+    input_scope: Annotated[str, "Which partitions input_partitions holds: 'assigned' (every partition of the "
+                                "members' active tasks on the topics they read, as kafka-streams-groups --describe "
+                                "--offsets lists them) or 'committed' (a group without members: the partitions with "
+                                "a committed offset on its source topics, as --reset-offsets --all-input-topics "
+                                "lists them)."]
+    input_partitions: Annotated[list[StreamsInputPartition], "Input partitions with their lag, by topic and "
+                                                             "partition."]
+    total_lag: Annotated[int | None, "Sum of the input partitions' lag over those whose lag is known; null when none "
+                                     "is."]
+    lag_error: Annotated[str | None, "Why the lag could not be read at all (one line); null when it was."]
+
+
+class StreamsApp(TypedDict):
+    """One Kafka Streams application: configured, a Streams group (KIP-1071), or a classic-protocol
+    group discovered by its internal topics."""
+
+    application_id: Annotated[str, "Streams application.id (also its group id)."]
+    protocol: Annotated[str, "'streams' for a Streams group (group.protocol=streams), 'classic' for an application "
+                             "on the classic consumer-group protocol (or whose group does not exist)."]
     state: Annotated[str | None, "RUNNING when every expected instance is RUNNING, else the worst instance state; "
-                                 "null for a discovered application (no metrics endpoints)."]
-    group_state: Annotated[str | None, "Its consumer group's state; null when not read."]
-    members: Annotated[int | None, "Its consumer group's members; null when not read."]
+                                 "null without metrics endpoints (the group's state is group_state)."]
+    group_state: Annotated[str | None, "Its group's state (the Streams group's for protocol streams); null when not "
+                                       "read."]
+    members: Annotated[int | None, "Its group's members; null when not read."]
     group_error: Annotated[str | None, "Why the group could not be read (one line)."]
     expected_instances: Annotated[int | None, "Instances configured; null for a discovered application."]
     instances: Annotated[list[StreamsInstance], "Its instances (configured applications only)."]
+    group: Annotated[StreamsGroupDetail | None, "The Streams group in detail; null for protocol classic, or when it "
+                                                "could not be described (group_error says why)."]
     transitions: Annotated[list[StreamsTransition], "The last 100 state changes, oldest first."]
     rebalances: Annotated[Rebalances, "Rebalancing over those transitions."]
 

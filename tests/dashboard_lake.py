@@ -15,6 +15,9 @@ from kpulse.lake.store import SNAPSHOT_DIR, LakeWriter
 CLUSTER = "test"
 APP = "orders-app"
 INSTANCES = ("orders-app-1", "orders-app-2")
+STREAMS_GROUP = "orders-streams"
+"""A Streams group (KIP-1071) without metrics endpoints: Reconciling, its second member still
+moving to its target tasks."""
 CYCLE_SECONDS = 10.0
 IDLE = {1: 0.55, 2: 0.15, 3: 0.05}
 """Request handler idle per broker: one healthy, one warning (< 0.2), one critical (< 0.1)."""
@@ -202,7 +205,8 @@ def _snapshot(taken: float, topics: int, partitions_per_group: int, groups: list
                     "active_controller_count": 1, "problem_partitions": [], "reasons": {}},
         "brokers": brokers,
         "consumer_groups": groups,
-        "streams_apps": [{"application_id": APP, "state": "RUNNING", "group_state": "Stable", "members": 2,
+        "streams_apps": [{"application_id": APP, "protocol": "classic", "group": None,
+                          "state": "RUNNING", "group_state": "Stable", "members": 2,
                           "group_error": None, "expected_instances": 2,
                           "instances": [{"id": i, "endpoint": f"http://127.0.0.1:1939{n}/metrics", "state": "RUNNING",
                                          "up": True, "alive_threads": 1, "failed_threads": 0,
@@ -212,9 +216,47 @@ def _snapshot(taken: float, topics: int, partitions_per_group: int, groups: list
                                            "to": "REBALANCING", "inferred": False} for i in INSTANCES]
                           + [{"time": rebalance_end, "instance": i, "from": "REBALANCING", "to": "RUNNING",
                               "inferred": False} for i in INSTANCES],
-                          "rebalances": {"count": 1, "total_seconds": 60.0, "ongoing_seconds": None}}],
+                          "rebalances": {"count": 1, "total_seconds": 60.0, "ongoing_seconds": None}},
+                         streams_group_app(taken)],
         "probe": {"topic": "kpulse-probe", "produce_availability": 1.0, "consume_availability": 1.0, "lost": 0},
         "alerts": firing,
         "collectors": [{"name": n, "up": True, "duration_seconds": 0.1, "error": None}
                        for n in ("cluster_metadata", "broker_metrics", "consumer_lag", "streams_apps", "probe")],
     }
+
+
+def streams_group_app(taken: float) -> dict:
+    """The snapshot entry of :data:`STREAMS_GROUP`: two members, ``m-2`` reconciling (it has no
+    task yet, its target is subtopology 0 partition 1), input lag 7 + 0 + 5."""
+    def tasks(active, target):
+        return {"active_tasks": active, "standby_tasks": {}, "warmup_tasks": {}, "target_active_tasks": target,
+                "target_standby_tasks": {}, "target_warmup_tasks": {}}
+
+    members = [{"member_id": "m-1", "member_epoch": 8, "process_id": "p-1", "client_id": "orders-streams-p-1",
+                "client_host": "/10.0.0.1", "instance_id": None, "user_endpoint": None, "topology_epoch": 0,
+                "is_classic": False, "reconciling": False, **tasks({"0": [0], "1": [0, 1]}, {"0": [0], "1": [0, 1]})},
+               {"member_id": "m-2", "member_epoch": 7, "process_id": "p-2", "client_id": "orders-streams-p-2",
+                "client_host": "/10.0.0.2", "instance_id": None, "user_endpoint": "10.0.0.2:7070",
+                "topology_epoch": 0, "is_classic": False, "reconciling": True, **tasks({}, {"0": [1]})}]
+    lag = [("orders", 0, 3, 10, 7), ("orders-streams-by-customer-repartition", 0, 4, 4, 0),
+           ("orders-streams-by-customer-repartition", 1, 1, 6, 5)]
+    return {"application_id": STREAMS_GROUP, "protocol": "streams", "state": None, "group_state": "Reconciling",
+            "members": 2, "group_error": None, "expected_instances": None, "instances": [],
+            "group": {"state": "Reconciling", "group_epoch": 8, "assignment_epoch": 8, "topology_epoch": 0,
+                      "missing_topics": None,
+                      "subtopologies": [{"subtopology_id": "0", "source_topics": ["orders"],
+                                         "repartition_source_topics": [],
+                                         "repartition_sink_topics": ["orders-streams-by-customer-repartition"],
+                                         "changelog_topics": []},
+                                        {"subtopology_id": "1",
+                                         "source_topics": ["orders-streams-by-customer-repartition"],
+                                         "repartition_source_topics": ["orders-streams-by-customer-repartition"],
+                                         "repartition_sink_topics": [],
+                                         "changelog_topics": ["orders-streams-counts-changelog"]}],
+                      "members": members, "input_scope": "assigned",
+                      "input_partitions": [{"topic": t, "partition": p, "committed_offset": c, "log_end_offset": e,
+                                            "lag": lag_, "error": None} for t, p, c, e, lag_ in lag],
+                      "total_lag": 12, "lag_error": None},
+            "transitions": [{"time": taken - 30, "instance": "(group)", "from": "Stable", "to": "Reconciling",
+                             "inferred": False}],
+            "rebalances": {"count": 1, "total_seconds": 30.0, "ongoing_seconds": 30.0}}

@@ -12,7 +12,7 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 from dashboard.services.acks import AckStore
-from tests.dashboard_lake import APP, CLUSTER, write_lake
+from tests.dashboard_lake import APP, CLUSTER, STREAMS_GROUP, write_lake
 from tests.support import APP_FILE, open_page
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_group_detail_opens_from_a_link_with_its_lag_history(lake, monkeypatch):
 def test_streams_page_shows_instances_and_the_rebalance(app):
     open_page(app, "streams")
     apps = app.dataframe[0].value
-    assert list(apps["application_id"]) == [APP]
+    assert list(zip(apps["application_id"], apps["protocol"])) == [(APP, "classic"), (STREAMS_GROUP, "streams")]
     instances = app.dataframe[1].value
     assert list(instances["state"]) == ["RUNNING", "RUNNING"]
     metrics = {m.label: m.value for m in app.metric}
@@ -119,6 +119,31 @@ def test_streams_page_shows_instances_and_the_rebalance(app):
     assert metrics["REBALANCING in this window"] == "120 s"  # two instances, 60 s each
     # the cluster does not answer: internal topics show one line, the rest of the page stands
     assert [e.value for e in app.error] and all("internal topics" in e.value for e in app.error)
+
+
+def test_streams_page_shows_a_streams_group_with_its_members_tasks_and_input_lag(app):
+    open_page(app, "streams")
+    app.selectbox(key="streams-chosen").set_value(STREAMS_GROUP).run()
+    assert not app.exception
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Group state"] == "Reconciling"
+    assert metrics["Group / target assignment epoch"] == "8 / 8"
+    assert metrics["Members (reconciling)"] == "2 (1)"
+    assert metrics["Input lag"] == "12"
+    # apps, members, subtopologies, input lag, recent transitions: no instances table (no metrics endpoints)
+    assert len(app.dataframe) == 5
+    members = app.dataframe[1].value
+    # the reconciling member first, its target tasks beside its (empty) current ones
+    assert list(zip(members["member_id"], members["reconciling"], members["active"], members["target_active"])) == [
+        ("m-2", True, "", "0:[1]"), ("m-1", False, "0:[0]; 1:[0,1]", "0:[0]; 1:[0,1]")]
+    subtopologies = app.dataframe[2].value
+    assert list(subtopologies["changelog_topics"]) == ["", "orders-streams-counts-changelog"]
+    lag = app.dataframe[3].value
+    assert list(lag["lag"]) == [7, 0, 5]
+    transitions = app.dataframe[4].value
+    assert list(zip(transitions["instance"], transitions["from"], transitions["to"])) == [
+        ("(group)", "Stable", "Reconciling")]
+    assert any("protocol streams" in c.value for c in app.caption)
 
 
 def test_slos_page_lists_every_slo_paging_first_with_a_burn_down(app, lake):

@@ -18,8 +18,8 @@ import pytest
 from kpulse.kafka.batched_client import BatchedClient
 from kpulse.kafka.group_describe import (
     DESCRIBE_CALLS, SHARE_OFFSETS, GroupNotFound, GroupReader, GroupUnreadable, answers_from, classic_group_from,
-    consumer_group_from, consumer_protocol_assignment, read_group, share_group_from, share_offsets_from,
-    streams_group_from, unsupported_types)
+    consumer_group_from, consumer_protocol_assignment, missing_topics_from, read_group, share_group_from,
+    share_offsets_from, streams_group_from, unsupported_types, with_missing_topics)
 from kpulse.kafka.group_listing import typed_listings_from
 from kpulse.kafka.group_model import (
     ClassicGroup, ConsumerGroup, GroupListing, GroupReadError, ShareGroup, StreamsGroup, TypeUnsupported)
@@ -110,6 +110,21 @@ def test_a_streams_group_has_its_topology_and_each_members_tasks_and_targets():
     bare = streams_group_from(NS(group_id="app", group_state="NotReady", group_epoch=1, assignment_epoch=0,
                                  topology=None, members=[]))
     assert (bare.topology_epoch, bare.subtopologies, bare.internal_topics) == (None, (), ())
+
+
+def test_a_not_ready_streams_group_names_the_source_topics_that_do_not_exist():
+    subtopology = lambda sid, sources, repartition=(): NS(  # noqa: E731
+        subtopology_id=sid, source_topics=list(sources), repartition_sink_topics=[], state_changelog_topics=[],
+        repartition_source_topics=[NS(name=t, partitions=3) for t in repartition])
+    group = streams_group_from(NS(group_id="app", group_state="NotReady", group_epoch=2, assignment_epoch=0,
+                                  topology=NS(epoch=0, subtopologies=[subtopology("0", ["in", "side"]),
+                                                                      subtopology("1", ["mid"], ["app-rep"])]),
+                                  members=[]))
+    assert group.source_topics == ("in", "mid", "side") and group.missing_topics == ()
+    missing = missing_topics_from([NS(name="in", error_code=0), NS(name="mid", error_code=3),
+                                   NS(name="side", error_code=3), NS(name="x", error_code=29)])
+    assert missing == {"mid", "side"}
+    assert with_missing_topics(group, missing).missing_topics == ("mid", "side")
 
 
 def test_a_share_group_has_its_members_and_assignments():
@@ -245,6 +260,31 @@ def test_an_old_broker_lists_classic_groups_only_and_says_why_the_other_types_ar
     assert [name for name, _, _ in brokers.sent] == ["ListGroups", "FindCoordinator", "DescribeGroups"]
     assert reader.share_offsets(["ghost"], 5.0)["ghost"].reason == (
         "the brokers do not speak DescribeShareGroupOffsets: share groups do not exist on this cluster")
+
+
+def test_a_listing_of_some_types_asks_the_brokers_for_those_and_keeps_a_dead_brokers_groups_of_those_types():
+    brokers = FakeBrokers(versions={"ListGroups": 5, "DescribeGroups": 5, "FindCoordinator": 4}, coordinators={},
+                          answers={}, listed={1: [("c1", "classic", "consumer", "Stable"), ("s1", "share", "share", "Empty")],
+                                              2: [("s2", "share", "share", "Stable")]})
+    requests = []
+    send = brokers.send
+    brokers.send = lambda request, node_id, request_timeout_ms: requests.append(request) or send(request, node_id,
+                                                                                                  request_timeout_ms)
+    reader = fake_reader(brokers)
+    assert sorted(g.group_id for g in reader.list_groups(5.0)) == ["c1", "s1", "s2"]
+    assert {tuple(r.types_filter or ()) for r in requests} == {()}
+    requests.clear()
+    listed = reader.list_groups(5.0, ["share"])
+    assert sorted(g.group_id for g in listed) == ["s1", "s2"]
+    assert [list(r.types_filter) for r in requests] == [["share"], ["share"]]  # one request to each broker
+    brokers.listed[1] = None  # broker 1 died: its groups are kept until their coordinators move
+    original = brokers.send
+    brokers.send = lambda request, node_id, request_timeout_ms: (
+        ConnectionRefusedError("refused") if brokers.listed[node_id] is None else original(request, node_id,
+                                                                                              request_timeout_ms))
+    assert sorted(g.group_id for g in reader.list_groups(5.0, ["share"])) == ["s1", "s2"]
+    assert sorted(g.group_id for g in reader.list_groups(5.0)) == ["c1", "s1", "s2"]
+    assert list(reader.listing.unanswered) == [1]
 
 
 def test_a_coordinator_that_moved_is_looked_up_again_and_asked_once_more_within_the_call():
@@ -487,6 +527,42 @@ def caught_reconciling(reader, listing):
     group = reader.describe([listing], 10)[listing.group_id]
     return group if isinstance(group, ConsumerGroup) and any(m.reconciling for m in group.members) \
         and len(group.members) == 2 else None
+
+
+@pytest.mark.cluster
+def test_a_streams_group_waiting_for_its_source_topics_is_not_ready_and_names_them(reader, bootstrap,
+                                                                                    tmp_path):
+    """Each instance gives up 10 s after it found its topics missing (and leaves the group): two
+    instances started 6 s apart keep the group NotReady longer, while the official tool is asked
+    over and over from two threads of its own (it takes seconds to start)."""
+    import threading
+
+    official_states: set[str] = set()
+    done = threading.Event()
+
+    def ask_the_official_tool():
+        while not done.is_set():
+            official_states.update(row["STATE"] for row in official_rows(
+                "kafka-streams-groups", "--bootstrap-server", bootstrap, "--describe", "--group", "gd-notready",
+                "--state", check=False) if row.get("GROUP") == "gd-notready")
+
+    asking = [threading.Thread(target=ask_the_official_tool, daemon=True) for _ in range(2)]
+    with contextlib.ExitStack() as running:
+        running.callback(lambda: [done.set(), *(thread.join(60) for thread in asking)])
+        for thread in asking:
+            thread.start()
+            time.sleep(2)
+        for instance in (1, 2):
+            running.enter_context(start_streams_app(bootstrap, "gd-notready", "gd-absent.", tmp_path,
+                                                    instance=instance, create_topics=False))
+            time.sleep(6)
+        caught = wait_for(lambda: getattr(g := describe_one(reader, "gd-notready"), "state", None) == "NotReady" and g,
+                          120, interval=0.2, what="gd-notready NotReady")
+        wait_for(lambda: "NotReady" in official_states
+                 or getattr(describe_one(reader, "gd-notready"), "state", None) not in ("NotReady", None),
+                 90, interval=1, what="the official tool's answer")
+    assert caught.missing_topics == ("gd-absent.orders", "gd-absent.orders-by-region")
+    assert "NotReady" in official_states
 
 
 @pytest.mark.cluster

@@ -217,6 +217,19 @@ class FakeAdmin:
                 for g in group_ids}
 
 
+class NoStreamsGroups:
+    """The Streams group reader of a cluster without Streams groups (they are in test_streams_groups.py)."""
+
+    def list_groups(self, timeout, types=None):
+        return []
+
+
+def no_streams_groups():
+    from collectors.streams.streams_apps import StreamsGroupReaders
+
+    return StreamsGroupReaders(NoStreamsGroups(), None, None, None)
+
+
 class Pages:
     def __init__(self, pages):
         self.pages = pages
@@ -237,7 +250,8 @@ def test_the_constructor_connects_to_nothing_and_follows_the_protocol():
     def no_admin(_config):
         raise AssertionError("connected in the constructor")
 
-    collector = StreamsAppsCollector(configured(), http_get=Pages({}), admin_factory=no_admin)
+    collector = StreamsAppsCollector(configured(), http_get=Pages({}), admin_factory=no_admin,
+                                     streams_readers=no_streams_groups)
     assert collector.name == "streams_apps"
     assert isinstance(collector, Collector)
 
@@ -248,6 +262,7 @@ def test_one_instance_stops_answering_its_app_degrades_and_the_transition_is_a_r
                       topics=["wordcount-store-changelog"])
     after_reads = [1000.5]  # the clock: half a second after the cycle began
     collector = StreamsAppsCollector(configured(), http_get=pages, admin_factory=lambda _c: admin,
+                                     streams_readers=no_streams_groups,
                                      clock=lambda: after_reads[0])
     first = collector.collect(CollectContext(cluster=None, now=1000.0))
     [app, discovered] = first.sections["streams_apps"]
@@ -256,7 +271,7 @@ def test_one_instance_stops_answering_its_app_degrades_and_the_transition_is_a_r
     assert app["instances"][0]["thread_states"] == {"orders-app-1-StreamThread-1": "RUNNING"}
     assert app["transitions"] == [] and first.rows["streams_transition"] == []
     assert app["rebalances"] == {"count": 0, "total_seconds": 0, "ongoing_seconds": None}
-    assert discovered == {"application_id": "wordcount", "state": None, "group_state": "Empty", "members": 0,
+    assert discovered == {"application_id": "wordcount", "protocol": "classic", "group": None, "state": None, "group_state": "Empty", "members": 0,
                           "group_error": None, "expected_instances": None, "instances": [], "transitions": [],
                           "rebalances": {"count": 0, "total_seconds": 0, "ongoing_seconds": None}}
 
@@ -296,7 +311,8 @@ def test_one_instance_stops_answering_its_app_degrades_and_the_transition_is_a_r
 def test_without_the_admin_api_instances_are_still_reported_with_the_group_error():
     pages = Pages({URL_1: exposition("orders-app-1", 2)})
     admin = FakeAdmin({}, fail=RuntimeError("all brokers down"))
-    collector = StreamsAppsCollector(configured([URL_1], 1), http_get=pages, admin_factory=lambda _c: admin)
+    collector = StreamsAppsCollector(configured([URL_1], 1), http_get=pages, admin_factory=lambda _c: admin,
+                                     streams_readers=no_streams_groups)
     [app] = collector.collect(CollectContext(cluster=None, now=1.0)).sections["streams_apps"]
     assert app["state"] == "RUNNING"
     assert app["group_state"] is None and "all brokers down" in app["group_error"]
@@ -305,7 +321,8 @@ def test_without_the_admin_api_instances_are_still_reported_with_the_group_error
 def test_an_endpoint_that_never_answered_is_named_by_its_url():
     pages = Pages({URL_1: TimeoutError("timed out")})
     collector = StreamsAppsCollector(configured([URL_1], 1), http_get=pages,
-                                     admin_factory=lambda _c: FakeAdmin({APP: ("EMPTY", 0)}))
+                                     admin_factory=lambda _c: FakeAdmin({APP: ("EMPTY", 0)}),
+                                     streams_readers=no_streams_groups)
     [app] = collector.collect(CollectContext(cluster=None, now=1.0)).sections["streams_apps"]
     assert [(i["id"], i["state"]) for i in app["instances"]] == [(URL_1, UNREACHABLE)]
     assert app["state"] == "NOT_RUNNING"
@@ -316,7 +333,8 @@ def test_topic_names_are_reread_only_when_they_may_change_what_is_discovered():
     every 60 s, and each cycle while a group that appeared less than 30 s ago is not recognised."""
     admin = FakeAdmin({"plain": ("STABLE", 1), "wordcount": ("EMPTY", 0)}, topics=["wordcount-store-changelog"])
     collector = StreamsAppsCollector(ClusterConfig(name="prod", bootstrap_servers="node-1:9092"),
-                                     http_get=Pages({}), admin_factory=lambda _c: admin)
+                                     http_get=Pages({}), admin_factory=lambda _c: admin,
+                                     streams_readers=no_streams_groups)
 
     def apps_at(now):
         return [a["application_id"] for a in collector.collect(CollectContext(None, now)).sections["streams_apps"]]
@@ -356,7 +374,7 @@ def collect_until(collector, config, done, timeout: float, interval: float = 1.0
 def test_stopping_streams_instance_2_is_seen_as_transitions_and_a_rebalance_of_instance_1(demo_workload,
                                                                                           bootstrap):
     from kpulse import processes
-    from localkafka.demo.topology import STREAMS_APPLICATION_ID
+    from localkafka.demo.topology import KIP1071_APPLICATION_ID, STREAMS_APPLICATION_ID
 
     urls = tuple(demo_workload.streams_metrics_urls())
     config = ClusterConfig(name="local", bootstrap_servers=bootstrap,
@@ -364,7 +382,18 @@ def test_stopping_streams_instance_2_is_seen_as_transitions_and_a_rebalance_of_i
     collector = StreamsAppsCollector(config)
     one, two = f"{STREAMS_APPLICATION_ID}-1", f"{STREAMS_APPLICATION_ID}-2"
 
-    app, _ = collect_until(collector, config, lambda a, _r: a["state"] == "RUNNING" and a["members"] == 2, 60)
+    def both_running(a, result):
+        apps = {x["application_id"]: x for x in result.sections["streams_apps"]}
+        return (a["state"] == "RUNNING" and a["members"] == 2
+                and (apps.get(KIP1071_APPLICATION_ID) or {}).get("group_state") == "Stable")
+
+    app, results = collect_until(collector, config, both_running, 90)
+    # the demo's other Streams app is a Streams group (KIP-1071): listed beside, with its protocol
+    apps = {a["application_id"]: a for a in results[-1].sections["streams_apps"]}
+    assert apps[STREAMS_APPLICATION_ID]["protocol"] == "classic" and apps[STREAMS_APPLICATION_ID]["group"] is None
+    kip1071 = apps[KIP1071_APPLICATION_ID]
+    assert (kip1071["protocol"], kip1071["group_state"], kip1071["members"]) == ("streams", "Stable", 1), kip1071
+    assert kip1071["group"]["input_partitions"] and kip1071["group"]["lag_error"] is None
     assert app["state"] == "RUNNING", app
     assert [(i["id"], i["state"], i["up"]) for i in app["instances"]] == [(one, "RUNNING", True),
                                                                           (two, "RUNNING", True)]
@@ -400,6 +429,17 @@ def test_stopping_streams_instance_2_is_seen_as_transitions_and_a_rebalance_of_i
     finally:
         demo_workload.start()  # starts only what is not running: instance 2
 
-    app, _ = collect_until(collector, config, lambda a, _r: a["state"] == "RUNNING" and a["members"] == 2, 60)
+    def both_running(a, result):
+        apps = {x["application_id"]: x for x in result.sections["streams_apps"]}
+        return (a["state"] == "RUNNING" and a["members"] == 2
+                and (apps.get(KIP1071_APPLICATION_ID) or {}).get("group_state") == "Stable")
+
+    app, results = collect_until(collector, config, both_running, 90)
+    # the demo's other Streams app is a Streams group (KIP-1071): listed beside, with its protocol
+    apps = {a["application_id"]: a for a in results[-1].sections["streams_apps"]}
+    assert apps[STREAMS_APPLICATION_ID]["protocol"] == "classic" and apps[STREAMS_APPLICATION_ID]["group"] is None
+    kip1071 = apps[KIP1071_APPLICATION_ID]
+    assert (kip1071["protocol"], kip1071["group_state"], kip1071["members"]) == ("streams", "Stable", 1), kip1071
+    assert kip1071["group"]["input_partitions"] and kip1071["group"]["lag_error"] is None
     assert app["state"] == "RUNNING", app
     assert any(i == two and a == UNREACHABLE for i, a, _ in moves(app)), app["transitions"]

@@ -6,7 +6,8 @@
 - :class:`TransitionTracker` remembers each instance's last state between cycles and reports the
   changes (the last :data:`TRANSITIONS_KEPT` per application);
 - :func:`rebalance_episodes` / :func:`app_rebalance_episodes` / :func:`rebalance_summary` find the
-  REBALANCING periods in a list of transitions.
+  rebalancing periods in a list of transitions: an instance in REBALANCING, or a Streams group
+  (:data:`GROUP_INSTANCE`) out of Stable into Assigning or Reconciling until it leaves them.
 
 States are the names of ``KafkaStreams.State`` plus :data:`UNREACHABLE` (the endpoint did not
 answer) for instances, and :data:`DEGRADED` for applications.
@@ -32,6 +33,13 @@ DEGRADED = "DEGRADED"
 """Application state: some, but fewer than the expected number of, instances are RUNNING."""
 TRANSITIONS_KEPT = 100
 """Transitions remembered per application (the snapshot shows them; the lake has them all)."""
+GROUP_INSTANCE = "(group)"
+"""The ``instance`` of a transition of a Streams group's own state (KIP-1071; Kafka's spelling:
+Empty, NotReady, Assigning, Reconciling, Stable, Dead), beside the instances' client states."""
+GROUP_STABLE = "Stable"
+GROUP_REBALANCING_STATES = frozenset({"Assigning", "Reconciling"})
+"""Streams group states in which the group rebalances: a new target assignment is being computed
+or the members are moving to it."""
 
 CLIENT_STATE_METRIC = "kafka_streams_stream_metrics_client_state"
 THREAD_STATE_METRIC = "kafka_streams_stream_thread_metrics_thread_state"
@@ -234,7 +242,7 @@ class TransitionTracker:
             last = self._last.get(key)
             if last is not None and last.state != seen.state:
                 new.append(Transition(time, application_id, instance, last.state, seen.state))
-            elif last is not None and _missed_rebalance(last, seen):
+            elif last is not None and _missed_rebalance(instance, last, seen):
                 new.append(Transition(time, application_id, instance, seen.state, REBALANCING, inferred=True))
                 new.append(Transition(time, application_id, instance, REBALANCING, seen.state, inferred=True))
             counter = seen.rebalances_total
@@ -247,13 +255,30 @@ class TransitionTracker:
     def transitions(self, application_id: str) -> list[Transition]:
         return list(self.recent.get(application_id, ()))
 
+    def known(self, application_id: str) -> list[str]:
+        """The instances of ``application_id`` with a last state."""
+        return [instance for app, instance in self._last if app == application_id]
+
+    def forget(self, application_id: str, instance: str) -> None:
+        """Drop an instance's last state (a group member that left: its id is never seen again)."""
+        self._last.pop((application_id, instance), None)
+
     def last_state(self, application_id: str, instance: str) -> str | None:
         last = self._last.get((application_id, instance))
         return None if last is None else last.state
 
 
-def _missed_rebalance(last: _Last, seen: Observation) -> bool:
-    return (seen.state != REBALANCING and last.process_id is not None and last.process_id == seen.process_id
+def is_rebalancing(instance: str, state: str | None) -> bool:
+    """Whether ``instance`` in ``state`` is rebalancing: a client in REBALANCING, or a Streams
+    group (:data:`GROUP_INSTANCE`) in one of :data:`GROUP_REBALANCING_STATES`."""
+    return state == REBALANCING or (instance == GROUP_INSTANCE and state in GROUP_REBALANCING_STATES)
+
+
+def _missed_rebalance(instance: str, last: _Last, seen: Observation) -> bool:
+    if instance == GROUP_INSTANCE and seen.state != GROUP_STABLE:
+        return False  # a group's episode is Stable -> ... -> Stable; NotReady or Empty epochs move too
+    return (not is_rebalancing(instance, seen.state)
+            and last.process_id is not None and last.process_id == seen.process_id
             and last.rebalances_total is not None and seen.rebalances_total is not None
             and seen.rebalances_total > last.rebalances_total)
 
@@ -262,7 +287,7 @@ def _missed_rebalance(last: _Last, seen: Observation) -> bool:
 
 @dataclass(frozen=True)
 class Episode:
-    """A period in REBALANCING: from entering it to leaving it."""
+    """A rebalancing period (:func:`is_rebalancing`): from entering it to leaving it."""
 
     start: float
     end: float | None
@@ -276,16 +301,17 @@ class Episode:
 
 
 def rebalance_episodes(transitions: Iterable[Transition]) -> list[Episode]:
-    """Per-instance REBALANCING episodes, in start order. A transition into REBALANCING opens one,
-    the next transition of that instance out of REBALANCING closes it. A transition out of
-    REBALANCING with no known start (evicted from the kept window, or the first observation was
-    already REBALANCING) is left out."""
+    """Per-instance rebalancing episodes (:func:`is_rebalancing`), in start order. A transition into
+    a rebalancing state opens one (a Streams group going Assigning -> Reconciling stays in it), the
+    next transition of that instance out of them closes it. A transition out of them with no known
+    start (evicted from the kept window, or the first observation was already rebalancing) is
+    left out."""
     open_since: dict[str, float] = {}
     episodes: list[Episode] = []
     for t in sorted(transitions, key=lambda t: t.time):
-        if t.to_state == REBALANCING and t.instance not in open_since:
-            open_since[t.instance] = t.time
-        elif t.from_state == REBALANCING and t.instance in open_since:
+        if is_rebalancing(t.instance, t.to_state):
+            open_since.setdefault(t.instance, t.time)
+        elif is_rebalancing(t.instance, t.from_state) and t.instance in open_since:
             episodes.append(Episode(open_since.pop(t.instance), t.time, t.instance))
     episodes.extend(Episode(start, None, instance) for instance, start in open_since.items())
     return sorted(episodes, key=lambda e: e.start)

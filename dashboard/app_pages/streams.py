@@ -1,4 +1,7 @@
-"""Streams apps: instances and their state, a timeline of state transitions (REBALANCING in
+"""Streams apps: classic-protocol applications and Streams groups (KIP-1071) side by side, with the
+protocol named; per application its instances and their state, for a Streams group its state,
+epochs, subtopologies, members with their tasks (those still reconciling highlighted) and input
+lag per partition; a timeline of state transitions (REBALANCING, Assigning and Reconciling in
 orange), rebalance count and time spent rebalancing, internal topics."""
 
 import streamlit as st
@@ -8,6 +11,34 @@ from dashboard.services import streams, topics
 
 WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600, "1 day": 86400}
 
+
+def streams_group(group: dict) -> None:
+    """The Streams group of an application on the streams protocol."""
+    state, epochs, topology, members, lag = st.columns(5)
+    state.metric("Group state", group.get("state") or "—")
+    epochs.metric("Group / target assignment epoch", f"{group.get('group_epoch')} / {group.get('assignment_epoch')}")
+    topology.metric("Topology epoch", "—" if group.get("topology_epoch") is None else group["topology_epoch"])
+    members_frame = streams.members_frame(group)
+    reconciling = int(members_frame["reconciling"].fillna(False).astype(bool).sum())
+    members.metric("Members (reconciling)", f"{len(members_frame)} ({reconciling})")
+    lag.metric("Input lag", "—" if group.get("total_lag") is None else f"{group['total_lag']:,}")
+    if group.get("missing_topics"):
+        st.warning("NotReady: the cluster lacks " + ", ".join(literal.markdown(t) for t in group["missing_topics"]))
+    if group.get("lag_error"):
+        st.error("Input lag not read: " + literal.markdown(group["lag_error"]))
+    st.markdown("**Members** (tasks as subtopology:[partitions]; still reconciling first, highlighted)")
+    st.dataframe(members_frame.style.apply(streams.reconciling_style, axis=1), hide_index=True, width="stretch",
+                 key="streams-members")
+    st.markdown("**Subtopologies**")
+    st.dataframe(streams.subtopologies_frame(group), hide_index=True, width="stretch", key="streams-subtopologies")
+    scope = ("partitions of the members' active tasks, as kafka-streams-groups --describe --offsets"
+             if group.get("input_scope") == "assigned" else
+             "no members: partitions with a committed offset on the source topics, as "
+             "kafka-streams-groups --reset-offsets --to-current --all-input-topics")
+    st.markdown(f"**Input lag per partition** ({literal.markdown(scope)})")
+    st.dataframe(streams.input_lag_frame(group), hide_index=True, width="stretch", key="streams-input-lag")
+
+
 st.title("Streams apps")
 with frame.shown_errors():
     snap = frame.snapshot()
@@ -16,19 +47,26 @@ with frame.shown_errors():
                  column_config={"rebalancing_seconds": st.column_config.NumberColumn("rebalancing s", format="%.0f")})
     names = list(apps["application_id"])
     if not names:
-        st.info("No Kafka Streams application seen yet (configured apps, or groups with -repartition/-changelog topics).")
+        st.info("No Kafka Streams application seen yet (configured apps, Streams groups, or groups with "
+                "-repartition/-changelog topics).")
     else:
         wanted = frame.entity_param("app")
         chosen = st.selectbox("Application", names, index=names.index(wanted) if wanted in names else 0,
                               key="streams-chosen", format_func=literal.visible)
         entry = streams.app(snap, chosen) or {}
         st.subheader(literal.markdown(chosen))
-        st.dataframe(streams.instances_frame(entry), hide_index=True, width="stretch")
+        st.caption(f"protocol {literal.markdown(entry.get('protocol') or '—')}"
+                   + (f" · group error: {literal.markdown(entry['group_error'])}" if entry.get("group_error") else ""))
+        if entry.get("group"):
+            streams_group(entry["group"])
+        if entry.get("instances") or entry.get("protocol") != "streams":
+            st.markdown("**Instances** (from their metrics endpoints)")
+            st.dataframe(streams.instances_frame(entry), hide_index=True, width="stretch", key="streams-instances")
         window = WINDOWS[st.segmented_control("Timeline", list(WINDOWS), default="1 hour", key="streams-window")
                          or "1 hour"]
         now = frame.now()
         transitions = frame.read("streams_transition", window)
-        current = {i.get("id"): i.get("state") for i in entry.get("instances") or []}
+        current = streams.current_states(entry)
         observed = frame.read("streams_instance", window, ["time", "application_id", "instance"])
         first_seen = observed[observed["application_id"] == chosen].groupby("instance")["time"].min().to_dict()
         periods = streams.timeline(transitions, chosen, now - window, now, current, first_seen)
@@ -38,6 +76,9 @@ with frame.shown_errors():
         total.metric("Time rebalancing (recent)", f"{rebalances.get('total_seconds') or 0:.0f} s")
         window_seconds.metric("REBALANCING in this window", f"{streams.rebalancing_seconds(periods):.0f} s")
         components.timeline_chart(periods, title="State per instance", key="streams-timeline")
+        with st.expander("Recent transitions"):
+            st.dataframe(streams.transitions_frame(entry), hide_index=True, width="stretch",
+                         key="streams-transitions")
         with frame.shown_errors("internal topics"):
             internal = topics.internal_topics({p["topic"] for p in frame.topic_partitions()}, chosen)
             st.markdown("**Internal topics** (repartition and changelog: deleted by a reset)")

@@ -1,5 +1,6 @@
-"""The Streams apps page: applications and instances from the snapshot, the state timeline from
-``streams_transition`` rows, rebalance figures. Pure."""
+"""The Streams apps page: applications and instances from the snapshot, the Streams group of an
+application on the streams protocol (epochs, subtopologies, members and their tasks, input lag),
+the state timeline from ``streams_transition`` rows, rebalance figures. Pure."""
 
 from __future__ import annotations
 
@@ -7,17 +8,21 @@ from typing import Mapping
 
 import pandas as pd
 
+from collectors.streams.streams_group import MEMBER_RECONCILING, MEMBER_STABLE, member_instance
+from collectors.streams.streams_state import GROUP_INSTANCE, is_rebalancing
 from kpulse.snapshot import Snapshot, StreamsApp
 
-APP_COLUMNS = ["application_id", "state", "group_state", "members", "instances", "expected_instances",
-               "rebalances", "rebalancing_seconds"]
+APP_COLUMNS = ["application_id", "protocol", "state", "group_state", "members", "instances", "expected_instances",
+               "input_lag", "rebalances", "rebalancing_seconds"]
 
 
 def apps_frame(snapshot: Snapshot | None) -> pd.DataFrame:
     rows = []
     for app in (snapshot or {}).get("streams_apps") or []:
         rebalances = app.get("rebalances") or {}
-        rows.append({"application_id": app.get("application_id"), "state": app.get("state"),
+        group = app.get("group") or {}
+        rows.append({"application_id": app.get("application_id"), "protocol": app.get("protocol"),
+                     "state": app.get("state"), "input_lag": group.get("total_lag"),
                      "group_state": app.get("group_state"), "members": app.get("members"),
                      "instances": len(app.get("instances") or []), "expected_instances": app.get("expected_instances"),
                      "rebalances": rebalances.get("count"), "rebalancing_seconds": rebalances.get("total_seconds")})
@@ -67,6 +72,78 @@ def timeline(transitions: pd.DataFrame, application_id: str, start: float, now: 
 
 
 def rebalancing_seconds(periods: pd.DataFrame) -> float:
-    """Time spent REBALANCING in the timeline, summed over instances."""
-    rebalancing = periods[periods["state"] == "REBALANCING"]
+    """Time spent rebalancing in the timeline (instances in REBALANCING, a Streams group in
+    Assigning or Reconciling), summed over instances."""
+    rebalancing = periods[[is_rebalancing(i, s) for i, s in zip(periods["instance"], periods["state"])]]
     return float((rebalancing["end"] - rebalancing["begin"]).dt.total_seconds().sum()) if len(rebalancing) else 0.0
+
+
+# --- the Streams group of an application on the streams protocol (KIP-1071) -------------------------
+
+MEMBER_COLUMNS = ["reconciling", "member_id", "process_id", "client_id", "client_host", "user_endpoint", "member_epoch",
+                  "active", "standby", "warmup", "target_active", "target_standby", "target_warmup", "protocol"]
+
+
+def tasks_text(tasks: Mapping[str, list[int]] | None) -> str:
+    """Tasks as ``kafka-streams-groups --members`` prints them: ``0:[0,1]; 1:[2]`` (subtopology:[partitions])."""
+    return "; ".join(f"{subtopology}:[{','.join(str(p) for p in partitions)}]"
+                     for subtopology, partitions in sorted((tasks or {}).items()))
+
+
+def members_frame(group: Mapping | None) -> pd.DataFrame:
+    """One row per member, those still reconciling first."""
+    rows = [{"reconciling": m.get("reconciling"), "member_id": m.get("member_id"), "process_id": m.get("process_id"),
+             "client_id": m.get("client_id"), "client_host": m.get("client_host"),
+             "user_endpoint": m.get("user_endpoint"), "member_epoch": m.get("member_epoch"),
+             "active": tasks_text(m.get("active_tasks")), "standby": tasks_text(m.get("standby_tasks")),
+             "warmup": tasks_text(m.get("warmup_tasks")), "target_active": tasks_text(m.get("target_active_tasks")),
+             "target_standby": tasks_text(m.get("target_standby_tasks")),
+             "target_warmup": tasks_text(m.get("target_warmup_tasks")),
+             "protocol": "classic" if m.get("is_classic") else "streams"}
+            for m in (group or {}).get("members") or []]
+    frame = pd.DataFrame(rows, columns=MEMBER_COLUMNS)
+    return frame.sort_values("reconciling", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def reconciling_style(row: pd.Series) -> list[str]:
+    """Styler rule: a member still reconciling stands out."""
+    return ["background-color: #fbd38d" if row.get("reconciling") else ""] * len(row)
+
+
+def subtopologies_frame(group: Mapping | None) -> pd.DataFrame:
+    rows = [{"subtopology": s.get("subtopology_id"), "source_topics": ", ".join(s.get("source_topics") or []),
+             "repartition_source_topics": ", ".join(s.get("repartition_source_topics") or []),
+             "repartition_sink_topics": ", ".join(s.get("repartition_sink_topics") or []),
+             "changelog_topics": ", ".join(s.get("changelog_topics") or [])}
+            for s in (group or {}).get("subtopologies") or []]
+    return pd.DataFrame(rows, columns=["subtopology", "source_topics", "repartition_source_topics",
+                                       "repartition_sink_topics", "changelog_topics"])
+
+
+def input_lag_frame(group: Mapping | None) -> pd.DataFrame:
+    rows = [{"topic": p.get("topic"), "partition": p.get("partition"), "committed_offset": p.get("committed_offset"),
+             "log_end_offset": p.get("log_end_offset"), "lag": p.get("lag"), "error": p.get("error")}
+            for p in (group or {}).get("input_partitions") or []]
+    return pd.DataFrame(rows, columns=["topic", "partition", "committed_offset", "log_end_offset", "lag", "error"])
+
+
+def transitions_frame(app_entry: StreamsApp | None) -> pd.DataFrame:
+    """The snapshot's recent transitions, newest first, with datetimes."""
+    rows = [{"time": pd.Timestamp(t.get("time"), unit="s", tz="UTC"), "instance": t.get("instance"),
+             "from": t.get("from"), "to": t.get("to"), "inferred": t.get("inferred")}
+            for t in reversed((app_entry or {}).get("transitions") or [])]
+    return pd.DataFrame(rows, columns=["time", "instance", "from", "to", "inferred"])
+
+
+def current_states(app_entry: StreamsApp | None) -> dict[str, str]:
+    """Instance -> its state now, for the timeline: the instances' client states, and for a Streams
+    group its own state (``(group)``) and each member's."""
+    entry = app_entry or {}
+    current = {i.get("id"): i.get("state") for i in entry.get("instances") or []}
+    group = entry.get("group")
+    if group:
+        current[GROUP_INSTANCE] = group.get("state")
+        for m in group.get("members") or []:
+            state = MEMBER_RECONCILING if m.get("reconciling") else MEMBER_STABLE
+            current[member_instance(str(m.get("member_id")))] = state
+    return current

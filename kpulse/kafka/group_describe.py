@@ -24,7 +24,7 @@ The answer parsing (``*_from`` functions) is pure; :class:`GroupReader` does the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Sequence
 
 from kpulse.errors import KpulseError
@@ -160,6 +160,20 @@ def share_offsets_from(group: Any) -> tuple[SharePartitionOffset, ...]:
                 leader_epoch=p.leader_epoch if p.leader_epoch >= 0 else None,
                 error=_error_text(p.error_code, getattr(p, "error_message", None)) if p.error_code else None))
     return tuple(sorted(rows, key=lambda row: (row.topic, row.partition)))
+
+
+NOT_READY = "NotReady"
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
+
+def missing_topics_from(topics: Iterable[Any]) -> set[str]:
+    """A Metadata answer's ``topics`` -> the names the cluster does not know."""
+    return {topic.name for topic in topics if topic.error_code == UNKNOWN_TOPIC_OR_PARTITION}
+
+
+def with_missing_topics(group: StreamsGroup, missing: set[str]) -> StreamsGroup:
+    """``group`` with ``missing_topics``: those of its source topics in ``missing``."""
+    return replace(group, missing_topics=tuple(t for t in group.source_topics if t in missing))
 
 
 def _error_text(code: int, message: str | None, call: str | None = None) -> str:
@@ -305,6 +319,10 @@ class GroupReader:
                 answers[listing.group_id] = GroupReadError(listing.group_id, f"unknown group type {listing.type!r}")
         self._drop_unsupported(timeout, by_type, answers)
         answers.update(self._run({DESCRIBE_CALLS[t]: ids for t, ids in by_type.items()}, timeout))
+        not_ready = {g: d for g, d in answers.items() if isinstance(d, StreamsGroup) and d.state == NOT_READY}
+        if not_ready:
+            missing = self._missing_topics(sorted({t for d in not_ready.values() for t in d.source_topics}), timeout)
+            answers.update((g, with_missing_topics(d, missing)) for g, d in not_ready.items())
         return answers
 
     def share_offsets(self, group_ids: Sequence[str], timeout: float) -> dict[str, tuple[SharePartitionOffset, ...] | GroupReadError]:
@@ -323,6 +341,25 @@ class GroupReader:
         return self._run({SHARE_OFFSETS: list(group_ids)}, timeout)
 
     # -- internals ------------------------------------------------------------------------------------
+
+    def _missing_topics(self, topics: list[str], timeout: float) -> set[str]:
+        """Which of ``topics`` do not exist (one Metadata request; none known when it fails)."""
+        from kafka.protocol.metadata import MetadataRequest
+
+        if not topics:
+            return set()
+        request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+                                  allow_auto_topic_creation=False)
+
+        async def ask(manager, deadline):
+            return await answer(send(manager, request, None, remaining_ms(deadline, self.client.clock)))
+
+        try:
+            manager = self._manager(timeout)
+            response = manager.run(ask, manager, self.client.clock() + timeout)
+        except Exception:  # noqa: BLE001 - the group is shown NotReady without the topics it waits for
+            return set()
+        return missing_topics_from(response.topics)
 
     def _manager(self, timeout: float):
         from kafka.protocol.metadata import FindCoordinatorRequest

@@ -171,6 +171,10 @@ class StreamsGroup:
     """None before a member has sent the topology."""
     subtopologies: tuple[Subtopology, ...]
     members: tuple[StreamsMember, ...]
+    missing_topics: tuple[str, ...] = ()
+    """Source topics of the topology that do not exist on the cluster, sorted: what a NotReady group
+    waits for (its members are told "Source topics ... are missing"). Looked up only while the
+    group is NotReady; () otherwise."""
     type: str = field(default="streams", init=False)
 
     @property
@@ -185,6 +189,11 @@ class StreamsGroup:
         """Source topics that are not internal, sorted."""
         internal = set(self.internal_topics)
         return tuple(sorted({t for s in self.subtopologies for t in s.source_topics if t not in internal}))
+
+    @property
+    def source_topics(self) -> tuple[str, ...]:
+        """Every source topic of the topology (input and intermediate, no repartition topic), sorted."""
+        return tuple(sorted({t for s in self.subtopologies for t in s.source_topics}))
 
 
 @dataclass(frozen=True)

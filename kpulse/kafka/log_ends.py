@@ -29,6 +29,9 @@ STALE_LEADER = {5: "LEADER_NOT_AVAILABLE", 6: "NOT_LEADER_OR_FOLLOWER", 74: "FEN
 """Partition error codes after which the partition's leader is looked up again."""
 LATEST = -1
 """ListOffsets timestamp meaning the log end."""
+EARLIEST = -2
+"""ListOffsets timestamp meaning the log start (what a Streams group's lag counts from on a
+partition it has no committed offset for)."""
 
 
 @dataclass
@@ -82,8 +85,10 @@ def ends_from(topics: Iterable[Any]) -> tuple[dict[tuple[str, int], int], dict[t
 class LeaderLogEnds:
     """Log ends of many partitions, one ListOffsets per leader (see the module)."""
 
-    def __init__(self, client: BatchedClient):
+    def __init__(self, client: BatchedClient, timestamp: int = LATEST):
         self.client = client
+        self.timestamp = timestamp
+        """:data:`LATEST` (log ends, the default) or :data:`EARLIEST` (log starts, in ``LogEnds.log_end``)."""
         self._leaders: dict[tuple[str, int], int] = {}
         self._no_leader: dict[str | tuple[str, int], str] = {}
         """Why the last look-up found no leader: by topic (no such topic, ...) or by partition."""
@@ -183,17 +188,17 @@ class LeaderLogEnds:
         kept = self._requests.get(leader)
         if kept is not None and kept[0] == keys_tuple:
             return kept[1]
-        request = _list_offsets(keys_tuple)
+        request = _list_offsets(keys_tuple, self.timestamp)
         self._requests[leader] = (keys_tuple, request)
         return request
 
 
-def _list_offsets(keys: Sequence[tuple[str, int]]):
+def _list_offsets(keys: Sequence[tuple[str, int]], timestamp: int = LATEST):
     from kafka.protocol.consumer import ListOffsetsRequest
 
     topic_entry, partition_entry = ListOffsetsRequest.ListOffsetsTopic, ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
     by_topic: dict[str, list] = {}
     for topic, partition in keys:
-        by_topic.setdefault(topic, []).append(partition_entry(partition_index=partition, timestamp=LATEST))
+        by_topic.setdefault(topic, []).append(partition_entry(partition_index=partition, timestamp=timestamp))
     return ListOffsetsRequest(replica_id=-1, isolation_level=0,
                               topics=[topic_entry(name=name, partitions=entries) for name, entries in by_topic.items()])

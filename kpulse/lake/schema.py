@@ -138,10 +138,13 @@ _TABLES: dict[str, tuple[pa.Schema, dict[str, str]]] = {
         ("group_state", pa.string(), "The application's consumer group state."),
         ("expected_instances", pa.int32(), "Instances configured for the application."),
     ),
-    # One row per observed state change of a Streams instance.
+    # One row per observed state change of a Streams instance, Streams group or group member.
     "streams_transition": _table(
         ("application_id", pa.string(), "Streams `application.id`."),
-        ("instance", pa.string(), "The instance that changed."),
+        ("instance", pa.string(), "What changed: an instance (client id; KafkaStreams states), the Streams group "
+                                  "itself (`(group)`; Kafka's group states `Empty`, `NotReady`, `Assigning`, "
+                                  "`Reconciling`, `Stable`, `Dead`) or one of its members (`member <member id>`; "
+                                  "`Stable`, `Reconciling`, `Left`)."),
         ("from_state", pa.string(), "State before."),
         ("to_state", pa.string(), "State after."),
         time="When the change was observed (UTC).",
