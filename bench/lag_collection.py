@@ -22,6 +22,21 @@ The first cycles of each are warm-up and not counted: connections, metadata cach
 rates and statuses; and before anything is measured the collectors run for ``--warm-up`` seconds
 (default 90), so that freshly started brokers have compiled the code paths these requests take, as
 a broker that has been up for days has. Goals: <= 0.5 s per cycle, <= 300 MB.
+
+Modern groups: ``--streams-groups N --share-groups M`` (default 0: the classic-only bench above,
+whose figures stay comparable) add, on the same topics, N Kafka Streams applications on
+``group.protocol=streams`` (KIP-1071, groups ``bench-streams-NNN``, app i reading topic i) and M
+share groups (KIP-932, ``bench-share-NNN``, group i reading topic i, ``share.auto.offset.reset=
+earliest``), each with one member, all in one JVM (``kpulse.demo.GroupsBench``). The bench then
+measures twice on the same cluster: first classic-only (the modern groups do not exist yet), then
+with them live (after ``kafka-groups --list`` shows each with its type, and another ``--warm-up``),
+and prints both whole cycles and their ratio. Goal: with 200 classic, 50 Streams and 50 share
+groups, the whole cycle within 20 % of the classic-only figure. The group JVM's CPU time during the
+second measurement is printed too: on 2 cores it competes with the collector and the brokers.
+
+``--topics`` and ``--partitions`` (default 200 x 50) make a smaller cluster for trying the bench
+(``--topics 20 --partitions 5 --streams-groups 5 --share-groups 5 --cycles 3 --warm-up 5``);
+``--port-base`` moves the bench's own cluster off 49090.
 """
 
 from __future__ import annotations
@@ -38,32 +53,48 @@ import time
 from pathlib import Path
 
 TOPICS, PARTITIONS, RECORDS_PER_PARTITION = 200, 50, 10
+PORT_BASE = 49090
 
 
-def build(bootstrap: str) -> None:
+def topic_names(topics: int) -> list[str]:
+    """The bench topics; classic group ``bench-gNNN`` commits on all partitions of the NNN-th."""
+    return [f"bench.t{i:03d}" for i in range(topics)]
+
+
+def modern_group_topics(count: int, topics: int) -> list[str]:
+    """The topic of each of ``count`` Streams (or share) groups: group i reads topic i, so the modern
+    groups share their topics with the classic groups."""
+    if count < 0:
+        raise ValueError(f"{count}: a number of groups is 0 or more")
+    if count > topics:
+        raise ValueError(f"{count} groups need as many bench topics, and there are {topics}")
+    return topic_names(topics)[:count]
+
+
+def build(bootstrap: str, topics: int = TOPICS, partitions: int = PARTITIONS) -> None:
     from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    names = [f"bench.t{i:03d}" for i in range(TOPICS)]
-    for start in range(0, TOPICS, 20):
-        futures = admin.create_topics([NewTopic(n, num_partitions=PARTITIONS, replication_factor=1,
+    names = topic_names(topics)
+    for start in range(0, topics, 20):
+        futures = admin.create_topics([NewTopic(n, num_partitions=partitions, replication_factor=1,
                                                 config={"min.insync.replicas": "1"})
                                        for n in names[start:start + 20]], request_timeout=120)
         for future in futures.values():
             future.result(180)
-        print(f"  topics {start + 20}/{TOPICS}", flush=True)
+        print(f"  topics {min(start + 20, topics)}/{topics}", flush=True)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 10000})
     for name in names:
-        for partition in range(PARTITIONS):
+        for partition in range(partitions):
             for _ in range(RECORDS_PER_PARTITION):
                 producer.produce(name, value=b"x", partition=partition)
         producer.poll(0)
     producer.flush(300)
-    print(f"  produced {TOPICS * PARTITIONS * RECORDS_PER_PARTITION} records", flush=True)
+    print(f"  produced {topics * partitions * RECORDS_PER_PARTITION} records", flush=True)
     for i, name in enumerate(names):
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-g{i:03d}"})
-        offsets = [TopicPartition(name, p, RECORDS_PER_PARTITION // 2) for p in range(PARTITIONS)]
+        offsets = [TopicPartition(name, p, RECORDS_PER_PARTITION // 2) for p in range(partitions)]
         for attempt in range(20):  # the group coordinator may still be moving right after start
             try:
                 consumer.commit(offsets=offsets, asynchronous=False)
@@ -73,7 +104,7 @@ def build(bootstrap: str) -> None:
                     raise
                 time.sleep(1)
         consumer.close()
-    print(f"  committed offsets for {TOPICS} groups", flush=True)
+    print(f"  committed offsets for {topics} groups", flush=True)
 
 
 WARM_UP_CYCLES = 3
@@ -84,6 +115,8 @@ CYCLES_PER_FLUSH = 6
 def bench_config(bootstrap: str, metrics_urls: list[str]):
     from kpulse.config import parse_config
 
+    # the include filter takes the classic groups (bench-gNNN) and the modern ones (bench-streams-NNN,
+    # bench-share-NNN) alike, and leaves out the collector's own groups
     data = {"clusters": [{"name": "bench", "bootstrap_servers": bootstrap,
                           "consumer_groups": {"include": ["bench-.*"]},
                           "metrics": {"source": "jmx_exporter", "timeout_seconds": 10,
@@ -121,36 +154,192 @@ def measure(bootstrap: str, metrics_urls: list[str], cycles: int, spacing: float
         partitions = sum(len(g["partitions"]) for g in result.sections["consumer_groups"])
         time.sleep(spacing)
     groups = len(result.sections["consumer_groups"])
+    groups_by_type = count_types(result.sections["consumer_groups"])
     del lag, result  # the service below has collectors of its own: do not count two histories
     # as `kpulse collect` runs it (the garbage collector settled after the first cycle)
     service = CollectionService(config, flush_seconds=3600, gc_settle_cycles=GC_SETTLE_CYCLES)
     full_times = []
     for cycle in range(WARM_UP_CYCLES + cycles):
         began = time.perf_counter()
-        service.cycle()
+        snapshot = service.cycle().snapshots["bench"]
         if cycle >= WARM_UP_CYCLES:
             full_times.append(time.perf_counter() - began)
         if cycle % CYCLES_PER_FLUSH == CYCLES_PER_FLUSH - 1:
             service.flush()  # as the loop does once a minute: the buffer holds what it would
         time.sleep(spacing)
     service.close()
-    return {"partitions": partitions, "groups": groups,
+    return {"partitions": partitions, "groups": groups, "lag_groups_by_type": groups_by_type,
+            "snapshot_sections": section_sizes(snapshot),
+            "collectors": {c["name"]: c["error"] for c in snapshot["collectors"]},
             "lag_cycle_median_s": statistics.median(lag_times), "full_cycle_median_s": statistics.median(full_times),
             "full_cycle_quartiles_s": statistics.quantiles(full_times, n=4)[::2],
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def count_types(groups: list[dict]) -> dict[str, int]:
+    """Groups per type (``classic``, ``consumer``, ``streams``, ``share``; ``?`` when not known)."""
+    counts: dict[str, int] = {}
+    for group in groups:
+        kind = group.get("type") or "?"
+        counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def section_sizes(snapshot: dict) -> dict[str, int]:
+    """Entries of each list section of a whole cycle's snapshot (``consumer_groups``, ``streams_apps``,
+    and the share groups collector's section once it is registered), to show what the cycle saw."""
+    return {name: len(section) for name, section in snapshot.items()
+            if isinstance(section, list) and name not in ("alerts", "alert_errors", "brokers", "collectors")}
+
+
+class ModernGroups:
+    """The JVM that runs the bench's Streams and share groups (``kpulse.demo.GroupsBench``)."""
+
+    READY_SECONDS = 600.0
+
+    def __init__(self, bootstrap: str, streams_topics: list[str], share_topics: list[str]):
+        self.bootstrap = bootstrap
+        self.streams_topics, self.share_topics = streams_topics, share_topics
+        self.directory = Path(tempfile.mkdtemp(prefix="kpulse-bench-groups-"))
+        self.log = self.directory / "groups.log"
+        self.process: subprocess.Popen | None = None
+
+    def expected(self) -> dict[str, str]:
+        """Group id -> its type as ``kafka-groups --list`` names it."""
+        return {**{f"bench-streams-{i:03d}": "Streams" for i in range(len(self.streams_topics))},
+                **{f"bench-share-{i:03d}": "Share" for i in range(len(self.share_topics))}}
+
+    def start(self) -> None:
+        from localkafka.runtime import ensure_runtime, java_command
+
+        runtime = ensure_runtime()
+        members = len(self.streams_topics) + len(self.share_topics)
+        command = java_command(runtime, "kpulse.demo.GroupsBench",
+                               [self.bootstrap, str(self.directory / "state"), ",".join(self.streams_topics),
+                                ",".join(self.share_topics)],
+                               heap=f"{GROUPS_JVM_HEAP_MB + GROUPS_JVM_HEAP_MB_PER_MEMBER * members}m",
+                               extra_classpath=[runtime.streams_demo_classes])
+        with self.log.open("w") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self.READY_SECONDS
+        while not any(line.startswith("READY") for line in self.log.read_text().splitlines()):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                tail = "\n".join(self.log.read_text().splitlines()[-20:])
+                raise SystemExit(f"the bench's Streams and share groups did not start (see {self.log}):\n{tail}")
+            time.sleep(1)
+
+    def check_listed(self) -> None:
+        """``kafka-groups --list`` shows every group with its type, or the bench stops."""
+        from localkafka.tools import run_tool
+
+        listing = run_tool("kafka-groups", ["--bootstrap-server", self.bootstrap, "--list"]).stdout
+        wrong = listing_mismatches(listing, self.expected())
+        if wrong:
+            raise SystemExit("kafka-groups --list does not show the bench groups as expected: " + "; ".join(wrong[:10]))
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the JVM so far."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()  # the JVM closes every member, which leaves its group
+            try:
+                self.process.wait(90)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+GROUPS_JVM_HEAP_MB, GROUPS_JVM_HEAP_MB_PER_MEMBER = 128, 12
+"""Heap of the groups JVM: a base and a share per Streams app or share consumer."""
+
+
+def listing_mismatches(listing: str, expected: dict[str, str]) -> list[str]:
+    """What ``kafka-groups --list`` output (``GROUP TYPE PROTOCOL`` lines) gets wrong about the
+    expected groups (id -> type): each group missing or listed with another type."""
+    listed = {}
+    for line in listing.splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[0] != "GROUP":
+            listed[fields[0]] = fields[1]
+    wrong = []
+    for group, kind in sorted(expected.items()):
+        if group not in listed:
+            wrong.append(f"{group} not listed")
+        elif listed[group].lower() != kind.lower():
+            wrong.append(f"{group} listed as {listed[group]}, not {kind}")
+    return wrong
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bootstrap", help="measure this cluster (already built) instead of starting one")
     parser.add_argument("--metrics-url", action="append", default=[])
     parser.add_argument("--cycles", type=int, default=20, help="measured cycles (after %d of warm-up)" % WARM_UP_CYCLES)
     parser.add_argument("--spacing", type=float, default=1.0, help="seconds between cycles")
     parser.add_argument("--demo-jvm", action="store_true", help="run the brokers as the demo cluster does")
     parser.add_argument("--warm-up", type=float, default=90.0, help="seconds of collection before measuring")
+    parser.add_argument("--topics", type=int, default=TOPICS, help="bench topics, one classic group each")
+    parser.add_argument("--partitions", type=int, default=PARTITIONS, help="partitions of each bench topic")
+    parser.add_argument("--streams-groups", type=int, default=0,
+                        help="live Streams groups (KIP-1071) on the bench topics, measured against classic-only")
+    parser.add_argument("--share-groups", type=int, default=0,
+                        help="live share groups (KIP-932) on the bench topics, measured against classic-only")
+    parser.add_argument("--port-base", type=int, default=PORT_BASE, help="ports of the bench's own cluster")
     parser.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--warm-up-only", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.cycles < 2:
+        parser.error("--cycles must be at least 2 (the figures are medians and quartiles)")
+    if args.topics < 1 or args.partitions < 1:
+        parser.error("--topics and --partitions must be at least 1")
+    for option, count in (("--streams-groups", args.streams_groups), ("--share-groups", args.share_groups)):
+        try:
+            modern_group_topics(count, args.topics)
+        except ValueError as error:
+            parser.error(f"{option}: {error}")
+    return args
+
+
+def collect_figures(args: argparse.Namespace) -> dict:
+    """Warm up, then measure, each in a process of its own (as ``kpulse collect`` runs its loop)."""
+    from cli.collect import LOOP_ENVIRONMENT
+
+    command = [sys.executable, __file__, "--bootstrap", args.bootstrap, "--cycles", str(args.cycles),
+               "--spacing", str(args.spacing), "--warm-up", str(args.warm_up)] + [
+                  a for u in args.metrics_url for a in ("--metrics-url", u)]
+    print(f"  collecting for {args.warm_up:g} s before measuring ...", flush=True)
+    environment = {**LOOP_ENVIRONMENT, **os.environ}
+    subprocess.run(command + ["--warm-up-only"], check=True, capture_output=True, env=environment)
+    print(f"  measuring {WARM_UP_CYCLES} + {args.cycles} cycles of the lag collector, then of the whole "
+          "collection ...", flush=True)
+    began = time.monotonic()
+    figures = json.loads(subprocess.run(command + ["--measure-only"], check=True, capture_output=True,
+                                        text=True, env=environment).stdout)
+    figures["measure_wall_s"] = time.monotonic() - began
+    return figures
+
+
+def print_figures(title: str, figures: dict) -> None:
+    types = ", ".join(f"{n} {kind}" for kind, n in figures["lag_groups_by_type"].items())
+    print(f"\n{title}: {figures['groups']} groups in the lag collector ({types}), "
+          f"{figures['partitions']} group partitions")
+    print(f"  consumer lag collector cycle:            {figures['lag_cycle_median_s']:.3f} s  (goal <= 0.5 s)")
+    low, high = figures["full_cycle_quartiles_s"]
+    print(f"  whole collection cycle (every collector, alerts, lake buffer, snapshot): "
+          f"{figures['full_cycle_median_s']:.3f} s (quartiles {low:.3f}-{high:.3f}; goal <= 0.5 s)")
+    print(f"  peak resident memory of the collector:   {figures['peak_rss_mb']:.0f} MB (goal <= 300 MB)")
+    print(f"  collectors: {', '.join(sorted(figures['collectors']))}; snapshot sections: "
+          + ", ".join(f"{name} {n}" for name, n in sorted(figures["snapshot_sections"].items())))
+    for name, error in sorted(figures["collectors"].items()):
+        if error is not None:
+            print(f"  COLLECTOR DOWN {name}: {error}")
+
+
+def main() -> None:
+    args = parse_args()
     if args.warm_up_only:
         warm_up(args.bootstrap, args.metrics_url, args.warm_up, args.spacing)
         return
@@ -158,45 +347,58 @@ def main() -> None:
         print(json.dumps(measure(args.bootstrap, args.metrics_url, args.cycles, args.spacing)))
         return
 
-    from cli.collect import LOOP_ENVIRONMENT
-
-    cluster = None
+    cluster = groups = None
     if args.bootstrap is None:
         from localkafka.cluster import STEADY_JVM, LocalCluster, NodeJvm
         from kpulse.local_layout import ClusterLayout
         from kpulse.progress import Progress
 
         state = tempfile.mkdtemp(prefix="kpulse-bench-state-")
-        cluster = LocalCluster(Path(state), ClusterLayout.from_base(49090), Progress(),
+        cluster = LocalCluster(Path(state), ClusterLayout.from_base(args.port_base), Progress(),
                                jvm=NodeJvm() if args.demo_jvm else STEADY_JVM)
+    modern = args.streams_groups + args.share_groups > 0
     try:
         if cluster is not None:
             cluster.up()
             args.bootstrap = cluster.layout.bootstrap_servers
             args.metrics_url = [n.metrics_url for n in cluster.layout.nodes]
-            print(f"building {TOPICS} topics x {PARTITIONS} partitions and {TOPICS} groups ...", flush=True)
+            print(f"building {args.topics} topics x {args.partitions} partitions and {args.topics} groups ...",
+                  flush=True)
             began = time.monotonic()
-            build(args.bootstrap)
+            build(args.bootstrap, args.topics, args.partitions)
             print(f"  built in {time.monotonic() - began:.0f} s", flush=True)
-        command = [sys.executable, __file__, "--bootstrap", args.bootstrap, "--cycles", str(args.cycles),
-                   "--spacing", str(args.spacing), "--warm-up", str(args.warm_up)] + [
-                      a for u in args.metrics_url for a in ("--metrics-url", u)]
-        print(f"collecting for {args.warm_up:g} s before measuring ...", flush=True)
-        environment = {**LOOP_ENVIRONMENT, **os.environ}  # as `kpulse collect` runs its loop
-        subprocess.run(command + ["--warm-up-only"], check=True, capture_output=True, env=environment)
-        figures = json.loads(subprocess.run(command + ["--measure-only"], check=True, capture_output=True,
-                                            text=True, env=environment).stdout)
+        if modern:
+            print("classic groups only:", flush=True)
+        classic = collect_figures(args)
+        if modern:
+            groups = ModernGroups(args.bootstrap, modern_group_topics(args.streams_groups, args.topics),
+                                  modern_group_topics(args.share_groups, args.topics))
+            print(f"starting {args.streams_groups} Streams groups and {args.share_groups} share groups "
+                  "(one JVM) ...", flush=True)
+            began = time.monotonic()
+            groups.start()
+            groups.check_listed()
+            print(f"  all running and listed by kafka-groups with their types after "
+                  f"{time.monotonic() - began:.0f} s", flush=True)
+            before = groups.cpu_seconds()
+            with_modern = collect_figures(args)
+            groups_cpu = (groups.cpu_seconds() - before) / with_modern["measure_wall_s"]
     finally:
+        if groups is not None:
+            groups.stop()
         if cluster is not None:
             cluster.down(wipe=True)
     brokers = "external" if cluster is None else ("demo" if args.demo_jvm else "steady") + " JVM"
-    print(f"\n{figures['groups']} groups, {figures['partitions']} partitions with committed offsets, "
-          f"{os.cpu_count()} cores, brokers: {brokers}, median of {args.cycles} cycles {args.spacing:g} s apart")
-    print(f"  consumer lag collector cycle:            {figures['lag_cycle_median_s']:.3f} s  (goal <= 0.5 s)")
-    low, high = figures["full_cycle_quartiles_s"]
-    print(f"  whole collection cycle (every collector, alerts, lake buffer, snapshot): "
-          f"{figures['full_cycle_median_s']:.3f} s (quartiles {low:.3f}-{high:.3f}; goal <= 0.5 s)")
-    print(f"  peak resident memory of the collector:   {figures['peak_rss_mb']:.0f} MB (goal <= 300 MB)")
+    print(f"\n{os.cpu_count()} cores, brokers: {brokers}, median of {args.cycles} cycles {args.spacing:g} s apart")
+    print_figures(f"{args.topics} classic groups" if modern else "figures", classic)
+    if modern:
+        print_figures(f"{args.topics} classic + {args.streams_groups} Streams + {args.share_groups} share groups",
+                      with_modern)
+        print(f"  the groups JVM used {groups_cpu:.2f} cores during this measurement (on the same cores)")
+        ratio = with_modern["full_cycle_median_s"] / classic["full_cycle_median_s"]
+        print(f"\n{args.topics} classic + {args.streams_groups} Streams + {args.share_groups} share: whole cycle "
+              f"{with_modern['full_cycle_median_s']:.3f} s vs classic-only {classic['full_cycle_median_s']:.3f} s "
+              f"({ratio:.2f}x; goal <= 1.20x)")
 
 
 if __name__ == "__main__":

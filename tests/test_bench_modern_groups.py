@@ -1,0 +1,73 @@
+"""The lag collection bench's modern-groups options (``bench/lag_collection.py --streams-groups N
+--share-groups M``): which topic each group reads, which arguments are refused, and how the check
+against ``kafka-groups --list`` reads the official tool's output. The bench itself is a script run by
+hand (docs/performance.md); these are its pure parts."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "lag_collection.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("lag_collection_bench", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_group_i_reads_topic_i_so_the_modern_groups_share_the_classic_groups_topics(bench):
+    assert bench.modern_group_topics(3, 200) == ["bench.t000", "bench.t001", "bench.t002"]
+    assert bench.modern_group_topics(0, 200) == []
+    assert bench.modern_group_topics(20, 20) == bench.topic_names(20)
+
+
+@pytest.mark.parametrize("count, topics, message", [
+    (21, 20, "21 groups need as many bench topics, and there are 20"),
+    (-1, 20, "-1: a number of groups is 0 or more"),
+])
+def test_more_groups_than_topics_or_a_negative_count_is_refused(bench, count, topics, message):
+    with pytest.raises(ValueError, match=message):
+        bench.modern_group_topics(count, topics)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--topics", "20", "--streams-groups", "21"], "--streams-groups: 21 groups need as many bench topics"),
+    (["--share-groups", "-2"], "--share-groups: -2: a number of groups is 0 or more"),
+    (["--partitions", "0"], "--topics and --partitions must be at least 1"),
+    (["--cycles", "1"], "--cycles must be at least 2"),
+])
+def test_bad_arguments_stop_the_bench_with_one_line(bench, capsys, argv, message):
+    with pytest.raises(SystemExit) as stopped:
+        bench.parse_args(argv)
+    assert stopped.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_without_the_options_the_bench_measures_classic_groups_only_as_before(bench):
+    args = bench.parse_args([])
+    assert (args.streams_groups, args.share_groups, args.topics, args.partitions, args.port_base) == (
+        0, 0, 200, 50, 49090)
+
+
+LISTING = """\
+GROUP                TYPE                 PROTOCOL            
+bench-g000           Classic                                   
+bench-streams-000    Streams              streams              
+bench-share-000      Share                share                
+bench-streams-001    Consumer             consumer             
+"""
+"""``kafka-groups --list`` of Kafka 4.3.1 (columns as it prints them; a classic group has no protocol)."""
+
+
+def test_the_listing_check_names_each_group_missing_or_of_another_type(bench):
+    expected = {"bench-streams-000": "Streams", "bench-share-000": "Share", "bench-streams-001": "Streams",
+                "bench-share-001": "Share"}
+    assert bench.listing_mismatches(LISTING, expected) == [
+        "bench-share-001 not listed", "bench-streams-001 listed as Consumer, not Streams"]
+    assert bench.listing_mismatches(LISTING, {"bench-streams-000": "Streams", "bench-share-000": "Share"}) == []
