@@ -144,6 +144,10 @@ def test_streams_page_shows_a_streams_group_with_its_members_tasks_and_input_lag
     assert list(zip(transitions["instance"], transitions["from"], transitions["to"])) == [
         ("(group)", "Stable", "Reconciling")]
     assert any("protocol streams" in c.value for c in app.caption)
+    # a Streams group is reset as kafka-streams-groups does, not as a classic application
+    [choice] = [r for r in app.radio if r.key == f"op-streams-{CLUSTER}-{STREAMS_GROUP}-choice"] or [None]
+    offered = choice.options if choice is not None else [c.value for c in app.code]
+    assert "reset-streams-app" not in " ".join(offered) and "reset-streams-group" in " ".join(offered)
 
 
 def test_slos_page_lists_every_slo_paging_first_with_a_burn_down(app, lake):

@@ -132,6 +132,10 @@ def test_the_detail_shows_members_assignments_partitions_and_the_lag_history(con
     partitions = app.dataframe[2].value
     assert list(partitions["start_offset"]) == [0, 100, 200] and list(partitions["lag"]) == [13, 14, 15]
     assert len(app.get("plotly_chart")) == 1
+    # the share group's own operations, and only those (no consumer-group offset reset)
+    choice = app.radio(key=f"op-group-{CLUSTER}-{share_group_name(13)}-choice")
+    assert set(choice.options) <= {"reset-share-group", "delete-offsets", "delete-group"}
+    assert "reset-share-group" in choice.options
 
 
 def test_a_link_to_an_unknown_share_group_says_so_and_shows_the_list(config, monkeypatch):

@@ -4,7 +4,7 @@ broker reports them, and the lag history."""
 
 import streamlit as st
 
-from dashboard import components, frame, literal
+from dashboard import actions, components, frame, literal
 from dashboard.services import share_groups
 
 WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600}
@@ -63,3 +63,4 @@ with frame.shown_errors():
                        "unknown): lower bounds, not dips.")
         components.line_chart(history, x="time", y="total_lag", title="Lag (records not acknowledged)",
                               key="share-lag")
+        actions.slot("group", frame.cluster(), chosen, "share")

@@ -83,4 +83,4 @@ with frame.shown_errors():
             internal = topics.internal_topics({p["topic"] for p in frame.topic_partitions()}, chosen)
             st.markdown("**Internal topics** (repartition and changelog: deleted by a reset)")
             st.markdown(", ".join(literal.markdown(topic) for topic in internal) if internal else "none found")
-        actions.slot("streams", frame.cluster(), chosen)
+        actions.slot("streams", frame.cluster(), chosen, entry.get("protocol"))
