@@ -143,7 +143,8 @@ def test_a_cycle_where_the_group_could_not_be_read_keeps_its_partitions_historie
     collector = ConsumerLagCollector(offline_config(), batched=False)
     for now in range(0, 60, 10):
         evaluate(collector, reading({("t", 0): 250}, {("t", 0): 10 * now}), float(now))
-    unread = ClusterOffsets(groups=[GroupOffsets("g", "Unknown", 0, (), {}, error="OffsetFetch: COORDINATOR_NOT_AVAILABLE")])
+    coordinator_down = "OffsetFetch: COORDINATOR_NOT_AVAILABLE"
+    unread = ClusterOffsets(groups=[GroupOffsets("g", "Unknown", 0, (), {}, error=coordinator_down)])
     group, _ = evaluate(collector, unread, 60.0)
     assert group["error"] and group["partitions"] == []
     assert collector.lag.known_partitions() == [("t", 0)]
