@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="the demo workload on the local cluster")
     demo_commands = demo.add_subparsers(dest="action", required=True, metavar="ACTION")
-    demo_commands.add_parser("start", help="producers, consumer groups and the Streams app (two instances)")
+    demo_commands.add_parser("start", help="producers, consumer groups of every kind (classic, KIP-848, "
+                             "Streams, share) and the Streams apps")
     demo_commands.add_parser("stop", help="stop every demo process, by PID")
     demo_status = demo_commands.add_parser("status", help="demo processes and whether they run")
     demo_status.add_argument("--json", action="store_true")
@@ -229,7 +230,8 @@ def _up(args, config, cluster, demo) -> None:
         _print_cluster(status)
         if not args.no_demo:
             print("\nDemo workload: producers on demo.*, groups demo-healthy / demo-slow / demo-stopped,")
-            print("Streams app kpulse-demo-streams (metrics: " + ", ".join(demo.streams_metrics_urls()) + ")")
+            print("Streams app kpulse-demo-streams (metrics: " + ", ".join(demo.streams_metrics_urls()) + "),")
+            print("KIP-848 group demo-kip848, Streams group kpulse-demo-kip1071, share group demo-share")
     print()
     for service in started:
         print(f"kpulse {service.name}: {'running' if service.running else 'NOT RUNNING'} "

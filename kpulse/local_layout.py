@@ -10,7 +10,7 @@ what                   node *i* (1..3)     default for node 1
 client listener        base + i            19091
 controller listener    base + 100 + i      19191
 JMX exporter metrics   base + 200 + i      19291
-Streams demo metrics   base + 300 + j      19391 (instance j)
+Streams demo metrics   base + 300 + j      19391 (slot j: 1, 2 the classic app, 3 the KIP-1071 app)
 kpulse exporter        base + 400          9308 (default base only)
 =====================  ==================  =====================
 """

@@ -119,6 +119,22 @@ class GroupPartition(TypedDict):
     reasons: NotRequired[Annotated[Reasons, "Why a value above is null; present only then."]]
 
 
+class GroupMember(TypedDict):
+    """One member of a group, as its type's describe call tells it."""
+
+    member_id: Annotated[str, "Member id."]
+    client_id: Annotated[str, "The member's client id."]
+    client_host: Annotated[str, "The host it connects from."]
+    instance_id: Annotated[str | None, "Static membership's group.instance.id; null without one."]
+    member_epoch: Annotated[int | None, "KIP-848 / Streams member epoch; null for a classic member."]
+    process_id: Annotated[str | None, "A Streams member's process id; null for other types."]
+    assignment: Annotated[dict[str, list[int]], "Topic -> the partitions it reads now (a Streams member: the "
+                                                 "source partitions of its active tasks)."]
+    target_assignment: Annotated[dict[str, list[int]] | None, "KIP-848: topic -> the partitions the coordinator "
+                                                              "wants it to own; null for other types."]
+    reconciling: Annotated[bool, "Its epoch or assignment is not yet the group's target (KIP-848, Streams)."]
+
+
 class ConsumerGroup(TypedDict):
     """One consumer group: its sums over its partitions, and the partitions.
 
@@ -129,8 +145,10 @@ class ConsumerGroup(TypedDict):
     partitions but not all (a lower bound), with ``reasons`` naming the partitions and why."""
 
     group_id: Annotated[str, "Consumer group id."]
-    state: Annotated[str | None, "Kafka's group state (Stable, PreparingRebalance, CompletingRebalance, Empty, "
-                                 "Dead, ...)."]
+    type: Annotated[str, "classic, consumer (KIP-848) or streams (KIP-1071), as kafka-groups --list shows it."]
+    protocol_type: Annotated[str, "The protocol kafka-groups --list shows (consumer, connect, streams...)."]
+    state: Annotated[str | None, "Kafka's group state for its type (Stable, PreparingRebalance, "
+                                 "CompletingRebalance, Assigning, Reconciling, NotReady, Empty, Dead, ...)."]
     members: Annotated[int | None, "Active members."]
     partition_count: Annotated[int, "Partitions the group has offsets for (the lake's consumer_group.partitions)."]
     total_lag: Annotated[int | None, "Sum of the partitions' lag over those whose lag is known; null when none is."]
@@ -145,6 +163,12 @@ class ConsumerGroup(TypedDict):
                                   "no partition has one."]
     lag_seconds_threshold: Annotated[float | None, "The configured time-lag threshold for this group, seconds."]
     error: Annotated[str | None, "Why the group's offsets could not be read (one line); null when they were."]
+    group_epoch: Annotated[int | None, "KIP-848 / Streams group epoch; null for a classic group or one not "
+                                       "described (listed Empty)."]
+    assignment_epoch: Annotated[int | None, "KIP-848 / Streams target assignment epoch; null as group_epoch."]
+    reconciling_members: Annotated[int | None, "Members still moving to their target assignment; null as "
+                                               "group_epoch."]
+    member_details: Annotated[list[GroupMember], "Its members (none for a group listed Empty)."]
     reasons: NotRequired[Annotated[Reasons, "Why a sum is partial or null, or the status unknown; present only "
                                             "then."]]
     partitions: Annotated[list[GroupPartition], "Its partitions, by topic and partition."]

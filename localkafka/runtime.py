@@ -4,8 +4,10 @@ Layout under ``cache_dir()/kafka-<version>/``:
 
 - ``lib/``: every jar of the POM (Kafka broker, tools, Streams, log4j2) except the agent;
 - ``agent/jmx_prometheus_javaagent.jar``: the Prometheus JMX exporter agent;
-- ``streams-demo/``: the compiled demo Kafka Streams application;
-- ``.complete``: a fingerprint of the POM and the Java sources; a mismatch means fetch again.
+- ``demo-classes-<sources fingerprint>/``: the compiled demo Java applications (the Streams app
+  and the share consumer), one directory per version of their sources, so worktrees with other
+  sources share the cache without recompiling each other's classes away;
+- ``.complete``: a fingerprint of the POM; a mismatch means fetch again.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,16 +60,22 @@ class JavaRuntime:
 
     @property
     def streams_demo_classes(self) -> Path:
-        return self.root / "streams-demo"
+        """The compiled demo Java applications (``kpulse.demo.StreamsDemo``, ``kpulse.demo.ShareDemo``)."""
+        return self.root / f"demo-classes-{sources_fingerprint()}"
 
     def jars(self) -> list[Path]:
         return sorted(self.lib_dir.glob("*.jar"))
 
 
 def fingerprint() -> str:
-    digest = hashlib.sha256(POM.read_bytes())
+    """Of the POM: what ``lib/`` and ``agent/`` were fetched for."""
+    return hashlib.sha256(POM.read_bytes()).hexdigest()[:16]
+
+
+def sources_fingerprint() -> str:
+    digest = hashlib.sha256()
     for source in STREAMS_DEMO_SOURCES:
-        digest.update(source.read_bytes())
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -76,7 +85,8 @@ def runtime_root() -> Path:
 
 def is_ready() -> bool:
     marker = runtime_root() / ".complete"
-    return marker.exists() and marker.read_text().strip() == fingerprint()
+    return (marker.exists() and marker.read_text().strip() == fingerprint()
+            and JavaRuntime(runtime_root()).streams_demo_classes.is_dir())
 
 
 def ensure_runtime(progress: Progress = SILENT) -> JavaRuntime:
@@ -87,23 +97,48 @@ def ensure_runtime(progress: Progress = SILENT) -> JavaRuntime:
     for tool in ("java", "javac", "mvn"):
         if shutil.which(tool) is None:
             raise SetupError(f"{tool} not found on PATH: kpulse needs a JDK 17+ and Maven to set up")
-    staging = runtime.root.with_name(runtime.root.name + ".staging")
-    shutil.rmtree(staging, ignore_errors=True)
-    (staging / "agent").mkdir(parents=True)
-    with progress.step(f"fetching Kafka {kafka_version()} and the JMX exporter from Maven Central"):
-        _run(["mvn", "-B", "-q", "-f", str(POM), "dependency:copy-dependencies",
-              f"-DoutputDirectory={staging / 'lib'}"], "Maven fetch")
-        agents = list((staging / "lib").glob("jmx_prometheus_javaagent-*.jar"))
-        if len(agents) != 1:
-            raise SetupError("Maven fetched no jmx_prometheus_javaagent jar")
-        agents[0].rename(staging / "agent" / "jmx_prometheus_javaagent.jar")
-    with progress.step("compiling the demo Kafka Streams application"):
-        _run(["javac", "-nowarn", "-d", str(staging / "streams-demo"), "-cp",
-              str(staging / "lib" / "*"), *map(str, STREAMS_DEMO_SOURCES)], "javac")
-    (staging / ".complete").write_text(fingerprint() + "\n")
-    shutil.rmtree(runtime.root, ignore_errors=True)
-    staging.rename(runtime.root)
+    marker = runtime.root / ".complete"
+    if not (marker.exists() and marker.read_text().strip() == fingerprint()):
+        _fetch(runtime, progress)
+    if not runtime.streams_demo_classes.is_dir():
+        _compile(runtime, progress)
     return runtime
+
+
+def _fetch(runtime: JavaRuntime, progress: Progress) -> None:
+    runtime.root.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=runtime.root.name + ".staging-", dir=runtime.root.parent))
+    try:
+        (staging / "agent").mkdir()
+        with progress.step(f"fetching Kafka {kafka_version()} and the JMX exporter from Maven Central"):
+            _run(["mvn", "-B", "-q", "-f", str(POM), "dependency:copy-dependencies",
+                  f"-DoutputDirectory={staging / 'lib'}"], "Maven fetch")
+            agents = list((staging / "lib").glob("jmx_prometheus_javaagent-*.jar"))
+            if len(agents) != 1:
+                raise SetupError("Maven fetched no jmx_prometheus_javaagent jar")
+            agents[0].rename(staging / "agent" / "jmx_prometheus_javaagent.jar")
+        (staging / ".complete").write_text(fingerprint() + "\n")
+        shutil.rmtree(runtime.root, ignore_errors=True)
+        staging.rename(runtime.root)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _compile(runtime: JavaRuntime, progress: Progress) -> None:
+    """Compile into a directory of its own, then move it in place: another process compiling the
+    same sources at the same time does no harm (the first one in wins)."""
+    staging = Path(tempfile.mkdtemp(prefix=".demo-classes-", dir=runtime.root))
+    try:
+        with progress.step("compiling the demo Java applications (Kafka Streams app, share consumer)"):
+            _run(["javac", "-nowarn", "-d", str(staging), "-cp", runtime.classpath,
+                  *map(str, STREAMS_DEMO_SOURCES)], "javac")
+        try:
+            staging.rename(runtime.streams_demo_classes)
+        except OSError:
+            if not runtime.streams_demo_classes.is_dir():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _run(command: list[str], what: str) -> None:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -134,6 +135,32 @@ def official(tool: str, *args: str) -> str:
     """The tool's output, or ``EXIT <code>: <output>`` when it failed."""
     result = run_tool(tool, list(args), timeout=120)
     return result.stdout + result.stderr if result.returncode == 0 else f"EXIT {result.returncode}: " + result.stdout + result.stderr
+
+
+def official_rows(tool: str, *args: str) -> list[dict[str, str]]:
+    """The table rows the official ``tool`` prints (``kafka-consumer-groups --describe --state``,
+    ``kafka-share-groups --describe --members --verbose``, ``kafka-groups --list``...), as dicts by
+    column header; several tables (several groups) are concatenated. ``COORDINATOR (ID)`` is one
+    column; an empty cell (a classic Empty group's ASSIGNMENT-STRATEGY) is ''."""
+    result = run_tool(tool, list(args), timeout=120)
+    assert result.returncode == 0 or "has no active members" in result.stdout + result.stderr, \
+        result.stdout + result.stderr
+    rows: list[dict[str, str]] = []
+    header: list[tuple[str, int]] = []
+    for line in result.stdout.splitlines():
+        if line.startswith("GROUP "):
+            header = [(m.group(0), m.start()) for m in re.finditer(r"COORDINATOR \(ID\)|\S+", line)]
+            continue
+        if not header or not line.strip() or line.startswith(("Error", "Consumer group", "Share group", "Streams group")):
+            continue
+        names = [name for name, _ in header]
+        cells = re.sub(r"(\S+:\d+)\s+\((\d+)\)", r"\1(\2)", line).split()
+        if len(cells) == len(names):
+            rows.append(dict(zip(names, cells)))
+        else:  # an empty cell: cut the line at the columns' starts
+            starts = [start for _, start in header] + [len(line)]
+            rows.append({name: line[starts[i]:starts[i + 1]].strip() for i, name in enumerate(names)})
+    return rows
 
 
 def group_rows(bootstrap: str, group: str) -> list[dict[str, str]]:
@@ -263,3 +290,132 @@ def minute_rows(table, rows, definitions, start=0, end=3, known=()):
     out = minutes.to_minutes(minutes.samples(frame, definition), definition, M0 + start, M0 + end, known)
     return sorted(((r["entity"], r["minute"] - M0, r["good"], r["valid"]) for r in out.to_pylist()),
                   key=lambda r: (r[0], r[1]))
+
+
+# --- groups of every type: a classic or KIP-848 consumer, a share consumer, a Streams app -----------
+
+def wait_for(predicate, timeout: float = 60, interval: float = 0.5, what: str = "the condition"):
+    """``predicate()``'s first true value within ``timeout`` seconds, else AssertionError naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout:g} s")
+        time.sleep(interval)
+
+
+@contextmanager
+def polling_consumer(bootstrap: str, group: str, topics: list[str], *, protocol: str, settings: dict | None = None):
+    """A confluent-kafka consumer of ``group`` on ``group.protocol`` ``protocol`` (``classic`` or
+    ``consumer``), subscribed to ``topics`` from the earliest offset and polled by a thread of its
+    own (it stays a live member) until the block ends; then closed (it leaves the group). Yields
+    the number of records it has read so far, as ``counter[0]``."""
+    import threading
+
+    from confluent_kafka import Consumer
+
+    from kpulse.kafka.clients import quiet_logger
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
+                         "auto.offset.reset": "earliest", "logger": quiet_logger(), **(settings or {})})
+    consumer.subscribe(topics)
+    stop, counter = threading.Event(), [0]
+
+    def poll():
+        while not stop.is_set():
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                counter[0] += 1
+
+    thread = threading.Thread(target=poll, name=f"consumer-{group}", daemon=True)
+    thread.start()
+    try:
+        yield counter
+    finally:
+        stop.set()
+        thread.join(10)
+        consumer.close()
+
+
+def kip848_consumer(bootstrap: str, group: str, topics: list[str], settings: dict | None = None):
+    """:func:`polling_consumer` on the KIP-848 protocol (``group.protocol=consumer``): a member of a
+    ``consumer`` group."""
+    return polling_consumer(bootstrap, group, topics, protocol="consumer", settings=settings)
+
+
+def classic_consumer(bootstrap: str, group: str, topics: list[str], settings: dict | None = None):
+    """:func:`polling_consumer` on the classic protocol: a member of a ``classic`` group."""
+    return polling_consumer(bootstrap, group, topics, protocol="classic", settings=settings)
+
+
+def set_share_auto_offset_reset(bootstrap: str, group: str, reset: str = "earliest") -> None:
+    """``share.auto.offset.reset`` of share group ``group`` (a share group starts at the log end
+    without it), through ``kafka-configs --entity-type groups``."""
+    result = run_tool("kafka-configs", ["--bootstrap-server", bootstrap, "--alter", "--entity-type", "groups",
+                                        "--entity-name", group, "--add-config", f"share.auto.offset.reset={reset}"])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@contextmanager
+def start_share_consumer(bootstrap: str, topic: str, group: str, *, earliest: bool = True,
+                         extra_args: list[str] = ()):
+    """``kafka-console-share-consumer --topic topic --group group`` as a subprocess (a member of
+    share group ``group``, acknowledging what it prints) until the block ends; stopped then. With
+    ``earliest``, the group reads from the log start (:func:`set_share_auto_offset_reset` first).
+    Yields the process."""
+    from localkafka.tools import tool_command
+
+    if earliest:
+        set_share_auto_offset_reset(bootstrap, group)
+    command = tool_command("kafka-console-share-consumer",
+                           ["--bootstrap-server", bootstrap, "--topic", topic, "--group", group, *extra_args])
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield process
+    finally:
+        _stop(process)
+
+
+STREAMS_APP_TOPICS = ("orders", "orders-by-region", "order-counts")
+"""The user topics of the demo's Streams topology, after the application's topic prefix."""
+
+
+@contextmanager
+def start_streams_app(bootstrap: str, application_id: str, topic_prefix: str, state_dir: Path, *,
+                      protocol: str = "streams", instance: int = 1, partitions: int = 3):
+    """The demo's Streams topology (``kpulse.demo.StreamsDemo``) as application ``application_id``
+    on ``group.protocol`` ``protocol`` (``streams``: a KIP-1071 Streams group; ``classic``), its
+    user topics ``<topic_prefix>orders``, ``orders-by-region`` and ``order-counts`` created first
+    (``partitions`` each) when missing; stopped when the block ends. Yields the process (its
+    output: ``state_dir/streams-<instance>.log``)."""
+    from localkafka.runtime import ensure_runtime, java_command
+
+    admin = admin_for(bootstrap)
+    existing = admin.list_topics(timeout=15).topics
+    for name in STREAMS_APP_TOPICS:
+        if topic_prefix + name not in existing:
+            create_topic(admin, topic_prefix + name, partitions)
+    runtime = ensure_runtime()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    command = java_command(runtime, "kpulse.demo.StreamsDemo",
+                           [bootstrap, str(instance), str(state_dir / f"state-{instance}"), application_id, protocol,
+                            topic_prefix], extra_classpath=[runtime.streams_demo_classes])
+    with open(state_dir / f"streams-{instance}.log", "ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        yield process
+    finally:
+        _stop(process, grace=30)
+
+
+def _stop(process: subprocess.Popen, grace: float = 15) -> None:
+    """SIGTERM, then SIGKILL after ``grace`` seconds."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)

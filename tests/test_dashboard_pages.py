@@ -245,3 +245,42 @@ def test_an_unreadable_lake_file_is_a_warning_naming_the_file_count_and_the_day(
     assert any("0badf11e.parquet: " in text.value for text in test.text)  # the file, as plain text
     open_page(test, "brokers")  # pages that read only good files say nothing
     assert not [w.value for w in test.warning if "unreadable lake file" in w.value]
+
+
+def test_a_kip848_group_detail_lists_its_members_with_the_reconciling_one_first(lake, monkeypatch, tmp_path):
+    import json
+    import os
+
+    from kpulse.lake.store import SNAPSHOT_DIR
+
+    directory, expected = lake
+    lake_path = str(tmp_path / "lake")
+    write_lake(lake_path, time.time())
+    snapshot_file = os.path.join(lake_path, SNAPSHOT_DIR, f"{CLUSTER}.json")
+    with open(snapshot_file) as f:
+        snapshot = json.load(f)
+    group = next(g for g in snapshot["consumer_groups"] if g["group_id"] == expected.worst_group)
+    group.update(type="consumer", state="Reconciling", members=2, group_epoch=7, assignment_epoch=7,
+                 reconciling_members=1, member_details=[
+                     {"member_id": "m-a", "client_id": "c", "client_host": "h", "instance_id": None, "member_epoch": 7,
+                      "process_id": None, "assignment": {"t": [0]}, "target_assignment": {"t": [0]},
+                      "reconciling": False},
+                     {"member_id": "**m-b**", "client_id": "c", "client_host": "h", "instance_id": None,
+                      "member_epoch": 6, "process_id": None, "assignment": {}, "target_assignment": {"t": [1]},
+                      "reconciling": True}])
+    with open(snapshot_file, "w") as f:
+        json.dump(snapshot, f)
+    config = yaml.safe_load((directory / "kpulse.yaml").read_text())
+    config["lake"]["path"] = lake_path
+    (tmp_path / "kpulse.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("KPULSE_CONFIG", str(tmp_path / "kpulse.yaml"))
+    test = AppTest.from_file(str(APP_FILE), default_timeout=60)
+    test.run()
+    open_page(test, "groups")
+    assert test.selectbox(key="groups-chosen").value == expected.worst_group
+    assert test.dataframe[0].value.set_index("group_id").loc[expected.worst_group, "type"] == "consumer"
+    members = test.dataframe[2].value
+    assert list(members["member_id"]) == ["**m-b**", "m-a"]  # as text, reconciling first
+    assert list(members["target_assignment"]) == ["t:1", "t:0"]
+    assert any("1 of 2 members reconciling" in c.value for c in test.caption)
+    assert not test.exception

@@ -221,3 +221,39 @@ def test_a_read_that_skipped_an_unreadable_file_says_which_data_is_missing(tmp_p
     assert Sources(config).read_checked("collector_status", "prod").missing is None  # no bad file there
     with pytest.raises(DashboardError, match=r"^lake table cluster_health: 1 unreadable file\(s\), e.g. .*0badf11e"):
         Sources(config).read_checked("cluster_health", "prod", since=NOW + 1)  # nothing readable left: an error
+
+
+RECONCILING_GROUP = {
+    "group_id": "g848", "type": "consumer", "state": "Reconciling", "members": 2, "group_epoch": 7,
+    "assignment_epoch": 7, "reconciling_members": 1,
+    "member_details": [
+        {"member_id": "m-a", "client_id": "c", "client_host": "/127.0.0.1", "instance_id": None, "member_epoch": 7,
+         "process_id": None, "assignment": {"t": [0, 1, 2]}, "target_assignment": {"t": [0, 1, 2]},
+         "reconciling": False},
+        {"member_id": "m-b", "client_id": "c", "client_host": "/127.0.0.1", "instance_id": None, "member_epoch": 6,
+         "process_id": None, "assignment": {}, "target_assignment": {"t": [3, 4, 5]}, "reconciling": True}]}
+
+
+def test_a_kip848_groups_members_show_current_and_target_assignments_reconciling_first():
+    from dashboard.services import groups
+
+    frame = groups.members_frame(RECONCILING_GROUP)
+    assert list(frame["member_id"]) == ["m-b", "m-a"]
+    assert list(frame["assignment"]) == ["-", "t:0,1,2"]
+    assert list(frame["target_assignment"]) == ["t:3,4,5", "t:0,1,2"]
+    assert list(frame["reconciling"]) == [True, False]
+    assert groups.membership_caption(RECONCILING_GROUP) == (
+        "KIP-848 consumer group · group epoch 7 · target assignment epoch 7 · 1 of 2 members reconciling")
+
+
+def test_a_classic_group_has_no_epochs_and_a_group_listed_empty_no_member_table():
+    from dashboard.services import groups
+
+    classic = {"group_id": "g", "type": "classic", "group_epoch": None, "assignment_epoch": None,
+               "reconciling_members": None,
+               "member_details": [{"member_id": "m", "client_id": "c", "client_host": "h", "member_epoch": None,
+                                   "assignment": {"t": [0]}, "target_assignment": None, "reconciling": False}]}
+    assert groups.membership_caption(classic) == "classic group"
+    assert list(groups.members_frame(classic)["target_assignment"].isna()) == [True]
+    assert groups.members_frame({"group_id": "e", "type": "consumer", "member_details": []}) is None
+    assert groups.membership_caption({"group_id": "old snapshot"}) is None

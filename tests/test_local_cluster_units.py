@@ -16,7 +16,7 @@ from localkafka.layout import FAST_FAILURE_SETTINGS, server_properties
 def test_every_port_of_the_layout_is_distinct_and_derives_from_the_base():
     layout = ClusterLayout.from_base(20000)
     ports = [p for n in layout.nodes for p in (n.client_port, n.controller_port, n.metrics_port)]
-    ports += [layout.streams_metrics_port(1), layout.streams_metrics_port(2)]
+    ports += [layout.streams_metrics_port(1), layout.streams_metrics_port(2), layout.streams_metrics_port(3)]
     assert len(set(ports)) == len(ports)
     assert layout.bootstrap_servers == "127.0.0.1:20001,127.0.0.1:20002,127.0.0.1:20003"
     assert layout.quorum_voters == "1@127.0.0.1:20101,2@127.0.0.1:20102,3@127.0.0.1:20103"
@@ -76,3 +76,32 @@ def test_node_jvm_fast_start_is_the_default_and_the_steady_jvm_runs_both_jit_tie
     assert "-XX:TieredStopAtLevel=1" in demo and "-Xmx384m" in demo
     assert "-XX:TieredStopAtLevel=1" not in steady and "-Xmx1g" in steady
     assert LocalCluster(tmp_path).jvm.fast_start and LocalCluster(tmp_path, jvm=STEADY_JVM).jvm.heap == "1g"
+
+
+def test_every_topic_the_demo_produces_to_or_consumes_from_is_one_it_creates():
+    from localkafka.demo.topology import (CONSUMERS, ORDER_TOPICS, PRODUCERS, SHARE_CONSUMERS, SHARE_GROUP_CONFIGS,
+                                          STREAMS_APPS, TOPICS)
+
+    created = {spec.name for spec in TOPICS}
+    produced = {spec.topic for spec in PRODUCERS}
+    streams_topics = {app.topic_prefix + name for app in STREAMS_APPS
+                      for name in ("orders", "orders-by-region", "order-counts")}
+    assert {spec.topic for spec in CONSUMERS} | {spec.topic for spec in SHARE_CONSUMERS} <= produced <= created
+    assert streams_topics <= created and ORDER_TOPICS <= produced
+    assert {spec.group for spec in SHARE_CONSUMERS} == set(SHARE_GROUP_CONFIGS)
+    ids = [app.application_id for app in STREAMS_APPS]
+    assert not [(a, b) for a in ids for b in ids if a != b and b.startswith(a)], \
+        "one demo app's internal topics would start with another's application id"
+
+
+def test_a_kip848_demo_consumer_leaves_the_broker_owned_settings_out_and_librdkafka_accepts_it():
+    from confluent_kafka import Consumer
+
+    from localkafka.demo.workers import consumer_config
+
+    classic = consumer_config("127.0.0.1:1", "g", "classic")
+    modern = consumer_config("127.0.0.1:1", "g", "consumer")
+    assert classic["group.protocol"] == "classic" and "session.timeout.ms" in classic
+    assert modern["group.protocol"] == "consumer"
+    assert not {"session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"} & set(modern)
+    Consumer(modern).close()  # librdkafka refuses the classic-only settings when it is built

@@ -21,13 +21,15 @@ from collectors.lag.lag_math import PartitionTotal, max_over_partitions, sum_ove
 from collectors.protocol import CollectContext, CollectorResult
 from kpulse.kafka.batched_client import BatchedClient
 from kpulse.kafka.clients import LazyAdmin
-from kpulse.kafka.committed_offsets import BatchedOffsetFetch
+from kpulse.kafka.committed_offsets import BatchedOffsetFetch, Coordinators
+from kpulse.kafka.group_describe import GroupReader
 from kpulse.kafka.group_listing import GroupListing
+from kpulse.kafka.group_model import ConsumerGroup as KIP848Group, StreamsGroup, member_partitions
 from kpulse.kafka.group_offsets import ClusterOffsets, RequestCache, read_cluster_offsets
 from kpulse.kafka.log_ends import LeaderLogEnds
 from kpulse.lake.rows import Columns
 from kpulse.lake.schema import SCHEMAS
-from kpulse.snapshot import ConsumerGroup, GroupPartition
+from kpulse.snapshot import ConsumerGroup, GroupMember, GroupPartition
 
 
 class ConsumerLagCollector:
@@ -53,9 +55,12 @@ class ConsumerLagCollector:
         self._requests = RequestCache()
         self.batched_client = BatchedClient(cluster_config, batched_client_factory) if batched else None
         """The client of the batched reads below (None: everything is read through librdkafka)."""
-        self.committed = BatchedOffsetFetch(self.batched_client) if batched else None
+        coordinators = Coordinators()  # shared: the describe calls go to the coordinators OffsetFetch found
+        self.committed = BatchedOffsetFetch(self.batched_client, coordinators) if batched else None
         self.log_ends = LeaderLogEnds(self.batched_client) if batched else None
         self.listing = GroupListing(self.batched_client) if batched else None
+        self.reader = GroupReader(self.batched_client, coordinators) if batched else None
+        """Describes each group by the call of its type (None: librdkafka's DescribeConsumerGroups)."""
 
     def collect(self, context: CollectContext) -> CollectorResult:
         groups_config = self._cluster.consumer_groups
@@ -63,11 +68,26 @@ class ConsumerLagCollector:
                                      expected=self._consumed, request_cache=self._requests,
                                      read_committed=self.committed.read if self.committed else None,
                                      read_log_ends=self.log_ends.read if self.log_ends else None,
-                                     list_groups=self.listing.read if self.listing else None)
+                                     list_groups=self.listing.read if self.listing else None,
+                                     describe_groups=self._describe if self.reader else None)
         consumed = {tp for group in offsets.groups for tp in group.committed}
         if consumed != self._consumed_set:
             self._consumed, self._consumed_set = sorted(consumed), consumed
         return self.evaluate(offsets, context)
+
+    def _describe(self, listings: list, timeout: float) -> dict | None:
+        """``GroupReader.describe``; None when its client cannot be used now (librdkafka describes)."""
+        from kafka.protocol.metadata import FindCoordinatorRequest
+
+        from kpulse.kafka.batched_client import Unavailable
+        from kpulse.kafka.committed_offsets import FIND_COORDINATOR_VERSION
+
+        try:
+            self.batched_client.manager(timeout, {FindCoordinatorRequest: FIND_COORDINATOR_VERSION})
+        except Unavailable as reason:
+            self.batched_client.fell_back(str(reason))
+            return None
+        return self.reader.describe(listings, timeout)
 
     def close(self) -> None:
         if self.batched_client is not None:
@@ -136,7 +156,8 @@ class ConsumerLagCollector:
             worst = max_over_partitions([p["lag_seconds"] for p in partitions], offsets)
             status = STATUS_BY_CODE[max(status_codes[start:end], default=0)]
             summary: ConsumerGroup = {
-                "group_id": group.group_id, "state": group.state, "members": group.members,
+                "group_id": group.group_id, "type": group.type, "protocol_type": group.protocol_type,
+                "state": group.state, "members": group.members,
                 "partition_count": len(items),
                 "total_lag": total.value, "total_lag_partial": total.partial, "lag_unknown_partitions": total.unknown,
                 "max_lag_seconds": worst.value, "max_lag_seconds_partial": worst.partial,
@@ -153,6 +174,7 @@ class ConsumerLagCollector:
             if status is None and items:
                 reasons["status"] = ("not enough readings yet: the status needs "
                                      f"{self.lag.min_observations} per partition")
+            summary.update(_membership(group.description))
             if reasons:
                 summary["reasons"] = reasons
             groups.append({**summary, "partitions": partitions})
@@ -160,6 +182,32 @@ class ConsumerLagCollector:
                                **{k: summary[k] for k in _GROUP_ROW_FIELDS}})
             start = end
         return groups, group_rows
+
+
+def _membership(description) -> dict:
+    """A group's epochs and members as its describe call tells them (``kafka-consumer-groups
+    --describe --state/--members --verbose``, ``kafka-streams-groups --describe --members``);
+    nulls and no members for a group not described (listed Empty, or read through librdkafka)."""
+    if description is None:
+        return {"group_epoch": None, "assignment_epoch": None, "reconciling_members": None, "member_details": []}
+    epochs = isinstance(description, (KIP848Group, StreamsGroup))
+    details: list[GroupMember] = []
+    for member in description.members:
+        detail: GroupMember = {
+            "member_id": member.member_id, "client_id": member.client_id, "client_host": member.client_host,
+            "instance_id": getattr(member, "instance_id", None), "member_epoch": getattr(member, "member_epoch", None),
+            "process_id": getattr(member, "process_id", None),
+            "assignment": {t: list(p) for t, p in member_partitions(description, member).items()},
+            "target_assignment": None, "reconciling": False}
+        if isinstance(description, KIP848Group):
+            detail["target_assignment"] = {t: list(p) for t, p in member.target_assignment.items()}
+        if epochs:
+            detail["reconciling"] = member.reconciling or member.member_epoch != description.assignment_epoch
+        details.append(detail)
+    return {"group_epoch": description.group_epoch if epochs else None,
+            "assignment_epoch": description.assignment_epoch if epochs else None,
+            "reconciling_members": sum(d["reconciling"] for d in details) if epochs else None,
+            "member_details": details}
 
 
 def _left_out(total: PartitionTotal, field: str, reason_key: str, partitions: list[dict], committed: list) -> str:
@@ -186,7 +234,7 @@ def _reasons(offsets: ClusterOffsets, topic: str, partition: int, committed: int
     return reasons
 
 
-_GROUP_ROW_FIELDS = ("group_id", "state", "members", "total_lag", "lag_unknown_partitions", "max_lag_seconds",
+_GROUP_ROW_FIELDS = ("group_id", "type", "state", "members", "total_lag", "lag_unknown_partitions", "max_lag_seconds",
                      "lag_seconds_unknown_partitions", "status", "lag_seconds_threshold")
 """The summary's fields that a ``consumer_group`` lake row carries."""
 _REASONS_SHOWN = 3

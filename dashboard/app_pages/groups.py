@@ -47,6 +47,12 @@ with frame.shown_errors():
         detail = groups.group_partitions(snap, chosen)
         if detail is not None:
             st.dataframe(detail, hide_index=True, width="stretch")
+        if caption := groups.membership_caption(group):
+            st.caption(caption)
+        members = groups.members_frame(group)
+        if members is not None:
+            st.dataframe(members, hide_index=True, width="stretch",
+                         column_config={"reconciling": st.column_config.CheckboxColumn("reconciling")})
         window = WINDOWS[st.segmented_control("History", list(WINDOWS), default="1 hour", key="groups-window")
                          or "1 hour"]
         history = groups.lag_history(frame.read("consumer_group", window,

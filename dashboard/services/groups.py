@@ -13,7 +13,7 @@ from kpulse.lag_contract import STATUS_SEVERITY
 from kpulse.snapshot import ConsumerGroup, Snapshot
 
 GROUP_TABLE: dict[str, str] = {
-    "group_id": "group_id", "status": "status", "state": "state", "members": "members",
+    "group_id": "group_id", "type": "type", "status": "status", "state": "state", "members": "members",
     "partitions": "partition_count", "total_lag": "total_lag", "max_lag_seconds": "max_lag_seconds",
     "lag_seconds_threshold": "lag_seconds_threshold",
 }
@@ -82,6 +82,52 @@ def group_partitions(snapshot: Snapshot | None, group_id: str) -> pd.DataFrame |
                 frame[column] = pd.array(frame[column], dtype="Int64")
             return frame
     return None
+
+
+TYPE_NAMES = {"classic": "classic group", "consumer": "KIP-848 consumer group", "streams": "Streams group (KIP-1071)"}
+MEMBER_COLUMNS = ["member_id", "client_id", "client_host", "member_epoch", "assignment", "target_assignment",
+                  "reconciling"]
+
+
+def membership_caption(group: ConsumerGroup) -> str | None:
+    """"KIP-848 consumer group · group epoch 7 · target assignment epoch 7 · 1 of 2 members
+    reconciling" (type names and numbers only: safe as a caption); None for a group without a type."""
+    kind = group.get("type")
+    if not kind:
+        return None
+    parts = [TYPE_NAMES.get(kind, f"{kind} group")]
+    if group.get("group_epoch") is not None:
+        parts.append(f"group epoch {group['group_epoch']}")
+    if group.get("assignment_epoch") is not None:
+        parts.append(f"target assignment epoch {group['assignment_epoch']}")
+    if group.get("reconciling_members") is not None:
+        count = len(group.get("member_details") or [])
+        parts.append(f"{group['reconciling_members']} of {count} members reconciling" if group["reconciling_members"]
+                     else "every member at its target assignment")
+    return " · ".join(parts)
+
+
+def assignment_text(assignment: dict | None) -> str | None:
+    """``{"t": [0, 1]}`` -> ``t:0,1`` (as ``kafka-consumer-groups --members --verbose`` prints it);
+    None for no target (a classic member)."""
+    if assignment is None:
+        return None
+    return "; ".join(f"{topic}:{','.join(map(str, parts))}" for topic, parts in assignment.items()) or "-"
+
+
+def members_frame(group: ConsumerGroup) -> pd.DataFrame | None:
+    """One row per member (:data:`MEMBER_COLUMNS`), members still reconciling first; None when the
+    group has no member details (listed Empty, or an older snapshot)."""
+    details = group.get("member_details") or []
+    if not details:
+        return None
+    rows = [{"member_id": m.get("member_id"), "client_id": m.get("client_id"), "client_host": m.get("client_host"),
+             "member_epoch": m.get("member_epoch"), "assignment": assignment_text(m.get("assignment") or {}),
+             "target_assignment": assignment_text(m.get("target_assignment")), "reconciling": bool(m.get("reconciling"))}
+            for m in details]
+    frame = pd.DataFrame(rows, columns=MEMBER_COLUMNS)
+    frame["member_epoch"] = pd.array(frame["member_epoch"], dtype="Int64")
+    return frame.sort_values(["reconciling", "member_id"], ascending=[False, True]).reset_index(drop=True)
 
 
 def lag_history(group_rows: pd.DataFrame, group_id: str) -> pd.DataFrame:

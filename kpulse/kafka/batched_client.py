@@ -32,8 +32,12 @@ class Unavailable(Exception):
 
 class BatchedClient:
     def __init__(self, cluster_config, client_factory: Callable[..., Any] | None = None,
-                 clock: Callable[[], float] = time.monotonic, client_id: str = "kpulse-collector"):
+                 clock: Callable[[], float] = time.monotonic, client_id: str = "kpulse-collector",
+                 fallback_note: str | None = "lag reads go through librdkafka"):
         self._cluster = cluster_config
+        self._fallback_note = fallback_note
+        """Logged (a warning, once per reason) before the reason a read fell back; None: not
+        logged, the caller reports the reason itself (the CLI prints one line)."""
         self._factory = client_factory or _default_client
         self.clock = clock
         self._client_id = client_id
@@ -67,8 +71,8 @@ class BatchedClient:
 
     def fell_back(self, reason: str) -> None:
         """Record (and log, once per reason) why a read went to librdkafka."""
-        if reason != self.unavailable_reason:
-            LOG.warning("lag reads go through librdkafka: %s", reason)
+        if reason != self.unavailable_reason and self._fallback_note is not None:
+            LOG.warning("%s: %s", self._fallback_note, reason)
         self.unavailable_reason = reason
         self.fallbacks += 1
 

@@ -75,13 +75,50 @@ def offsets_from(groups: Iterable[Any]) -> tuple[dict[str, dict[tuple[str, int],
     return read, failed, moved
 
 
+class CoordinatorLookupFailed(Unavailable):
+    """FindCoordinator failed as a whole (no broker answered it): no group's coordinator is known."""
+
+
+class Coordinators(dict):
+    """group -> node id of its coordinator, found in batches and kept between calls; shared by the
+    batched readers (this module's OffsetFetch, ``group_describe``'s describe calls). A reader
+    forgets a group's coordinator (``pop``) when the coordinator says it moved."""
+
+    def by_node(self, groups: Iterable[str]) -> dict[int, list[str]]:
+        """The groups whose coordinator is known, by its node id (in the order given)."""
+        nodes: dict[int, list[str]] = {}
+        for group in groups:
+            if group in self:
+                nodes.setdefault(self[group], []).append(group)
+        return nodes
+
+    async def locate(self, manager, groups: list[str], deadline: float, clock) -> dict[str, GroupReadError]:
+        """One FindCoordinator (v4+) for ``groups``; keeps the coordinators found and returns the
+        groups that have none, with why. Raises :class:`CoordinatorLookupFailed` when the request
+        fails as a whole."""
+        from kafka.protocol.metadata import CoordinatorType, FindCoordinatorRequest
+
+        request = FindCoordinatorRequest(key_type=CoordinatorType.GROUP.value, coordinator_keys=groups,
+                                         min_version=FIND_COORDINATOR_VERSION)
+        try:
+            response = await answer(send(manager, request, None, remaining_ms(deadline, clock)))
+        except Exception as error:  # noqa: BLE001 - the caller decides (OffsetFetch: group by group instead)
+            raise CoordinatorLookupFailed(f"FindCoordinator failed: {one_line(error)}") from error
+        found, failed = coordinators_from(response.coordinators)
+        for group, entry in found.items():
+            # known to the client by its broker id, so that the request can be sent to it
+            self[group] = manager.cluster.add_coordinator(entry, CoordinatorType.GROUP, group,
+                                                          synthesize_node_id=False)
+        return failed
+
+
 class BatchedOffsetFetch:
     """Committed offsets of many groups, a few requests per call (see the module)."""
 
-    def __init__(self, client: BatchedClient):
+    def __init__(self, client: BatchedClient, coordinators: Coordinators | None = None):
         self.client = client
-        self._coordinators: dict[str, int] = {}
-        """group -> node id of its coordinator, kept between calls."""
+        self._coordinators = coordinators if coordinators is not None else Coordinators()
+        """group -> node id of its coordinator, kept between calls (may be shared with other readers)."""
 
     def read(self, group_ids: list[str], timeout: float) -> dict[str, dict | Exception] | None:
         """group -> {(topic, partition): committed offset}, or the exception saying why that group
@@ -106,11 +143,8 @@ class BatchedOffsetFetch:
         for attempt in range(2):  # a second time only for groups whose coordinator moved
             unknown = [group for group in pending if group not in self._coordinators]
             if unknown:
-                answers.update(await self._find_coordinators(manager, unknown, deadline))
-            by_node: dict[int, list[str]] = {}
-            for group in pending:
-                if group in self._coordinators:
-                    by_node.setdefault(self._coordinators[group], []).append(group)
+                answers.update(await self._coordinators.locate(manager, unknown, deadline, clock))
+            by_node = self._coordinators.by_node(pending)
             sent = [(node, groups, send(manager, _offset_fetch(groups), node, remaining_ms(deadline, clock)))
                     for node, groups in by_node.items()]
             pending = []
@@ -133,22 +167,6 @@ class BatchedOffsetFetch:
             if not pending:
                 break
         return answers
-
-    async def _find_coordinators(self, manager, groups: list[str], deadline: float) -> dict[str, Exception]:
-        from kafka.protocol.metadata import CoordinatorType, FindCoordinatorRequest
-
-        request = FindCoordinatorRequest(key_type=CoordinatorType.GROUP.value, coordinator_keys=groups,
-                                         min_version=FIND_COORDINATOR_VERSION)
-        try:
-            response = await answer(send(manager, request, None, remaining_ms(deadline, self.client.clock)))
-        except Exception as error:  # noqa: BLE001 - read them group by group instead
-            raise Unavailable(f"FindCoordinator failed: {one_line(error)}") from error
-        found, failed = coordinators_from(response.coordinators)
-        for group, entry in found.items():
-            # known to the client by its broker id, so that the OffsetFetch can be sent to it
-            self._coordinators[group] = manager.cluster.add_coordinator(entry, CoordinatorType.GROUP, group,
-                                                                        synthesize_node_id=False)
-        return failed
 
 
 def _offset_fetch(groups: list[str]):

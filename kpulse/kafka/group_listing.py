@@ -1,5 +1,8 @@
-"""The consumer groups of a cluster: ListGroups to every broker at once, through the lag
-collector's batched client (``kpulse/kafka/batched_client.py``).
+"""The groups of a cluster: ListGroups to every broker at once, through the batched client
+(``kpulse/kafka/batched_client.py``). One listing for every reader: the lag collector
+(:meth:`GroupListing.read`, shaped as librdkafka's) and the group reader
+(``kpulse/kafka/group_describe.py``, :meth:`GroupListing.read_typed`: every type of group, in
+Kafka's spelling, as ``kafka-groups --list`` prints it).
 
 librdkafka's ListConsumerGroups waits for an answer from every broker it knows. With one broker
 down, every call ran into its timeout (15 s): on the test cluster, six cycles in a row failed and
@@ -11,13 +14,18 @@ groups of the last listing that no broker listed now are kept, so that a group d
 is read again at every call (a Metadata request for no topics): a broker that is back, or new, is
 asked too. When no broker answers, :meth:`GroupListing.read` returns None and the caller lists
 through librdkafka.
+
+ListGroups v5 (Kafka 3.8+) names each group's type and can filter on it; an older broker lists
+classic groups only (the other types do not exist there), so every group it lists is ``classic``
+(:data:`TYPED_LIST_GROUPS_VERSION`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
+from kpulse.kafka import group_model
 from kpulse.kafka.batched_client import BatchedClient, Unavailable, answer, error_name, one_line, remaining_ms, send
 
 STATE_NAMES = {"Empty": "EMPTY", "Stable": "STABLE", "PreparingRebalance": "PREPARING_REBALANCING",
@@ -26,6 +34,8 @@ STATE_NAMES = {"Empty": "EMPTY", "Stable": "STABLE", "PreparingRebalance": "PREP
 e.g. a KIP-848 group's Assigning or Reconciling: UNKNOWN)."""
 LIST_GROUPS_VERSION = 4
 """The first version whose answer carries each group's state."""
+TYPED_LIST_GROUPS_VERSION = 5
+"""The first version whose answer carries each group's type (and that filters on types)."""
 
 
 @dataclass(frozen=True)
@@ -40,46 +50,84 @@ class Listing:
     group_id: str
     state: State
     protocol_type: str
+    type: str = "classic"
+    """The group's type (:data:`kpulse.kafka.group_model.GROUP_TYPES`)."""
+    kafka_state: str = ""
+    """The state as Kafka spells it (``Reconciling``, ``NotReady``...), where ``state`` says UNKNOWN."""
+
+
+def typed_listings_from(groups: Iterable[Any], typed: bool = True) -> dict[str, group_model.GroupListing]:
+    """A ListGroups (v4+) answer's ``groups`` -> group id -> :class:`group_model.GroupListing`.
+    ``typed``: the answer is v5+ and names each group's type; else (an older broker, where only
+    classic groups exist) every group is ``classic``, as ``kafka-groups --list`` shows them."""
+    listed = {}
+    for group in groups:
+        group_type = (getattr(group, "group_type", "") or "").lower() if typed else ""
+        listed[group.group_id] = group_model.GroupListing(
+            group_id=group.group_id, type=group_type or "classic", protocol_type=group.protocol_type or "",
+            state=group.group_state or "Unknown")
+    return listed
+
+
+def as_librdkafka(listing: group_model.GroupListing) -> Listing:
+    """The lag collector's shape of a listing: the state as librdkafka's ``ConsumerGroupState`` names it."""
+    return Listing(listing.group_id, State(STATE_NAMES.get(listing.state, "UNKNOWN")), listing.protocol_type,
+                   listing.type, listing.state)
 
 
 def listings_from(groups: Iterable[Any]) -> dict[str, Listing]:
-    """A ListGroups (v4+) answer's ``groups`` -> group id -> :class:`Listing`."""
-    return {group.group_id: Listing(group.group_id, State(STATE_NAMES.get(group.group_state, "UNKNOWN")),
-                                    group.protocol_type) for group in groups}
+    """A ListGroups (v4) answer's ``groups`` -> group id -> :class:`Listing`."""
+    return {group_id: as_librdkafka(listing) for group_id, listing in typed_listings_from(groups, typed=False).items()}
 
 
 class GroupListing:
     def __init__(self, client: BatchedClient):
         self.client = client
-        self._last: dict[str, Listing] = {}
+        self._last: dict[str, group_model.GroupListing] = {}
         self.unanswered: dict[int, str] = {}
         """Broker id -> why it did not answer the last listing (empty: every broker answered)."""
+        self.typed: bool | None = None
+        """Whether the brokers named the groups' types at the last listing (ListGroups v5+); None
+        before the first."""
 
     def read(self, timeout: float) -> list[Listing] | None:
-        """Every group the brokers list (see the module); None when the batched client cannot be
-        used or no broker answered (the caller lists through librdkafka)."""
+        """Every group the brokers list (see the module), shaped as librdkafka's; None when the
+        batched client cannot be used or no broker answered (the caller lists through librdkafka)."""
+        listed = self.read_typed(timeout)
+        return None if listed is None else [as_librdkafka(listing) for listing in listed]
+
+    def read_typed(self, timeout: float, types: Sequence[str] | None = None) -> list[group_model.GroupListing] | None:
+        """Every group of ``types`` (all types when None) the brokers list, with its type and
+        Kafka's state name; None when the batched client cannot be used or no broker answered
+        (``client.unavailable_reason`` says why)."""
         from kafka.protocol.admin import ListGroupsRequest
 
         try:
             manager = self.client.manager(timeout, {ListGroupsRequest: LIST_GROUPS_VERSION})
-            listed = manager.run(self._read, manager, self.client.clock() + timeout)
+            listed = manager.run(self._read, manager, self.client.clock() + timeout,
+                                 tuple(types) if types is not None else None)
         except Unavailable as reason:
             self.client.fell_back(str(reason))
             return None
         self.client.succeeded()
         return list(listed.values())
 
-    async def _read(self, manager, deadline: float) -> dict[str, Listing]:
+    async def _read(self, manager, deadline: float, types: tuple[str, ...] | None) -> dict[str, group_model.GroupListing]:
         from kafka.protocol.admin import ListGroupsRequest
 
         try:  # the broker list only (no topics): brokers that joined or came back since the last cycle
             await manager.cluster.refresh_metadata()
         except Exception:  # noqa: BLE001 - the brokers known so far are asked
             pass
+        typed = list_groups_version(manager) >= TYPED_LIST_GROUPS_VERSION
+        if typed and types is not None:
+            request = ListGroupsRequest(types_filter=list(types), min_version=TYPED_LIST_GROUPS_VERSION)
+        else:
+            request = ListGroupsRequest(min_version=LIST_GROUPS_VERSION)
         brokers = sorted(broker.node_id for broker in manager.cluster.brokers())
-        sent = [(broker, send(manager, ListGroupsRequest(min_version=LIST_GROUPS_VERSION), broker,
-                              remaining_ms(deadline, self.client.clock))) for broker in brokers]
-        listed: dict[str, Listing] = {}
+        sent = [(broker, send(manager, request, broker, remaining_ms(deadline, self.client.clock)))
+                for broker in brokers]
+        listed: dict[str, group_model.GroupListing] = {}
         unanswered: dict[int, str] = {}
         for broker, future in sent:
             try:
@@ -90,11 +138,38 @@ class GroupListing:
             if response.error_code:
                 unanswered[broker] = f"ListGroups: {error_name(response.error_code)}"
                 continue
-            listed.update(listings_from(response.groups))
+            listed.update(typed_listings_from(response.groups, typed))
         if not brokers or len(unanswered) == len(brokers):
             raise Unavailable(f"no broker answered ListGroups: {'; '.join(unanswered.values()) or 'no brokers known'}")
+        if types is not None:
+            listed = {g: listing for g, listing in listed.items() if listing.type in types}
         self.unanswered = unanswered
+        self.typed = typed
+        kept = {g: listing for g, listing in self._last.items() if types is None or listing.type in types}
         if unanswered:  # the groups of a broker that died are listed elsewhere once their coordinators move
-            listed = {**{g: listing for g, listing in self._last.items() if g not in listed}, **listed}
-        self._last = listed
+            listed = {**{g: listing for g, listing in kept.items() if g not in listed}, **listed}
+        # a listing of some types replaces the last listing of those types only
+        self._last = {**{g: listing for g, listing in self._last.items() if g not in kept}, **listed}
         return listed
+
+
+def list_groups_version(manager) -> int:
+    """The ListGroups version the client and the brokers both speak (-1: none)."""
+    from kafka.protocol.admin import ListGroupsRequest
+
+    return api_version(manager, ListGroupsRequest)
+
+
+def api_version(manager, request) -> int:
+    """The highest version of ``request`` the client and the brokers both speak; -1 when the
+    brokers do not speak it at all (an older Kafka). A connection manager without version data (a
+    test's fake) is taken to speak every version."""
+    import kafka.errors as errors
+
+    versions = getattr(manager, "broker_version_data", None)
+    if versions is None:
+        return request.max_version
+    try:
+        return versions.api_version(request)
+    except errors.IncompatibleBrokerVersion:
+        return -1

@@ -125,8 +125,9 @@ class ConsumerGroup:
 class Subtopology:
     subtopology_id: str
     source_topics: tuple[str, ...]
-    """The topics it reads, input topics and repartition topics alike (the input topics are those
-    that are not a repartition topic of the group)."""
+    """The topics it reads that are not repartition topics of the group (StreamsGroupDescribe
+    names those in ``repartition_source_topics``); :attr:`StreamsGroup.input_topics` leaves out
+    any internal topic all the same."""
     repartition_sink_topics: tuple[str, ...]
     state_changelog_topics: tuple[str, ...]
     repartition_source_topics: tuple[str, ...]
@@ -228,6 +229,20 @@ class SharePartitionOffset:
 
 
 GroupDescription = Union[ClassicGroup, ConsumerGroup, StreamsGroup, ShareGroup]
+
+
+def member_partitions(group: GroupDescription, member) -> Assignment:
+    """The partitions ``member`` of ``group`` reads now: its assignment; for a Streams member, the
+    partitions of its active tasks' source topics (task ``<subtopology>_<p>`` reads partition ``p``
+    of each source topic of the subtopology)."""
+    if isinstance(group, StreamsGroup):
+        sources = {s.subtopology_id: s.source_topics for s in group.subtopologies}
+        reads: dict[str, set[int]] = {}
+        for subtopology, partitions in member.active_tasks.items():
+            for topic in sources.get(subtopology, ()):
+                reads.setdefault(topic, set()).update(partitions)
+        return {topic: tuple(sorted(parts)) for topic, parts in sorted(reads.items())}
+    return member.assignment
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,11 @@
 
 Cost per cycle does not grow with one request per partition:
 
-- one ListGroups per broker (``kpulse/kafka/group_listing.py``, or librdkafka's), and DescribeGroups
-  of the groups it does not list as Empty (an Empty group has no members or assignments to describe);
+- one ListGroups per broker (``kpulse/kafka/group_listing.py``, or librdkafka's), and the describe
+  call of each group's type (``kpulse/kafka/group_describe.py``: DescribeGroups, ConsumerGroupDescribe,
+  StreamsGroupDescribe; one request per coordinator and type) for the groups it does not list as
+  Empty (an Empty group has no members or assignments to describe). Share groups are left out:
+  they have no committed offsets (``collectors/share/``);
 - committed offsets: one FindCoordinator for the groups whose coordinator is not known yet and one
   OffsetFetch per coordinator (``kpulse/kafka/committed_offsets.py``); where that cannot be used, one
   OffsetFetch per group (the Admin API takes one group per call), at most ``concurrency`` (default
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import FIRST_COMPLETED, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
@@ -41,7 +44,8 @@ class GroupOffsets:
 
     group_id: str
     state: str
-    """Stable, PreparingRebalance, CompletingRebalance, Empty, Dead or Unknown."""
+    """Kafka's state name for the group's type (``kpulse/kafka/group_model.py``: Stable, Empty,
+    PreparingRebalance, Assigning, Reconciling, NotReady...), or Unknown."""
     members: int
     member_ids: tuple[str, ...]
     committed: dict[tuple[str, int], int | None]
@@ -49,6 +53,12 @@ class GroupOffsets:
     never committed (the official tool prints '-')."""
     error: str | None = None
     """Why this group could not be read, when it could not."""
+    type: str = "classic"
+    """classic, consumer (KIP-848) or streams (KIP-1071)."""
+    protocol_type: str = ""
+    description: Any = None
+    """Its :data:`kpulse.kafka.group_model.GroupDescription` when it was described by the call of
+    its type; None for a group listed as Empty or read through librdkafka."""
 
 
 @dataclass
@@ -64,7 +74,8 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
                          request_cache: RequestCache | None = None,
                          read_committed: Callable[[list[str], float], dict | None] | None = None,
                          read_log_ends: Callable[[Sequence[tuple[str, int]], float], Any] | None = None,
-                         list_groups: Callable[[float], list | None] | None = None) -> ClusterOffsets:
+                         list_groups: Callable[[float], list | None] | None = None,
+                         describe_groups: Callable[[list, float], dict | None] | None = None) -> ClusterOffsets:
     """Groups accepted by ``monitors(group_id)``, their members, committed offsets and the log ends
     of the partitions they consume. ``expected``: the partitions consumed at the previous reading
     (sorted), whose log ends are asked for before the committed offsets.
@@ -72,12 +83,13 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
     ``list_groups(timeout)`` lists the groups from every broker that answers
     (``GroupListing.read``), ``read_committed(group_ids, timeout)`` reads the committed offsets of
     many groups at once (``BatchedOffsetFetch.read``), ``read_log_ends(partitions, timeout)`` the
-    log ends of many partitions one request per leader (``LeaderLogEnds.read``); when one is not
-    given or returns None, librdkafka reads instead."""
+    log ends of many partitions one request per leader (``LeaderLogEnds.read``),
+    ``describe_groups(listings, timeout)`` describes groups by the call of their type
+    (``GroupReader.describe``); when one is not given or returns None, librdkafka reads instead."""
     listed = list_groups(timeout) if list_groups is not None else None
     if listed is None:
         listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout=timeout).valid
-    listings = {g.group_id: g for g in listed if monitors(g.group_id)}
+    listings = {g.group_id: g for g in listed if monitors(g.group_id) and _type_of(g) != "share"}
     group_ids = sorted(listings)
     result = ClusterOffsets()
     if not group_ids:
@@ -85,14 +97,27 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
     early = _in_thread(_ask_log_ends, admin, expected, timeout, request_cache, read_log_ends) if expected else None
     empty = {g for g in group_ids if _listed_empty(listings[g])}
     to_describe = [g for g in group_ids if g not in empty]
-    described = admin.describe_consumer_groups(to_describe, request_timeout=timeout) if to_describe else {}
+    typed = _in_thread(describe_groups, [listings[g] for g in to_describe], timeout) \
+        if describe_groups is not None and to_describe else None
+    described = admin.describe_consumer_groups(to_describe, request_timeout=timeout) \
+        if to_describe and typed is None else {}
     committed_by_group = read_committed(group_ids, timeout) if read_committed is not None else None
     if committed_by_group is None:
         committed_by_group = _committed_offsets(admin, group_ids, concurrency, timeout)
+    typed_answers = typed.result() if typed is not None else None
+    if typed is not None and typed_answers is None:  # the reader could not be used: librdkafka describes
+        described = admin.describe_consumer_groups(to_describe, request_timeout=timeout)
     descriptions = _answers(described, timeout)
     for group_id in group_ids:
-        description = _NO_MEMBERS if group_id in empty else descriptions.get(group_id)
-        result.groups.append(_group(group_id, description, committed_by_group.get(group_id)))
+        listing, committed = listings[group_id], committed_by_group.get(group_id)
+        if group_id in empty:
+            group = _group(group_id, _NO_MEMBERS, committed)
+        elif typed_answers is not None:
+            group = _typed_group(group_id, typed_answers.get(group_id), committed)
+        else:
+            group = _group(group_id, descriptions.get(group_id), committed)
+        result.groups.append(replace(group, type=_type_of(listing),
+                                    protocol_type=getattr(listing, "protocol_type", "") or ""))
     consumed = {tp for group in result.groups for tp in group.committed}
     read = set(expected)
     if early is not None:
@@ -200,6 +225,37 @@ def _group(group_id: str, description, committed) -> GroupOffsets:
         offsets.update(committed)
     return GroupOffsets(group_id=group_id, state=state, members=len(member_ids), member_ids=member_ids,
                         committed=offsets, error="; ".join(errors) or None)
+
+
+def _typed_group(group_id: str, description, committed) -> GroupOffsets:
+    """:func:`_group` for a group described by the call of its type (``GroupReader.describe``)."""
+    from kpulse.kafka.clients import error_text
+    from kpulse.kafka.group_model import GroupReadError, member_partitions
+
+    errors = [error_text(committed)] if isinstance(committed, Exception) else []
+    if description is None or isinstance(description, GroupReadError):
+        errors.insert(0, description.reason if description is not None else "not described")
+        state, member_ids, assigned, description = "Unknown", (), set(), None
+    else:
+        state = description.state or "Unknown"
+        member_ids = tuple(m.member_id for m in description.members)
+        assigned = {(topic, p) for m in description.members
+                    for topic, parts in member_partitions(description, m).items() for p in parts}
+    offsets: dict[tuple[str, int], int | None] = {tp: None for tp in assigned}
+    if isinstance(committed, dict):
+        offsets.update(committed)
+    return GroupOffsets(group_id=group_id, state=state, members=len(member_ids), member_ids=member_ids,
+                        committed=offsets, error="; ".join(errors) or None, description=description)
+
+
+def _type_of(listing) -> str:
+    """A listing's group type: kpulse's listing names it; librdkafka's ``ConsumerGroupListing``
+    (``type``: a ``ConsumerGroupType``) says CLASSIC, CONSUMER or UNKNOWN."""
+    kind = getattr(listing, "type", None)
+    if isinstance(kind, str):
+        return kind
+    name = getattr(kind, "name", "") or ""
+    return name.lower() if name in ("CLASSIC", "CONSUMER") else "classic"
 
 
 class RequestCache:

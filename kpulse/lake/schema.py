@@ -108,8 +108,8 @@ _TABLES: dict[str, tuple[pa.Schema, dict[str, str]]] = {
     # before these columns were added (not known whether the value was complete).
     "consumer_group": _table(
         ("group_id", pa.string(), "Consumer group."),
-        ("state", pa.string(), "Kafka's group state (`Stable`, `PreparingRebalance`, `CompletingRebalance`, "
-                               "`Empty`, `Dead`, …)."),
+        ("state", pa.string(), "Kafka's group state for its type (`Stable`, `PreparingRebalance`, "
+                               "`CompletingRebalance`, `Assigning`, `Reconciling`, `NotReady`, `Empty`, `Dead`, …)."),
         ("members", pa.int32(), "Active members."),
         ("partitions", pa.int32(), "Partitions the group has offsets for."),
         ("total_lag", pa.int64(), "Sum of the partitions' lag over the partitions whose lag is known; null when "
@@ -124,6 +124,8 @@ _TABLES: dict[str, tuple[pa.Schema, dict[str, str]]] = {
                                                "files written before the column was added."),
         ("lag_seconds_unknown_partitions", pa.int32(), "The same for `max_lag_seconds`: partitions with a "
                                                        "committed offset whose `lag_seconds` is null."),
+        ("type", pa.string(), "Group type: `classic`, `consumer` (KIP-848) or `streams` (KIP-1071). Null in "
+                              "files written before the column was added."),
     ),
     # One row per Streams instance per cycle.
     "streams_instance": _table(

@@ -5,7 +5,31 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 STREAMS_APPLICATION_ID = "kpulse-demo-streams"
+"""The classic-protocol Streams application (the consumer group protocol, two instances)."""
 STREAMS_INSTANCES = (1, 2)
+KIP1071_APPLICATION_ID = "kpulse-demo-kip1071"
+"""The same topology as a Streams group (``group.protocol=streams``, KIP-1071), one instance, on
+topics of its own (``demo.kip1071.*``). Not an extension of ``kpulse-demo-streams``: an internal
+topic of one application never starts with the other's id."""
+KIP848_GROUP = "demo-kip848"
+"""A consumer group on the KIP-848 protocol (``group.protocol=consumer``)."""
+SHARE_GROUP = "demo-share"
+"""A share group (KIP-932) with a fast and a slow member."""
+
+
+@dataclass(frozen=True)
+class StreamsAppSpec:
+    application_id: str
+    group_protocol: str  # classic or streams
+    topic_prefix: str  # the app reads <prefix>orders, writes <prefix>orders-by-region and <prefix>order-counts
+    process_prefix: str  # demo processes <process_prefix>-<instance>
+    metrics_slots: tuple[int, ...]  # per instance: j of the layout's Streams metrics port base + 300 + j
+
+
+STREAMS_APPS = (
+    StreamsAppSpec(STREAMS_APPLICATION_ID, "classic", "demo.", "streams", STREAMS_INSTANCES),
+    StreamsAppSpec(KIP1071_APPLICATION_ID, "streams", "demo.kip1071.", "streams-kip1071", (3,)),
+)
 
 
 @dataclass(frozen=True)
@@ -29,6 +53,10 @@ TOPICS = (
               role="replication factor 1: goes offline with its broker"),
     TopicSpec("demo.orders-by-region", 3, 3, _RF3, role="intermediate topic of the Streams app"),
     TopicSpec("demo.order-counts", 3, 3, _RF3, role="output topic of the Streams app"),
+    TopicSpec("demo.kip1071.orders", 4, 3, _RF3, role="input of the Streams-protocol app"),
+    TopicSpec("demo.kip1071.orders-by-region", 3, 3, _RF3, role="intermediate topic of the Streams-protocol app"),
+    TopicSpec("demo.kip1071.order-counts", 3, 3, _RF3, role="output topic of the Streams-protocol app"),
+    TopicSpec("demo.tasks", 3, 3, _RF3, role="consumed by the share group demo-share"),
 )
 
 
@@ -43,7 +71,11 @@ PRODUCERS = (
     ProducerSpec("demo.payments", 20),
     ProducerSpec("demo.clicks", 20),
     ProducerSpec("demo.audit-rf1", 5),
+    ProducerSpec("demo.kip1071.orders", 10),
+    ProducerSpec("demo.tasks", 10),
 )
+ORDER_TOPICS = frozenset(app.topic_prefix + "orders" for app in STREAMS_APPS)
+"""Topics whose records are orders (``region,customer,amount``), the Streams apps' input."""
 
 
 @dataclass(frozen=True)
@@ -54,10 +86,33 @@ class ConsumerSpec:
     max_messages_per_second: float | None
     # stop after this many messages (commits, leaves the group, exits): the "stopped group"
     stop_after: int | None = None
+    # the group protocol: classic, or consumer (KIP-848: the broker assigns the partitions)
+    protocol: str = "classic"
 
 
 CONSUMERS = (
     ConsumerSpec("demo-healthy", "demo.payments", None),
     ConsumerSpec("demo-slow", "demo.clicks", 8),  # the producer writes 20/s: lag grows ~12/s
     ConsumerSpec("demo-stopped", "demo.payments", None, stop_after=100),
+    ConsumerSpec(KIP848_GROUP, "demo.orders", None, protocol="consumer"),
+)
+
+
+@dataclass(frozen=True)
+class ShareConsumerSpec:
+    name: str  # the demo process share-<name>
+    group: str
+    topic: str
+    # each record is acknowledged this long after it was received (0: at once)
+    ack_delay_ms: int
+
+
+SHARE_GROUP_CONFIGS = {SHARE_GROUP: {"share.auto.offset.reset": "earliest"}}
+"""Group configs set before the members start: without ``earliest`` a share group starts at the
+log end and skips what was produced before its first member joined."""
+
+SHARE_CONSUMERS = (
+    ShareConsumerSpec("fast", SHARE_GROUP, "demo.tasks", 0),
+    # 1 record/s against 10/s produced: the records it holds keep the group's lag above zero
+    ShareConsumerSpec("slow", SHARE_GROUP, "demo.tasks", 1000),
 )

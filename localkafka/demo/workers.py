@@ -1,4 +1,5 @@
-"""Demo worker processes: ``python -m localkafka.demo.workers producer|consumer ...``.
+"""Demo worker processes: ``python -m localkafka.demo.workers producer|consumer ...``. (The share
+consumers are Java, ``kpulse.demo.ShareDemo``: librdkafka's share consumer is a preview.)
 
 Each runs until SIGTERM, then closes its client cleanly (a consumer leaves its group)."""
 
@@ -10,6 +11,8 @@ import signal
 import time
 
 from confluent_kafka import Consumer, KafkaException, Producer
+
+from localkafka.demo.topology import ORDER_TOPICS
 
 REGIONS = ("emea", "amer", "apac")
 
@@ -42,7 +45,7 @@ def run_producer(bootstrap: str, topics: list[tuple[str, float]]) -> None:
         for topic, rate in topics:
             while next_send[topic] <= now:
                 sequence += 1
-                value = order_value(rng) if topic == "demo.orders" else f"event-{sequence}"
+                value = order_value(rng) if topic in ORDER_TOPICS else f"event-{sequence}"
                 try:
                     producer.produce(topic, key=f"k{sequence % 97}", value=value)
                 except BufferError:
@@ -52,10 +55,20 @@ def run_producer(bootstrap: str, topics: list[tuple[str, float]]) -> None:
     producer.flush(10)
 
 
-def run_consumer(bootstrap: str, group: str, topic: str, max_rate: float | None, stop_after: int | None) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": True, "auto.commit.interval.ms": 1000,
-                         "client.id": f"kpulse-demo-{group}", "session.timeout.ms": 10000})
+def consumer_config(bootstrap: str, group: str, protocol: str) -> dict[str, object]:
+    """``protocol`` ``classic`` or ``consumer`` (KIP-848). With ``consumer`` the broker owns the
+    session timeout, heartbeat interval and assignor: librdkafka refuses those settings."""
+    config: dict[str, object] = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                                 "enable.auto.commit": True, "auto.commit.interval.ms": 1000,
+                                 "client.id": f"kpulse-demo-{group}", "group.protocol": protocol}
+    if protocol == "classic":
+        config["session.timeout.ms"] = 10000
+    return config
+
+
+def run_consumer(bootstrap: str, group: str, topic: str, max_rate: float | None, stop_after: int | None,
+                 protocol: str = "classic") -> None:
+    consumer = Consumer(consumer_config(bootstrap, group, protocol))
     consumer.subscribe([topic])
     consumed = 0
     try:
@@ -89,13 +102,15 @@ def main(argv: list[str] | None = None) -> None:
     consumer.add_argument("--topic", required=True)
     consumer.add_argument("--max-rate", type=float)
     consumer.add_argument("--stop-after", type=int)
+    consumer.add_argument("--protocol", choices=("classic", "consumer"), default="classic",
+                          help="group.protocol: classic, or consumer (KIP-848)")
     args = parser.parse_args(argv)
     _Stop.install()
     if args.role == "producer":
         topics = [(t.rsplit(":", 1)[0], float(t.rsplit(":", 1)[1])) for t in args.topic]
         run_producer(args.bootstrap, topics)
     else:
-        run_consumer(args.bootstrap, args.group, args.topic, args.max_rate, args.stop_after)
+        run_consumer(args.bootstrap, args.group, args.topic, args.max_rate, args.stop_after, args.protocol)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,9 @@
-"""Start and stop the demo workload on the local cluster. PIDs live under ``<state dir>/demo/``."""
+"""Start and stop the demo workload on the local cluster. PIDs live under ``<state dir>/demo/``.
+
+Processes (``kpulse demo status`` lists them): ``producer``; ``consumer-<group>`` per consumer
+group (classic and KIP-848); ``streams-<i>`` (the classic-protocol Streams app) and
+``streams-kip1071-<i>`` (the Streams-protocol app); ``share-fast`` and ``share-slow``, the two
+members of the share group."""
 
 from __future__ import annotations
 
@@ -7,8 +12,9 @@ import time
 from dataclasses import asdict, dataclass
 
 from kpulse import processes
-from localkafka.demo.topology import (CONSUMERS, PRODUCERS, STREAMS_INSTANCES, TOPICS,
-                                  TopicSpec)
+from localkafka.demo.topology import (CONSUMERS, PRODUCERS, SHARE_CONSUMERS, SHARE_GROUP_CONFIGS,
+                                      STREAMS_APPLICATION_ID, STREAMS_APPS, TOPICS, StreamsAppSpec,
+                                      TopicSpec)
 from kpulse.kafka.clients import admin_client
 from kpulse.progress import SILENT, Progress
 from localkafka.cluster import ClusterError, LocalCluster, scrape_value
@@ -48,21 +54,37 @@ class DemoWorkload:
                 command += ["--max-rate", f"{spec.max_messages_per_second:g}"]
             if spec.stop_after:
                 command += ["--stop-after", str(spec.stop_after)]
+            if spec.protocol != "classic":
+                command += ["--protocol", spec.protocol]
             commands[f"consumer-{spec.group}"] = (command, None)
         runtime = ensure_runtime(self.progress)
-        for instance in STREAMS_INSTANCES:
-            port = self.cluster.layout.streams_metrics_port(instance)
-            directory = self.root / f"streams-{instance}"
+        for app in STREAMS_APPS:
+            for instance, slot in enumerate(app.metrics_slots, start=1):
+                port = self.cluster.layout.streams_metrics_port(slot)
+                directory = self.root / f"{app.process_prefix}-{instance}"
+                args = [bootstrap, str(instance), str(directory / "state"), app.application_id, app.group_protocol,
+                        app.topic_prefix]
+                command = java_command(
+                    runtime, "kpulse.demo.StreamsDemo", args, heap="256m", log_config="log4j2-server.properties",
+                    agent=(port, JAVA_DIR / "jmx-exporter-streams.yaml"),
+                    extra_classpath=[runtime.streams_demo_classes], system_properties={"kafka.logs.dir": str(directory)})
+                commands[f"{app.process_prefix}-{instance}"] = (command, f"http://127.0.0.1:{port}/metrics")
+        for spec in SHARE_CONSUMERS:
             command = java_command(
-                runtime, "kpulse.demo.StreamsDemo", [bootstrap, str(instance), str(directory / "state")],
-                heap="256m", log_config="log4j2-server.properties",
-                agent=(port, JAVA_DIR / "jmx-exporter-streams.yaml"), extra_classpath=[runtime.streams_demo_classes],
-                system_properties={"kafka.logs.dir": str(directory)})
-            commands[f"streams-{instance}"] = (command, f"http://127.0.0.1:{port}/metrics")
+                runtime, "kpulse.demo.ShareDemo",
+                [bootstrap, spec.group, spec.topic, str(spec.ack_delay_ms), f"kpulse-demo-share-{spec.name}"],
+                heap="128m", extra_classpath=[runtime.streams_demo_classes])
+            commands[f"share-{spec.name}"] = (command, None)
         return commands
 
-    def streams_metrics_urls(self) -> list[str]:
-        return [f"http://127.0.0.1:{self.cluster.layout.streams_metrics_port(i)}/metrics" for i in STREAMS_INSTANCES]
+    def streams_metrics_urls(self, application_id: str = STREAMS_APPLICATION_ID) -> list[str]:
+        """The metrics endpoints of one demo Streams app's instances (by default the classic-protocol app's)."""
+        app = next(app for app in STREAMS_APPS if app.application_id == application_id)
+        return self._metrics_urls(app)
+
+    def _metrics_urls(self, app: StreamsAppSpec) -> list[str]:
+        return [f"http://127.0.0.1:{self.cluster.layout.streams_metrics_port(slot)}/metrics"
+                for slot in app.metrics_slots]
 
     # --- start / stop / status ----------------------------------------------------------------------
     def start(self, wait_seconds: float = 90) -> list[DemoProcess]:
@@ -70,22 +92,24 @@ class DemoWorkload:
             raise ClusterError("the local cluster is not running: start it with `kpulse cluster up`")
         with self.progress.step(f"creating {len(TOPICS)} demo topics"):
             create_topics(self.cluster.layout.bootstrap_servers, TOPICS)
-        with self.progress.step("starting producers, consumer groups and two Kafka Streams instances"):
+            set_group_configs(self.cluster.layout.bootstrap_servers, SHARE_GROUP_CONFIGS)
+        with self.progress.step("starting producers, consumer groups, share consumers and two Kafka Streams apps"):
             for name, (command, _) in self._commands().items():
                 pid_file = self.root / f"{name}.pid.json"
                 if name == "consumer-demo-stopped" and pid_file.exists():
                     continue  # it ran once, committed and left: that is what a stopped group is
                 if processes.running_pid(pid_file) is None:
                     processes.start(command, pid_file=pid_file, log_file=self.root / f"{name}.log")
-        with self.progress.step("waiting for the Streams application to reach RUNNING"):
+        with self.progress.step("waiting for the Streams applications to reach RUNNING"):
             if not processes.wait_until(self.streams_running, wait_seconds, interval=1.0):
-                raise ClusterError(f"the demo Streams application is not RUNNING after {wait_seconds:.0f}s; "
-                                   f"see {self.root}/streams-1.log")
+                raise ClusterError(f"the demo Streams applications are not RUNNING after {wait_seconds:.0f}s; "
+                                   f"see the streams-*.log files in {self.root}")
         return self.status()
 
     def streams_running(self) -> bool:
+        """Every instance of every demo Streams app reports client state RUNNING."""
         return all(scrape_value(url, "kafka_streams_stream_metrics_client_state") == STREAMS_RUNNING
-                   for url in self.streams_metrics_urls())
+                   for app in STREAMS_APPS for url in self._metrics_urls(app))
 
     def stop(self) -> list[int]:
         stopped = processes.stop_all(sorted(self.root.glob("*.pid.json")))
@@ -105,6 +129,24 @@ class DemoWorkload:
     @staticmethod
     def as_dicts(items: list[DemoProcess]) -> list[dict]:
         return [asdict(item) for item in items]
+
+
+def set_group_configs(bootstrap: str, configs: dict[str, dict[str, str]], timeout: float = 30) -> None:
+    """Set group configs (``kafka-configs --entity-type groups --alter``), other keys left as they are."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    admin = admin_client({"bootstrap.servers": bootstrap})
+    resources = [ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET) for key, value in entries.items()])
+        for group, entries in configs.items()]
+    if not resources:
+        return
+    for resource, future in admin.incremental_alter_configs(resources, request_timeout=timeout).items():
+        try:
+            future.result(timeout=timeout)
+        except KafkaException as error:
+            raise ClusterError(f"setting the configs of group {resource.name} failed: {error.args[0].str()}") from None
 
 
 def create_topics(bootstrap: str, topics: tuple[TopicSpec, ...], timeout: float = 30) -> None:
