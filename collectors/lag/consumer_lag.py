@@ -5,8 +5,8 @@ It keeps, between cycles, the (log end, time) history of every consumed partitio
 and the last observations of every group's partitions (for status); a partition's history is kept
 through cycles where its log end could not be read (a leader moving) or its group's offsets could
 not be read (the group's coordinator moving), and dropped only when no listed group consumes it
-any more. A group's ``total_lag`` and ``max_lag_seconds`` are over the partitions
-whose value is known and say how many were left out (``lag_math.sum_over_partitions``).
+any more. A group's ``total_lag`` and ``max_lag_seconds`` are over the partitions whose value is
+known and say how many were left out (``lag_math.sum_over_partitions``).
 
 Reading the cluster is in ``kpulse/kafka/group_offsets.py``; the rules are stated in ``lag_math`` and
 ``lag_status`` and applied to all group partitions at once by ``lag_arrays``.
