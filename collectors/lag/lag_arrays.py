@@ -145,7 +145,8 @@ class LagArrays:
         newest_offset, newest_time = self._offsets[rows, -1], self._times[rows, -1]
         newer = (count > 0) & (now > newest_time)
         below = newer & (offsets < newest_offset)
-        dips = self._dips[rows] + below  # consecutive readings below the newest point, this one included
+        dipped = self._dips[rows]
+        dips = dipped + below  # consecutive readings below the newest point, this one included
         fresh = (count == 0) | (below & (dips >= self.dip_readings))
         dip = below & ~fresh
         moving = newer & ~below
@@ -153,7 +154,7 @@ class LagArrays:
         append = moving & ~plateau
 
         self._dips[rows[dip]] = dips[dip]
-        self._dips[rows[fresh | moving]] = 0
+        self._dips[rows[(fresh | moving) & (dipped > 0)]] = 0  # a dip ended (rarely any row)
         restart = rows[fresh]
         self._offsets[restart] = _UNUSED
         self._offsets[restart, -1] = offsets[fresh]
@@ -285,9 +286,12 @@ class LagArrays:
         points = np.where(rows >= 0, self._points[safe] if len(self._points) else 0, 0)
         if len(self._points):
             newest = self._offsets[safe, -1]
-            oldest = self._offsets[safe, self.max_points - np.maximum(points, 1)]
-            # a dip within the history: its newest point stands for the log end
-            log_end = np.where((points > 0) & (log_end >= oldest) & (log_end < newest), newest, log_end)
+            below = np.flatnonzero((points > 0) & (log_end < newest))  # rarely any
+            if len(below):  # a dip within the history: its newest point stands for the log end
+                oldest = self._offsets[safe[below], self.max_points - points[below]]
+                within = below[log_end[below] >= oldest]
+                log_end = log_end.copy()
+                log_end[within] = newest[within]
         else:
             newest = np.zeros(count, np.int64)
         caught_up = (reason == 0) & (committed >= log_end)
