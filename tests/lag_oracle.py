@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Sequence
 
 from collectors.lag.lag_math import (
-    DEFAULT_MAX_POINTS, REASON_BEYOND_HISTORY, REASON_LOG_END_BELOW_HISTORY, REASON_NO_COMMIT, REASON_NO_HISTORY,
-    REASON_NO_LOG_END, REASON_NO_RATE,
+    DEFAULT_DIP_READINGS, DEFAULT_MAX_POINTS, REASON_BEYOND_HISTORY, REASON_LOG_END_BELOW_HISTORY, REASON_NO_COMMIT,
+    REASON_NO_HISTORY, REASON_NO_LOG_END, REASON_NO_RATE,
 )
 from collectors.lag.lag_status import DEFAULT_ERR_AFTER_SECONDS, DEFAULT_MIN_OBSERVATIONS, DEFAULT_WINDOW_SIZE
 from kpulse.lag_contract import PartitionStatus
@@ -67,28 +67,40 @@ class OffsetHistory:
     Not thread-safe; one collector owns one history.
     """
 
-    def __init__(self, max_points: int = DEFAULT_MAX_POINTS) -> None:
+    def __init__(self, max_points: int = DEFAULT_MAX_POINTS, dip_readings: int = DEFAULT_DIP_READINGS) -> None:
         if max_points < 2:
             raise ValueError(f"max_points must be at least 2 (interpolation needs two points), got {max_points}")
+        if dip_readings < 1:
+            raise ValueError(f"dip_readings must be at least 1, got {dip_readings}")
         self.max_points = max_points
+        self.dip_readings = dip_readings
         # Points are kept as plain (log end offset, time) tuples, which the garbage collector stops
         # tracking; HistoryPoint objects (two per partition) would be walked at every full collection.
         self._tables: dict[tuple[str, int], deque[tuple[int, float]]] = {}
+        self._dips: dict[tuple[str, int], int] = {}
+        """(topic, partition) -> consecutive readings below its table's newest point, when > 0."""
 
     def record(self, topic: str, partition: int, log_end_offset: int, time: float) -> None:
-        """Add this cycle's log end offset of one partition (rules in the module docstring)."""
+        """Add this cycle's log end offset of one partition (rules in ``lag_math``'s docstring)."""
+        key = (topic, partition)
         point = (log_end_offset, time)
-        table = self._tables.get((topic, partition))
+        table = self._tables.get(key)
         if table is None:
-            self._tables[(topic, partition)] = deque([point], maxlen=self.max_points)
+            self._tables[key] = deque([point], maxlen=self.max_points)
             return
         newest_offset, newest_time = table[-1]
         if time <= newest_time:
             return
         if log_end_offset < newest_offset:
+            readings = self._dips.get(key, 0) + 1
+            if readings < self.dip_readings:  # a dip (a leader failover): not a point of the log
+                self._dips[key] = readings
+                return
+            self._dips.pop(key, None)  # below for dip_readings readings: another log (recreated, truncated)
             table.clear()
             table.append(point)
             return
+        self._dips.pop(key, None)
         if log_end_offset == newest_offset and len(table) >= 2 and table[-2][0] == log_end_offset:
             table[-1] = point  # plateau: move its right edge forward
             return
@@ -101,6 +113,7 @@ class OffsetHistory:
     def forget(self, topic: str, partition: int) -> None:
         """Drop one partition's table (topic deleted, partition no longer monitored)."""
         self._tables.pop((topic, partition), None)
+        self._dips.pop((topic, partition), None)
 
     def known_partitions(self) -> list[tuple[str, int]]:
         """Every (topic, partition) that has a table, sorted."""
@@ -113,16 +126,19 @@ def estimate_lag_seconds(history: OffsetHistory, topic: str, partition: int, com
 
     ``log_end`` is the partition's current log end and ``now`` the current wall time. If the
     caller has not recorded ``(log_end, now)`` in ``history`` yet, that point is used as the
-    newest point without being stored.
+    newest point without being stored. A ``log_end`` below the newest point but not below the
+    oldest is a dip: the table's newest point stands for it (the offset lag stays as read).
     """
     if committed is None or committed < 0:
         return TimeLagEstimate(None, REASON_NO_COMMIT)
     if log_end is None or log_end < 0:
         return TimeLagEstimate(None, REASON_NO_LOG_END)
+    points = list(history._tables.get((topic, partition), ()))  # (log end offset, time), oldest first
+    if points and points[0][0] <= log_end < points[-1][0]:
+        log_end = points[-1][0]
     if committed >= log_end:
         return TimeLagEstimate(0.0)
 
-    points = list(history._tables.get((topic, partition), ()))  # (log end offset, time), oldest first
     if not points:
         return TimeLagEstimate(None, REASON_NO_HISTORY)
     newest_offset, newest_time = points[-1]

@@ -56,8 +56,23 @@ def _table(history, topic="t", partition=0):
                  id="plateau between rises keeps both edges"),
     pytest.param([(100, 5), (200, 4)], [(100, 5)], id="older point ignored"),
     pytest.param([(100, 5), (200, 5)], [(100, 5)], id="same time ignored"),
-    pytest.param([(100, 0), (200, 1), (50, 2)], [(50, 2)], id="log end going backwards resets the table"),
-    pytest.param([(100, 0), (200, 1), (50, 2), (80, 3)], [(50, 2), (80, 3)], id="table grows again after reset"),
+    pytest.param([(100, 0), (200, 1), (190, 2)], [(100, 0), (200, 1)],
+                 id="a dip below the newest point is not recorded"),
+    pytest.param([(100, 0), (200, 1), (190, 2), (210, 3)], [(100, 0), (200, 1), (210, 3)],
+                 id="a dip that recovers leaves the table as it was"),
+    pytest.param([(100, 0), (200, 1), (50, 2), (60, 3)], [(100, 0), (200, 1)],
+                 id="below the whole table: still a dip for two readings"),
+    pytest.param([(100, 0), (200, 1), (50, 2), (60, 3), (70, 4)], [(70, 4)],
+                 id="three readings below the newest point restart the table"),
+    pytest.param([(100, 0), (200, 1), (50, 2), (60, 3), (70, 4), (80, 5)], [(70, 4), (80, 5)],
+                 id="table grows again after the restart"),
+    pytest.param([(100, 0), (200, 1), (190, 2), (150, 3), (199, 4)], [(199, 4)],
+                 id="three readings below the newest point whatever their values"),
+    pytest.param([(100, 0), (200, 1), (190, 2), (195, 3), (200, 4), (190, 5), (195, 6)], [(100, 0), (200, 1), (200, 4)],
+                 id="a reading at the newest point ends the dip and its count"),
+    pytest.param([(100, 0), (200, 1), (190, 2), (180, 1), (170, 0.5), (160, 3)], [(100, 0), (200, 1)],
+                 id="readings not newer than the table do not count"),
+    pytest.param([(100, 0), (90, 1), (80, 2), (70, 3)], [(70, 3)], id="one point: restarted after three readings too"),
 ])
 def test_history_record_rules(recorded, expected):
     assert _table(_history(recorded)) == expected
@@ -78,7 +93,8 @@ def test_history_partitions_are_separate_and_forgettable():
     history = OffsetHistory()
     history.record("b", 1, 10, 0)
     history.record("a", 0, 500, 0)
-    history.record("a", 0, 400, 1)  # backwards on a/0 must not touch b/1
+    for time in (1, 2, 3):
+        history.record("a", 0, 400, time)  # backwards on a/0 must not touch b/1
     assert history.known_partitions() == [("a", 0), ("b", 1)]
     assert _table(history, "b", 1) == [(10, 0)]
     history.forget("a", 0)
@@ -117,8 +133,14 @@ SHARED = [(1000, 100.0), (1100, 101.0), (1100, 102.0), (1100, 103.0), (1400, 104
     pytest.param([(1000, 100.0), (1000, 110.0)], 900, 1000, 110.0, None, REASON_NO_RATE, False,
                  id="idle topic has no rate to extrapolate"),
     pytest.param([], 900, 1000, 110.0, None, REASON_NO_HISTORY, False, id="never recorded"),
-    pytest.param(SHARED, 1200, 1300, 105.0, None, REASON_LOG_END_BELOW_HISTORY, False,
-                 id="log end below history is not guessed"),
+    pytest.param(SHARED, 1200, 1300, 105.0, 105.0 - (103.0 + 100 / 300), None, False,
+                 id="log end in a dip: the table stands for it"),
+    pytest.param(SHARED, 1350, 1300, 105.0, 105.0 - (103.0 + 250 / 300), None, False,
+                 id="committed past the log end in a dip but below the table: still behind"),
+    pytest.param(SHARED, 1400, 1300, 105.0, 0.0, None, False, id="committed at the table's newest point in a dip"),
+    pytest.param(SHARED, 800, 900, 105.0, None, REASON_LOG_END_BELOW_HISTORY, False,
+                 id="log end below the whole table is not guessed"),
+    pytest.param(SHARED, 950, 900, 105.0, 0.0, None, False, id="caught up with a log end below the whole table"),
     pytest.param(SHARED, None, 1400, 105.0, None, REASON_NO_COMMIT, False, id="no commit"),
     pytest.param(SHARED, -1, 1400, 105.0, None, REASON_NO_COMMIT, False, id="kafka -1 commit"),
     pytest.param(SHARED, 1000, None, 105.0, None, REASON_NO_LOG_END, False, id="no log end"),
@@ -138,10 +160,25 @@ def test_lag_seconds(recorded, committed, log_end, now, seconds, reason, extrapo
 
 def test_lag_seconds_after_the_log_end_went_backwards_uses_only_the_new_log():
     history = _history(SHARED)
-    history.record("t", 0, 10, 106.0)  # topic recreated
-    assert lag_seconds_with_reason(history, "t", 0, 5, 10, 106.0) == (None, "not enough history (1 point)")
-    history.record("t", 0, 110, 107.0)
-    assert lag_seconds(history, "t", 0, 60, 110, 108.0) == pytest.approx(1.5)
+    for now, end in ((106.0, 10), (107.0, 12)):  # topic recreated: below the whole table, not guessed
+        history.record("t", 0, end, now)
+        assert lag_seconds_with_reason(history, "t", 0, 5, end, now) == (None, REASON_LOG_END_BELOW_HISTORY)
+    history.record("t", 0, 14, 108.0)  # the third reading below it: the table restarts
+    assert lag_seconds_with_reason(history, "t", 0, 5, 14, 108.0) == (None, "not enough history (1 point)")
+    history.record("t", 0, 114, 109.0)
+    assert lag_seconds(history, "t", 0, 64, 114, 110.0) == pytest.approx(1.5)
+
+
+def test_a_failover_dip_keeps_the_table_and_the_time_lag():
+    """Right after a leader moves, the new leader's high watermark can read below the old one's for
+    a reading or two: the table and the time lag go on as if the log end were its newest point."""
+    rising = [(100 + 10 * second, float(second)) for second in range(11)]  # 10 records/s: 200 at t=10
+    history = _history(rising)
+    history.record("t", 0, 190, 11.0)
+    assert lag_seconds_with_reason(history, "t", 0, 150, 190, 11.0) == (pytest.approx(6.0), None)  # 150 at t=5
+    history.record("t", 0, 205, 12.0)
+    assert lag_seconds_with_reason(history, "t", 0, 150, 205, 12.0) == (pytest.approx(7.0), None)
+    assert _table(history) == [*rising, (205, 12.0)]
 
 
 def test_time_lag_of_a_consumer_7_5_s_behind_a_100_msg_per_s_producer():

@@ -136,6 +136,22 @@ def test_time_lag_goes_on_across_cycles_without_a_log_end_and_a_burst_after_the_
     assert seen[90][1]["max_lag_seconds_partial"] is False
 
 
+def test_a_cycle_where_the_group_could_not_be_read_keeps_its_partitions_histories():
+    """The group's coordinator was on the dead broker: for a cycle its committed offsets (so its
+    partitions) are unknown. It still consumes them: their histories stay, and the time lag goes on
+    from them (``now - 25``) when the group is read again."""
+    collector = ConsumerLagCollector(offline_config(), batched=False)
+    for now in range(0, 60, 10):
+        evaluate(collector, reading({("t", 0): 250}, {("t", 0): 10 * now}), float(now))
+    coordinator_down = "OffsetFetch: COORDINATOR_NOT_AVAILABLE"
+    unread = ClusterOffsets(groups=[GroupOffsets("g", "Unknown", 0, (), {}, error=coordinator_down)])
+    group, _ = evaluate(collector, unread, 60.0)
+    assert group["error"] and group["partitions"] == []
+    assert collector.lag.known_partitions() == [("t", 0)]
+    group, _ = evaluate(collector, reading({("t", 0): 250}, {("t", 0): 700}), 70.0)
+    assert by_partition(group)[("t", 0)]["lag_seconds"] == pytest.approx(70.0 - 25.0)
+
+
 def test_the_history_of_a_partition_no_group_consumes_any_more_is_dropped():
     collector = ConsumerLagCollector(offline_config(), batched=False)
     evaluate(collector, reading({("t", 0): 1, ("u", 0): 1}, {("t", 0): 5, ("u", 0): 5}), 0.0)

@@ -3,9 +3,10 @@ offsets and in seconds, and a Burrow-style status (rules in ``collectors/lag/lag
 
 It keeps, between cycles, the (log end, time) history of every consumed partition (for time lag)
 and the last observations of every group's partitions (for status); a partition's history is kept
-through cycles where its log end could not be read (a leader moving), and dropped only when no
-group consumes it any more. A group's ``total_lag`` and ``max_lag_seconds`` are over the partitions
-whose value is known and say how many were left out (``lag_math.sum_over_partitions``).
+through cycles where its log end could not be read (a leader moving) or its group's offsets could
+not be read (the group's coordinator moving), and dropped only when no listed group consumes it
+any more. A group's ``total_lag`` and ``max_lag_seconds`` are over the partitions whose value is
+known and say how many were left out (``lag_math.sum_over_partitions``).
 
 Reading the cluster is in ``kpulse/kafka/group_offsets.py``; the rules are stated in ``lag_math`` and
 ``lag_status`` and applied to all group partitions at once by ``lag_arrays``.
@@ -48,6 +49,9 @@ class ConsumerLagCollector:
         self._consumed: list[tuple[str, int]] = []
         """The partitions consumed at the last reading, sorted: their log ends are asked for first."""
         self._consumed_set: set[tuple[str, int]] = set()
+        self._partitions_of: dict[str, frozenset[tuple[str, int]]] = {}
+        """Group -> the partitions it consumed when last read: a group that could not be read this
+        cycle (its coordinator down) still consumes them, so their histories are kept."""
         self._requests = RequestCache()
         self.batched_client = BatchedClient(cluster_config, batched_client_factory) if batched else None
         """The client of the batched reads below (None: everything is read through librdkafka)."""
@@ -123,9 +127,20 @@ class ConsumerLagCollector:
 
         groups, group_rows = self._groups(keys, rows, committed_or_none, answer.status.tolist(), now)
         self.lag.forget_groups_except({group.group_id for group in offsets.groups})
-        self.lag.forget_partitions_except(set(partitions))  # not the partitions read: see the module
+        self.lag.forget_partitions_except(self._still_consumed(offsets))  # not the partitions read: see the module
         return CollectorResult(sections={"consumer_groups": groups},
                                rows={"consumer_lag": lake_rows, "consumer_group": group_rows})
+
+    def _still_consumed(self, offsets: ClusterOffsets) -> set[tuple[str, int]]:
+        """The partitions some listed group consumes: read this cycle, or, for a group whose offsets
+        could not be read, when it was last read."""
+        previous, self._partitions_of = self._partitions_of, {}
+        for group in offsets.groups:
+            partitions = frozenset(group.committed)
+            if group.error is not None:
+                partitions |= previous.get(group.group_id, frozenset())
+            self._partitions_of[group.group_id] = partitions
+        return set().union(*self._partitions_of.values())
 
     def _groups(self, keys, rows: list[GroupPartition], committed: list, status_codes: list[int],
                 now: float) -> tuple[list[ConsumerGroup], list[dict]]:

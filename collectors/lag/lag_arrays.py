@@ -10,10 +10,11 @@ when log ends move (every history holding its 60 points), where the arrays take 
 Layout. Every (topic, partition) with a log end history owns a row of ``_offsets``/``_times``
 (``max_points`` columns); every (group, topic, partition) with a status window owns a row of the
 window arrays (``window_size`` columns). Rows are right-aligned: the newest point is in the last
-column, ``length`` says how many columns to its left are in use, and unused cells hold
+column, ``_points`` says how many columns to its left are in use, and unused cells hold
 ``_UNUSED`` (an offset above any real one, so "points at or below c" counts used cells only).
 Appending shifts a row left by one, dropping the oldest point when the row is full. Rows of
-forgotten partitions and groups are reused.
+forgotten partitions and groups are reused. ``_dips`` counts, per history row, the consecutive
+readings below its newest point (a failover dip, until ``dip_readings`` of them restart the row).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from typing import Sequence
 import numpy as np
 
 from collectors.lag.lag_math import (
-    DEFAULT_MAX_POINTS, REASON_BEYOND_HISTORY, REASON_LOG_END_BELOW_HISTORY, REASON_NO_COMMIT, REASON_NO_HISTORY,
-    REASON_NO_LOG_END, REASON_NO_RATE,
+    DEFAULT_DIP_READINGS, DEFAULT_MAX_POINTS, REASON_BEYOND_HISTORY, REASON_LOG_END_BELOW_HISTORY, REASON_NO_COMMIT,
+    REASON_NO_HISTORY, REASON_NO_LOG_END, REASON_NO_RATE,
 )
 from collectors.lag.lag_status import DEFAULT_ERR_AFTER_SECONDS, DEFAULT_MIN_OBSERVATIONS, DEFAULT_WINDOW_SIZE
 from kpulse.lag_contract import PartitionStatus
@@ -93,9 +94,12 @@ class LagArrays:
 
     def __init__(self, max_points: int = DEFAULT_MAX_POINTS, window_size: int = DEFAULT_WINDOW_SIZE,
                  min_observations: int = DEFAULT_MIN_OBSERVATIONS,
-                 err_after_seconds: float = DEFAULT_ERR_AFTER_SECONDS) -> None:
+                 err_after_seconds: float = DEFAULT_ERR_AFTER_SECONDS,
+                 dip_readings: int = DEFAULT_DIP_READINGS) -> None:
         if max_points < 2:
             raise ValueError(f"max_points must be at least 2 (interpolation needs two points), got {max_points}")
+        if dip_readings < 1:
+            raise ValueError(f"dip_readings must be at least 1, got {dip_readings}")
         if window_size < 2:
             raise ValueError(f"window_size must be at least 2, got {window_size}")
         if not 2 <= min_observations <= window_size:
@@ -103,10 +107,12 @@ class LagArrays:
                              f"got {min_observations}")
         self.max_points, self.window_size = max_points, window_size
         self.min_observations, self.err_after_seconds = min_observations, err_after_seconds
+        self.dip_readings = dip_readings
         self._histories = _Rows()
         self._offsets = np.empty((0, max_points), np.int64)
         self._times = np.empty((0, max_points), np.float64)
         self._points = np.empty(0, np.int64)
+        self._dips = np.empty(0, np.int64)
         self._windows: dict[str, dict[tuple[str, int], int]] = {}
         """Group -> (topic, partition) -> window row (rows numbered across groups by ``_window_rows``)."""
         self._window_rows = _Rows()
@@ -137,11 +143,18 @@ class LagArrays:
         offsets = np.asarray(log_ends, np.int64)
         count = self._points[rows]
         newest_offset, newest_time = self._offsets[rows, -1], self._times[rows, -1]
-        fresh = (count == 0) | ((now > newest_time) & (offsets < newest_offset))
-        moving = (count > 0) & (now > newest_time) & ~fresh
+        newer = (count > 0) & (now > newest_time)
+        below = newer & (offsets < newest_offset)
+        dipped = self._dips[rows]
+        dips = dipped + below  # consecutive readings below the newest point, this one included
+        fresh = (count == 0) | (below & (dips >= self.dip_readings))
+        dip = below & ~fresh
+        moving = newer & ~below
         plateau = moving & (offsets == newest_offset) & (count >= 2) & (self._offsets[rows, -2] == offsets)
         append = moving & ~plateau
 
+        self._dips[rows[dip]] = dips[dip]
+        self._dips[rows[(fresh | moving) & (dipped > 0)]] = 0  # a dip ended (rarely any row)
         restart = rows[fresh]
         self._offsets[restart] = _UNUSED
         self._offsets[restart, -1] = offsets[fresh]
@@ -159,16 +172,24 @@ class LagArrays:
         """Drop the history of every partition not in ``partitions``."""
         for key in [key for key in self._histories.row_of if key not in partitions]:
             row = self._histories.release(key)
-            self._points[row] = 0
+            self._points[row] = self._dips[row] = 0
             self._recorded = self._evaluated = None
 
     def known_partitions(self) -> list[tuple[str, int]]:
         return sorted(self._histories.row_of)
 
+    def history_points(self, partition: tuple[str, int]) -> list[tuple[int, float]]:
+        """One partition's (log end, time) points, oldest first (``OffsetHistory.points``)."""
+        row = self._histories.row_of.get(partition)
+        used = 0 if row is None or row >= len(self._points) else int(self._points[row])
+        if not used:
+            return []
+        return list(zip(self._offsets[row, -used:].tolist(), self._times[row, -used:].tolist()))
+
     def _history_row(self, key: tuple[str, int]) -> int:
         row, new = self._histories.take(key)
         if new and row < len(self._points):
-            self._points[row] = 0
+            self._points[row] = self._dips[row] = 0
         return row
 
     def _grow_histories(self) -> None:
@@ -177,6 +198,7 @@ class LagArrays:
             self._offsets = _grown(self._offsets, size, _UNUSED)
             self._times = _grown(self._times, size, 0.0)
             self._points = _grown(self._points, size, 0)
+            self._dips = _grown(self._dips, size, 0)
 
     # --- one cycle -------------------------------------------------------------------------------
 
@@ -260,13 +282,23 @@ class LagArrays:
         extrapolated = np.zeros(count, bool)
         reason[committed < 0] = _NO_COMMIT
         reason[(reason == 0) & (log_end < 0)] = _NO_LOG_END
+        safe = np.maximum(rows, 0)
+        points = np.where(rows >= 0, self._points[safe] if len(self._points) else 0, 0)
+        if len(self._points):
+            newest = self._offsets[safe, -1]
+            below = np.flatnonzero((points > 0) & (log_end < newest))  # rarely any
+            if len(below):  # a dip within the history: its newest point stands for the log end
+                oldest = self._offsets[safe[below], self.max_points - points[below]]
+                within = below[log_end[below] >= oldest]
+                log_end = log_end.copy()
+                log_end[within] = newest[within]
+        else:
+            newest = np.zeros(count, np.int64)
         caught_up = (reason == 0) & (committed >= log_end)
         seconds[caught_up] = 0.0
         behind = (reason == 0) & ~caught_up
-        points = np.where(rows >= 0, self._points[np.maximum(rows, 0)] if len(self._points) else 0, 0)
         reason[behind & (points == 0)] = _NO_HISTORY
         behind &= points > 0
-        newest = self._offsets[np.maximum(rows, 0), -1] if len(self._points) else np.zeros(count, np.int64)
         reason[behind & (log_end < newest)] = _BELOW_HISTORY
         behind &= log_end >= newest
         reason[behind & (points < 2)] = _ONE_POINT

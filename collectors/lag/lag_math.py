@@ -24,8 +24,28 @@ Rules of the table (decided here, tested in ``tests/test_lag_logic.py`` and ``te
   topic from filling the table with identical points.
 * **Bounded.** At most ``max_points`` (default 60) points per partition; the oldest goes first.
 * **Out of order.** A point not newer than the newest point is ignored.
-* **Log end going backwards** (topic deleted and recreated, or truncated) resets the partition's
-  table to the new point: the old points describe a different log.
+* **Log end below the newest point: a dip first, another log after** ``dip_readings`` (default 3)
+  **readings.** A reading below the table's newest point is not recorded, nor does it restart the
+  table, until ``dip_readings`` consecutive readings (newer than the newest point; a cycle without
+  a log end neither counts nor breaks the run) have been below it; then the table restarts at the
+  last one: the topic was deleted and recreated, or truncated (an unclean leader election), and
+  the old points describe a different log. A reading at or above the newest point ends the dip.
+  Why: right after a leader election the new leader's high watermark can be behind the old
+  one's until its followers fetch again. Brokers since Kafka 2.2 (KIP-207) answer ListOffsets
+  with ``OFFSET_NOT_AVAILABLE`` meanwhile (no log end that cycle), older ones with the lower
+  value; restarting the table on such a dip made the time lag unknown, then wrong, just after a
+  failover. While a reading is below the newest point:
+
+  - *within the table* (not below its oldest point, as a failover dip is: the new leader was in
+    sync, so it is behind by a fetch or two, and the table reaches further back), the time lag
+    is told from the table as if the log end were its newest point (a group at or past the
+    newest point is caught up); the offset lag stays ``log end - committed`` as read, clamped at 0;
+  - *below the whole table* (a recreated topic, typically: it drops to a small offset and stays),
+    the table cannot place the committed offset: a group at or past the log end read is caught up
+    (0 s), any other time lag is ``None`` with :data:`REASON_LOG_END_BELOW_HISTORY`, until the
+    table restarts. A recreated topic could be told at once by its new topic id (Metadata v10+),
+    which the readers do not report; the leader epoch would not tell a failover dip from an
+    unclean election's truncation (both raise it).
 * **Older than the table.** When ``c`` is below the oldest point, the time is extrapolated
   backwards from the oldest point at the rate of the oldest segment in which the log end rose
   (the oldest rate is the best guess for what happened just before it). No rising segment at all
@@ -34,9 +54,11 @@ Rules of the table (decided here, tested in ``tests/test_lag_logic.py`` and ``te
   a time lag is never a default 0.
 * **A cycle without a log end keeps the table.** A partition whose log end could not be read
   (its leader dead and not replaced yet) gets no point that cycle; its table is dropped only when
-  no group consumes it any more. Restarting it after a leader move would leave a short table
-  made of the producer's burst of buffered records, and the time lag extrapolated at that rate
-  was a fraction of the truth while the offset lag rose (``tests/test_lag_partial.py``).
+  no listed group consumes it any more (a group whose offsets could not be read this cycle, its
+  coordinator down, still consumes the partitions it was last read with). Restarting it after a
+  leader move would leave a short table made of the producer's burst of buffered records, and the
+  time lag extrapolated at that rate was a fraction of the truth while the offset lag rose
+  (``tests/test_lag_partial.py``).
 
 A group's total lag and worst time lag are over its partitions (:func:`sum_over_partitions`,
 :func:`max_over_partitions`). A partition without a committed offset has no lag and is left out;
@@ -49,6 +71,8 @@ from __future__ import annotations
 from typing import Callable, NamedTuple, Sequence
 
 DEFAULT_MAX_POINTS = 60
+DEFAULT_DIP_READINGS = 3
+"""Consecutive readings below a table's newest point after which it restarts (see the rules)."""
 
 REASON_NO_COMMIT = "no committed offset"
 REASON_NO_LOG_END = "no log end offset"
