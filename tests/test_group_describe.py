@@ -287,6 +287,27 @@ def test_a_listing_of_some_types_asks_the_brokers_for_those_and_keeps_a_dead_bro
     assert list(reader.listing.unanswered) == [1]
 
 
+def test_a_broker_gone_from_the_broker_list_keeps_its_groups_for_a_few_listings():
+    """A killed broker leaves the metadata within seconds: then every broker asked answers and none
+    lists the groups it coordinated until their coordinators have moved. They are kept meanwhile
+    (the lag collector would otherwise drop their histories and status windows for a cycle)."""
+    from kpulse.kafka.group_listing import MISSING_BROKER_LISTINGS
+
+    brokers = FakeBrokers(versions={"ListGroups": 5, "FindCoordinator": 4}, coordinators={}, answers={},
+                          listed={1: [("g1", "classic", "consumer", "Stable")], 2: [("g2", "consumer", "consumer",
+                                                                                    "Stable")]})
+    reader = fake_reader(brokers)
+    assert sorted(g.group_id for g in reader.list_groups(5.0)) == ["g1", "g2"]
+    del brokers.listed[1]  # broker 1 is no longer in the cluster's broker list
+    for _ in range(MISSING_BROKER_LISTINGS):
+        assert sorted(g.group_id for g in reader.list_groups(5.0)) == ["g1", "g2"]
+        assert reader.listing.unanswered == {1: "no longer in the cluster's broker list"}
+    assert sorted(g.group_id for g in reader.list_groups(5.0)) == ["g2"]  # gone for good: g1 no longer kept
+    assert reader.listing.unanswered == {}
+    brokers.listed[1] = [("g1", "classic", "consumer", "Stable")]  # back
+    assert sorted(g.group_id for g in reader.list_groups(5.0)) == ["g1", "g2"]
+
+
 def test_a_coordinator_that_moved_is_looked_up_again_and_asked_once_more_within_the_call():
     stable = NS(group_id="s", error_code=0, group_state="Stable", group_epoch=1, assignment_epoch=1,
                 assignor_name="simple", members=[])

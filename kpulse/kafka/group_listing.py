@@ -34,6 +34,11 @@ STATE_NAMES = {"Empty": "EMPTY", "Stable": "STABLE", "PreparingRebalance": "PREP
 e.g. a KIP-848 group's Assigning or Reconciling: UNKNOWN)."""
 LIST_GROUPS_VERSION = 4
 """The first version whose answer carries each group's state."""
+MISSING_BROKER_LISTINGS = 3
+"""A broker that answered a listing and is then gone from the cluster's broker list (killed: the
+controller fences it within seconds) counts as not answering for this many listings, so that the
+groups it coordinated are kept until their coordinators have moved (after that it is taken as
+removed from the cluster)."""
 TYPED_LIST_GROUPS_VERSION = 5
 """The first version whose answer carries each group's type (and that filters on types)."""
 
@@ -86,6 +91,10 @@ class GroupListing:
         self._last: dict[str, group_model.GroupListing] = {}
         self.unanswered: dict[int, str] = {}
         """Broker id -> why it did not answer the last listing (empty: every broker answered)."""
+        self._missing: dict[int, int] = {}
+        """Broker that answered a listing and is gone from the broker list -> listings left in which
+        it counts as not answering (:data:`MISSING_BROKER_LISTINGS`)."""
+        self._answered: set[int] = set()
         self.typed: bool | None = None
         """Whether the brokers named the groups' types at the last listing (ListGroups v5+); None
         before the first."""
@@ -141,6 +150,7 @@ class GroupListing:
             listed.update(typed_listings_from(response.groups, typed))
         if not brokers or len(unanswered) == len(brokers):
             raise Unavailable(f"no broker answered ListGroups: {'; '.join(unanswered.values()) or 'no brokers known'}")
+        self._note_missing(set(brokers), set(brokers) - set(unanswered), unanswered)
         if types is not None:
             listed = {g: listing for g, listing in listed.items() if listing.type in types}
         self.unanswered = unanswered
@@ -151,6 +161,18 @@ class GroupListing:
         # a listing of some types replaces the last listing of those types only
         self._last = {**{g: listing for g, listing in self._last.items() if g not in kept}, **listed}
         return listed
+
+
+    def _note_missing(self, known: set[int], answered: set[int], unanswered: dict[int, str]) -> None:
+        """Brokers that answered before and are gone from the broker list now count as not
+        answering (for :data:`MISSING_BROKER_LISTINGS` listings)."""
+        for broker in self._answered - known:
+            self._missing.setdefault(broker, MISSING_BROKER_LISTINGS)
+        self._missing = {b: left for b, left in self._missing.items() if b not in known and left > 0}
+        for broker in self._missing:
+            unanswered[broker] = "no longer in the cluster's broker list"
+            self._missing[broker] -= 1
+        self._answered = answered | {b for b in self._answered if b in self._missing}
 
 
 def list_groups_version(manager) -> int:
