@@ -36,7 +36,7 @@ PAGES = {  # st.dataframe draws on a canvas: its cells are not page text, so the
                                  "kpulse elect-leaders --cluster live --topic demo.orders"],
     "groups?group=demo-slow": ["Consumer groups", "groups match", "Lag (offsets)", "Lag (seconds, worst partition)",
                                "kpulse reset-offsets --cluster live --group demo-slow"],
-    "streams": ["Streams apps", "kpulse-demo-streams", "Rebalances", "Internal topics",
+    "streams?app=kpulse-demo-streams": ["Streams apps", "kpulse-demo-streams", "Rebalances", "Internal topics",
                 "kpulse-demo-streams-order-counts-changelog"],
     "share-groups": ["Share groups", "share groups match", "records not yet acknowledged"],
     "slos": ["SLOs"],

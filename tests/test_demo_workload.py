@@ -14,7 +14,7 @@ import pytest
 from localkafka.demo.topology import (KIP848_GROUP, KIP1071_APPLICATION_ID, SHARE_GROUP, STREAMS_APPLICATION_ID,
                                       TOPICS)
 from localkafka.tools import run_tool
-from tests.support import group_rows, scrape, values
+from tests.support import group_rows, official_rows, scrape, values
 
 pytestmark = pytest.mark.cluster
 
@@ -93,17 +93,8 @@ def test_demo_topics_have_the_replication_the_scenarios_need(demo_workload, boot
 
 
 def tool_rows(tool: str, bootstrap: str, *args: str) -> list[dict[str, str]]:
-    """The rows of an official tool's table (columns split on blanks, the header's first cell GROUP)."""
-    result = run_tool(tool, ["--bootstrap-server", bootstrap, *args])
-    assert result.returncode == 0, result.stdout + result.stderr
-    lines = [line.split() for line in result.stdout.splitlines() if line.strip()]
-    rows, header = [], None
-    for cells in lines:
-        if cells[0] == "GROUP":
-            header = cells
-        elif header is not None:
-            rows.append(dict(zip(header, cells)))
-    return rows
+    """The rows of an official tool's table (``tests.support.official_rows``: empty cells kept)."""
+    return official_rows(tool, "--bootstrap-server", bootstrap, *args)
 
 
 def test_the_demo_shows_a_group_of_each_of_the_four_types_as_kafka_groups_lists_them(demo_workload, bootstrap):
