@@ -158,12 +158,14 @@ def measure(bootstrap: str, metrics_urls: list[str], cycles: int, spacing: float
     del lag, result  # the service below has collectors of its own: do not count two histories
     # as `kpulse collect` runs it (the garbage collector settled after the first cycle)
     service = CollectionService(config, flush_seconds=3600, gc_settle_cycles=GC_SETTLE_CYCLES)
-    full_times = []
+    full_times, collector_times = [], {}
     for cycle in range(WARM_UP_CYCLES + cycles):
         began = time.perf_counter()
         snapshot = service.cycle().snapshots["bench"]
         if cycle >= WARM_UP_CYCLES:
             full_times.append(time.perf_counter() - began)
+            for state in snapshot["collectors"]:
+                collector_times.setdefault(state["name"], []).append(state["duration_seconds"])
         if cycle % CYCLES_PER_FLUSH == CYCLES_PER_FLUSH - 1:
             service.flush()  # as the loop does once a minute: the buffer holds what it would
         time.sleep(spacing)
@@ -171,6 +173,7 @@ def measure(bootstrap: str, metrics_urls: list[str], cycles: int, spacing: float
     return {"partitions": partitions, "groups": groups, "lag_groups_by_type": groups_by_type,
             "snapshot_sections": section_sizes(snapshot),
             "collectors": {c["name"]: c["error"] for c in snapshot["collectors"]},
+            "collector_median_s": {name: statistics.median(times) for name, times in collector_times.items()},
             "lag_cycle_median_s": statistics.median(lag_times), "full_cycle_median_s": statistics.median(full_times),
             "full_cycle_quartiles_s": statistics.quantiles(full_times, n=4)[::2],
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
@@ -333,6 +336,9 @@ def print_figures(title: str, figures: dict) -> None:
     print(f"  peak resident memory of the collector:   {figures['peak_rss_mb']:.0f} MB (goal <= 300 MB)")
     print(f"  collectors: {', '.join(sorted(figures['collectors']))}; snapshot sections: "
           + ", ".join(f"{name} {n}" for name, n in sorted(figures["snapshot_sections"].items())))
+    print("  each collector's median (they run side by side): " + ", ".join(
+        f"{name} {seconds:.3f} s" for name, seconds in sorted(figures["collector_median_s"].items(),
+                                                              key=lambda item: -item[1])))
     for name, error in sorted(figures["collectors"].items()):
         if error is not None:
             print(f"  COLLECTOR DOWN {name}: {error}")

@@ -314,3 +314,17 @@ def test_a_state_this_release_does_not_know_is_exported_as_itself():
 
 def test_no_share_group_series_without_the_section():
     assert exported(None) == {} and exported({"groups": [], "unsupported": "old brokers"}) == {}
+
+
+def test_share_groups_obey_the_consumer_groups_include_and_exclude_filter():
+    from kpulse.config.model import ConsumerGroupsConfig
+
+    cluster = ClusterConfig(name="prod", bootstrap_servers="node-1:9092",
+                            consumer_groups=ConsumerGroupsConfig(include=("jobs-.*",), exclude=("jobs-retired",)))
+    reader = FakeReader(groups={"jobs-a": share_group("jobs-a"), "jobs-retired": share_group("jobs-retired"),
+                                "other": share_group("other")},
+                        offsets={g: offsets(("t", 0, 1, 1)) for g in ("jobs-a", "jobs-retired", "other")})
+    result = ShareGroupsCollector(cluster, reader=reader).collect(CollectContext(cluster, 1000.0))
+    assert [g["group_id"] for g in result.sections["share_groups"]["groups"]] == ["jobs-a"]
+    assert {row["group_id"] for row in result.rows["share_partition"]} == {"jobs-a"}
+    assert reader.asked[1:] == [("describe", ("jobs-a",)), ("offsets", ("jobs-a",))]

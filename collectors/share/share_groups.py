@@ -6,7 +6,8 @@ Share lag is not derived from the log: it is the broker's count of records not y
 (``kafka-share-groups --describe``'s LAG), read with DescribeShareGroupOffsets. Everything is read
 through ``kpulse.kafka.group_describe.GroupReader``: one ListGroups (type ``share``) per broker,
 one ShareGroupDescribe and one DescribeShareGroupOffsets per coordinator. Brokers that do not speak
-share groups (an older Kafka) give an empty section with the reason, not an error.
+share groups (an older Kafka) give an empty section with the reason, not an error. The cluster's
+``consumer_groups`` include/exclude filter applies to share groups as to every other type.
 
 Between cycles the collector keeps each partition's window of readings; a group whose offsets could
 not be read this cycle keeps its windows, a partition no longer reported for its group (or a group
@@ -74,7 +75,8 @@ class ShareGroupsCollector:
         if listings is None:
             why = getattr(self.batched_client, "unavailable_reason", None) or "no broker answered ListGroups"
             raise ShareGroupsUnreadable(f"cannot list share groups: {why}")
-        listings = [listing for listing in listings if listing.type == SHARE]
+        monitors = self._cluster.consumer_groups.monitors  # one filter for every type of group
+        listings = [listing for listing in listings if listing.type == SHARE and monitors(listing.group_id)]
         descriptions = reader.describe(listings, self._timeout) if listings else {}
         offsets = reader.share_offsets([listing.group_id for listing in listings], self._timeout) if listings else {}
         unsupported = reader.unsupported.get(SHARE)
