@@ -101,6 +101,7 @@ def _emit_snapshot(emit, snapshot: Snapshot) -> None:
         emit("kpulse_consumergroup_lag_seconds_unknown_partitions", "Partitions with a committed offset whose time "
              "lag is unknown, left out of kpulse_consumergroup_lag_seconds: > 0 means it is a lower bound", g,
              group.get("lag_seconds_unknown_partitions"))
+        _emit_group_kind(emit, g, group)
         for status in STATUSES:
             if group.get("status") is not None:
                 emit("kpulse_consumergroup_status", "1 for the group's current Burrow-style status",
@@ -120,6 +121,8 @@ def _emit_snapshot(emit, snapshot: Snapshot) -> None:
         a = {**c, "application_id": app["application_id"]}
         emit("kpulse_streams_app_running", "1 when every expected instance is RUNNING", a,
              None if app.get("state") is None else int(app["state"] == "RUNNING"))
+        if app.get("protocol") == "streams":
+            _emit_streams_group(emit, a, app)
         for instance in app.get("instances", []):
             for state in STREAMS_STATES:
                 if instance.get("state") is not None:
@@ -140,6 +143,47 @@ def _emit_snapshot(emit, snapshot: Snapshot) -> None:
         firing[key] = firing.get(key, 0) + 1
     for (rule, severity), count in sorted(firing.items()):
         emit("kpulse_alerts_firing", "Firing alerts", {**c, "rule": rule, "severity": severity}, count)
+
+
+def _one_hot(emit, name: str, help_text: str, labels: dict[str, str], states, state) -> None:
+    """1 for ``state``, 0 for every other state its type can be in; a state this release does not know
+    is exported as itself, and no state (not read) gives no series."""
+    if state is None:
+        return
+    for each in dict.fromkeys((*states, state)):
+        emit(name, help_text, {**labels, "state": each}, int(each == state))
+
+
+def _emit_group_kind(emit, g: dict[str, str], group) -> None:
+    """A consumer group's type (classic, consumer, streams), its state among its type's states, and
+    for KIP-848 / Streams groups the epochs and the members still reconciling."""
+    kind = group.get("type")
+    if kind is not None:
+        emit("kpulse_consumergroup_info", "1 for each group, with its type (classic, consumer, streams) and "
+             "protocol type, as kafka-groups --list shows them", {**g, "type": kind,
+                                                                 "protocol_type": group.get("protocol_type") or ""}, 1)
+    _one_hot(emit, "kpulse_consumergroup_state", "1 for the group's current state (the states of its type)",
+             {**g, "type": kind or ""}, STATES.get(kind, ()), group.get("state"))
+    emit("kpulse_consumergroup_group_epoch", "Group epoch of a KIP-848 or Streams group", g, group.get("group_epoch"))
+    emit("kpulse_consumergroup_assignment_epoch", "Target assignment epoch of a KIP-848 or Streams group (behind "
+         "the group epoch while it is Assigning)", g, group.get("assignment_epoch"))
+    emit("kpulse_consumergroup_reconciling_members", "Members of a KIP-848 or Streams group whose epoch is behind "
+         "the target assignment epoch", g, group.get("reconciling_members"))
+
+
+def _emit_streams_group(emit, a: dict[str, str], app) -> None:
+    """A Streams group (KIP-1071): state, members, epochs and its input lag."""
+    _one_hot(emit, "kpulse_streams_group_state", "1 for the Streams group's current state", a, STATES["streams"],
+             app.get("group_state"))
+    emit("kpulse_streams_group_members", "Members of the Streams group", a, app.get("members"))
+    group = app.get("group") or {}
+    emit("kpulse_streams_group_epoch", "Streams group epoch", a, group.get("group_epoch"))
+    emit("kpulse_streams_group_assignment_epoch", "Streams group target assignment epoch", a,
+         group.get("assignment_epoch"))
+    emit("kpulse_streams_group_topology_epoch", "Epoch of the topology the broker holds", a,
+         group.get("topology_epoch"))
+    emit("kpulse_streams_group_lag_sum", "Sum of the input partitions' lag (kafka-streams-groups --describe "
+         "--offsets), over those whose lag is known", a, group.get("total_lag"))
 
 
 def _emit_share_groups(emit, c: dict[str, str], section) -> None:

@@ -116,6 +116,36 @@ def test_a_kip848_groups_epochs_and_members_equal_kafka_consumer_groups_verbose(
     assert mine[1][0][2] == f"{TOPIC}:0,1,2"
 
 
+def test_the_exporter_serves_a_kip848_groups_type_state_and_epochs_as_the_official_tool_shows_them(
+        live_groups, collector, cluster_config, bootstrap):
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from exporters.prometheus import SnapshotExporter
+
+    def ours():
+        exporter = SnapshotExporter()
+        exporter.update({"cluster_name": "test", "consumer_groups": list(sections(collector, cluster_config).values())})
+        registry = CollectorRegistry()
+        registry.register(exporter)
+        samples = {(s.name, s.labels.get("state"), s.labels.get("type")): s.value
+                   for family in text_string_to_metric_families(generate_latest(registry).decode())
+                   for s in family.samples if s.labels.get("consumergroup") == "gtl-848"}
+        state = next(state for (name, state, _), value in samples.items()
+                     if name == "kpulse_consumergroup_state" and value == 1)
+        kind = next(kind for (name, _, kind) in samples if name == "kpulse_consumergroup_info")
+        return (kind, state, int(samples[("kpulse_consumergroup_group_epoch", None, None)]),
+                int(samples[("kpulse_consumergroup_assignment_epoch", None, None)]))
+
+    def theirs():
+        [state] = official_rows("kafka-consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--group",
+                                "gtl-848", "--state", "--verbose")
+        return "consumer", state["STATE"], int(state["GROUP-EPOCH"]), int(state["TARGET-ASSIGNMENT-EPOCH"])
+
+    mine, official = agree(ours, theirs)
+    assert mine == official and mine[1] == "Stable"
+
+
 def test_a_streams_groups_members_have_their_process_and_the_partitions_of_their_active_tasks(
         live_groups, collector, cluster_config, bootstrap):
     group = sections(collector, cluster_config)["gtl-streams"]

@@ -411,6 +411,25 @@ def agreed(read_kpulse, read_tool, attempts: int = 10):
     return read_kpulse(), read_tool()
 
 
+def exported_state(app) -> tuple:
+    """(state, group epoch, assignment epoch, members) as the exporter serves them for ``app``."""
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from exporters.prometheus import SnapshotExporter
+
+    exporter = SnapshotExporter()
+    exporter.update({"cluster_name": "local", "streams_apps": [app]})
+    registry = CollectorRegistry()
+    registry.register(exporter)
+    samples = {(s.name, s.labels.get("state")): s.value
+               for family in text_string_to_metric_families(generate_latest(registry).decode())
+               for s in family.samples if s.name.startswith("kpulse_streams_group_")}
+    state = next(state for (name, state), value in samples.items() if name == "kpulse_streams_group_state" and value)
+    return (state, int(samples[("kpulse_streams_group_epoch", None)]),
+            int(samples[("kpulse_streams_group_assignment_epoch", None)]), int(samples[("kpulse_streams_group_members", None)]))
+
+
 @pytest.mark.cluster
 def test_a_streams_group_app_as_kafka_streams_groups_describes_it_and_its_transitions(bootstrap, tmp_path):
     config = ClusterConfig(name="local", bootstrap_servers=bootstrap)
@@ -443,6 +462,8 @@ def test_a_streams_group_app_as_kafka_streams_groups_describes_it_and_its_transi
 
         mine, theirs = agreed(kpulse_state, lambda: tool_state(bootstrap))
         assert mine == theirs
+        mine, theirs = agreed(lambda: exported_state(app_now()[0]), lambda: tool_state(bootstrap))
+        assert mine == theirs  # the exporter's series say what the tool says
 
         # a second instance joins: the group rebalances to share the tasks
         instances.append(running.enter_context(start_streams_app(bootstrap, REAL_APP, PREFIX, tmp_path,
