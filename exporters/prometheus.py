@@ -187,6 +187,10 @@ def _emit_streams_group(emit, a: dict[str, str], app) -> None:
 
 
 def _emit_share_groups(emit, c: dict[str, str], section) -> None:
+    emit("kpulse_sharegroups_read_timestamp_seconds", "When the share groups shown were read (epoch seconds): behind "
+         "the cycle while the brokers are slow to answer DescribeShareGroupOffsets", c, (section or {}).get("read_at"))
+    emit("kpulse_sharegroups_read_duration_seconds", "How long the brokers took to answer that reading", c,
+         (section or {}).get("read_seconds"))
     for group in (section or {}).get("groups") or []:
         g = {**c, "sharegroup": group["group_id"]}
         emit("kpulse_sharegroup_members", "Members of the share group", g, group.get("members"))

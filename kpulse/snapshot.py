@@ -236,6 +236,10 @@ class ShareGroups(TypedDict):
     groups: Annotated[list[ShareGroupState], "Every share group, by group id."]
     unsupported: Annotated[str | None, "Why the brokers cannot describe share groups (an older Kafka, where they do "
                                        "not exist): not an error; null when they can."]
+    read_at: Annotated[float, "When this reading was asked for, epoch seconds: older than the snapshot when the "
+                              "brokers took longer than the collector waits (the last reading is shown until the "
+                              "answer comes)."]
+    read_seconds: Annotated[float | None, "How long the brokers took to answer this reading, seconds."]
 
 
 # --- Kafka Streams applications -------------------------------------------------------------------------

@@ -173,3 +173,13 @@ def test_a_cluster_without_share_groups_says_why(tmp_path, monkeypatch, section,
     app = start(write_config(tmp_path), monkeypatch)
     assert any(shown in e.value for e in (*app.info, *app.warning))
     assert len(app.dataframe[0].value) == 0 and not app.exception
+
+
+def test_a_reading_older_than_the_snapshot_says_when_it_was_read_and_how_long_the_brokers_took(tmp_path, monkeypatch):
+    now = time.time()
+    section = {**share_section(), "read_at": now - 2 - 40, "read_seconds": 38.5}  # the snapshot is 2 s old
+    write_share_lake(str(tmp_path / "lake"), now, section, history_cycles=2)
+    app = start(write_config(tmp_path), monkeypatch)
+    shown = [c.value for c in app.caption if "brokers took" in c.value]
+    assert shown and "40 s before this cycle" in shown[0] and "38.5 s" in shown[0], [c.value for c in app.caption]
+    assert not app.exception

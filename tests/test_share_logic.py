@@ -213,7 +213,8 @@ def test_brokers_without_share_groups_give_an_empty_section_with_the_reason_not_
     reason = "the brokers do not speak ShareGroupDescribe: share groups do not exist on this cluster"
     reader = FakeReader(unsupported={"share": TypeUnsupported("share", reason)})
     result = collect(ShareGroupsCollector(CLUSTER, reader=reader))
-    assert result.sections["share_groups"] == {"groups": [], "unsupported": reason}
+    section = result.sections["share_groups"]
+    assert (section["groups"], section["unsupported"], section["read_at"]) == ([], reason, 1000.0)
     assert result.rows == {"share_group": [], "share_partition": []}
 
 
@@ -276,7 +277,7 @@ def exported(section) -> dict[tuple[str, tuple], float]:
     samples = {}
     for family in text_string_to_metric_families(generate_latest(registry).decode()):
         for sample in family.samples:
-            if sample.name.startswith("kpulse_sharegroup"):
+            if sample.name.startswith("kpulse_sharegroup"):  # and kpulse_sharegroups_
                 samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
     return samples
 
@@ -328,3 +329,52 @@ def test_share_groups_obey_the_consumer_groups_include_and_exclude_filter():
     assert [g["group_id"] for g in result.sections["share_groups"]["groups"]] == ["jobs-a"]
     assert {row["group_id"] for row in result.rows["share_partition"]} == {"jobs-a"}
     assert reader.asked[1:] == [("describe", ("jobs-a",)), ("offsets", ("jobs-a",))]
+
+
+class SlowOffsets(FakeReader):
+    """A FakeReader whose DescribeShareGroupOffsets answers only once ``release`` is set, as a 4.3.1
+    broker answering in seconds (it asks its share coordinator and the partition leaders first)."""
+
+    def __init__(self, *args, **kwargs):
+        import threading
+
+        super().__init__(*args, **kwargs)
+        self.release = threading.Event()
+
+    def share_offsets(self, group_ids, timeout):
+        assert self.release.wait(10), "the test never answered"
+        return super().share_offsets(group_ids, timeout)
+
+
+def test_a_slow_share_offsets_answer_does_not_hold_the_cycle_and_is_shown_when_it_comes():
+    reader = SlowOffsets(groups={"g": share_group("g", member("m", {"t": (0,)}))}, offsets={"g": offsets(("t", 0, 5, 3))})
+    collector = ShareGroupsCollector(CLUSTER, reader=reader, read_budget=0.05)
+    reader.release.set()
+    first = collect(collector, now=1000.0)  # answered within the budget: this cycle's reading
+    assert first.sections["share_groups"]["read_at"] == 1000.0
+    assert [row["lag"] for row in first.rows["share_partition"]] == [3]
+
+    reader.release.clear()
+    reader.offsets = {"g": offsets(("t", 0, 9, 1))}
+    waiting = collect(collector, now=1010.0)  # the brokers have not answered: the last reading, no new rows
+    assert waiting.sections["share_groups"]["read_at"] == 1000.0
+    assert waiting.sections["share_groups"]["groups"][0]["partitions"][0]["lag"] == 3
+    assert waiting.rows == {"share_group": [], "share_partition": []}
+
+    reader.release.set()
+    import time as clock
+
+    deadline = clock.monotonic() + 10
+    while collector.reading_in_flight and clock.monotonic() < deadline:
+        clock.sleep(0.01)
+    late = collect(collector, now=1020.0)  # the answer of the read started at 1010 s, with its time
+    assert late.sections["share_groups"]["read_at"] == 1010.0
+    assert late.sections["share_groups"]["read_seconds"] >= 0
+    assert [(row["time"], row["lag"]) for row in late.rows["share_partition"]] == [(1010.0, 1)]
+    collector.close()
+
+
+def test_the_readings_time_and_duration_are_exported():
+    samples = exported({"groups": [], "unsupported": None, "read_at": 1700000000.0, "read_seconds": 6.5})
+    assert samples[("kpulse_sharegroups_read_timestamp_seconds", (("cluster", "prod"),))] == 1700000000.0
+    assert samples[("kpulse_sharegroups_read_duration_seconds", (("cluster", "prod"),))] == 6.5

@@ -17,6 +17,8 @@ says how many were left out (``lag_math.sum_over_partitions``).
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FuturesTimeout
 from typing import Any, Callable, Mapping, Sequence
 
 from collectors.lag.lag_math import sum_over_partitions
@@ -30,6 +32,9 @@ from kpulse.snapshot import ShareGroups, ShareGroupState, ShareMemberState, Shar
 
 SHARE = "share"
 DEFAULT_TIMEOUT_SECONDS = 10.0
+DEFAULT_READ_BUDGET_SECONDS = 1.0
+"""A 4.3.1 broker answers DescribeShareGroupOffsets only after asking its share coordinator and the
+partitions' leaders: seconds for 50 groups here. A cycle waits this long, then shows the last reading."""
 
 REASON_NOT_INITIALISED = "not initialised: the group has not fetched from this partition yet"
 REASON_LAG_UNKNOWN = "the broker did not report a lag"
@@ -46,9 +51,15 @@ class ShareGroupsCollector:
     tables = {table: SCHEMAS[table] for table in ("share_group", "share_partition")}
 
     def __init__(self, cluster_config, reader: Any = None, timeout: float = DEFAULT_TIMEOUT_SECONDS,
-                 windows: ShareWindows | None = None, batched_client_factory: Callable[..., Any] | None = None):
+                 windows: ShareWindows | None = None, batched_client_factory: Callable[..., Any] | None = None,
+                 read_budget: float = DEFAULT_READ_BUDGET_SECONDS):
         self._cluster = cluster_config
         self._timeout = timeout
+        self.read_budget = read_budget
+        """Seconds a cycle waits for the brokers' answer once a first reading is shown."""
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="share-groups")
+        self._pending: Future | None = None
+        self._last: CollectorResult | None = None
         self.batched_client = None if reader is not None else BatchedClient(cluster_config, batched_client_factory)
         self._reader = reader
         self.windows = windows or ShareWindows()
@@ -64,14 +75,41 @@ class ShareGroupsCollector:
         return self._reader
 
     def close(self) -> None:
+        self._worker.shutdown(wait=False, cancel_futures=True)
         if self.batched_client is not None:
             self.batched_client.close()
 
+    @property
+    def reading_in_flight(self) -> bool:
+        """Whether a reading has been asked for and not taken yet."""
+        return self._pending is not None and not self._pending.done()
+
     def collect(self, context: CollectContext) -> CollectorResult:
+        """This cycle's reading when the brokers answer within ``read_budget`` (the first reading is
+        always waited for); else the last reading shown again, without lake rows, and the answer is
+        taken, with the time it was asked at, by the first cycle after it comes."""
+        if self._pending is None:
+            self._pending = self._worker.submit(self._read, context)
+        try:
+            reading = self._pending.result(timeout=None if self._last is None else self.read_budget)
+        except FuturesTimeout:
+            return CollectorResult(sections=self._last.sections, rows={table: [] for table in self.tables})
+        finally:
+            if self._pending is not None and self._pending.done():
+                self._pending = None
+        self._last = reading
+        if reading.sections["share_groups"]["read_at"] != context.now:  # a late answer: ask again now
+            self._pending = self._worker.submit(self._read, context)
+        return reading
+
+    def _read(self, context: CollectContext) -> CollectorResult:
+        """One reading of the cluster (in the worker thread), evaluated with the time it was asked at."""
+        began = time.monotonic()
         reader = self.reader
         listings = reader.list_groups(self._timeout, types=[SHARE])
         if SHARE in reader.unsupported:
-            return self.evaluate([], {}, {}, context, unsupported=reader.unsupported[SHARE].reason)
+            return self.evaluate([], {}, {}, context, unsupported=reader.unsupported[SHARE].reason,
+                                 read_seconds=time.monotonic() - began)
         if listings is None:
             why = getattr(self.batched_client, "unavailable_reason", None) or "no broker answered ListGroups"
             raise ShareGroupsUnreadable(f"cannot list share groups: {why}")
@@ -81,11 +119,12 @@ class ShareGroupsCollector:
         offsets = reader.share_offsets([listing.group_id for listing in listings], self._timeout) if listings else {}
         unsupported = reader.unsupported.get(SHARE)
         return self.evaluate(listings, descriptions, offsets, context,
-                             unsupported=unsupported.reason if unsupported else None)
+                             unsupported=unsupported.reason if unsupported else None,
+                             read_seconds=time.monotonic() - began)
 
     def evaluate(self, listings: Sequence[GroupListing], descriptions: Mapping[str, Any],
                  offsets: Mapping[str, Sequence[SharePartitionOffset] | GroupReadError], context: CollectContext,
-                 unsupported: str | None = None) -> CollectorResult:
+                 unsupported: str | None = None, read_seconds: float | None = None) -> CollectorResult:
         """Turn one reading of the cluster into the snapshot section and the lake rows."""
         now, cluster = context.now, self._cluster.name
         groups: list[ShareGroupState] = []
@@ -143,7 +182,8 @@ class ShareGroupsCollector:
                                 "partition": p["partition"], "start_offset": p["start_offset"], "lag": p["lag"],
                                 "status": p["status"]} for p in partitions]
         self.windows.forget_except(read)
-        section: ShareGroups = {"groups": groups, "unsupported": unsupported}
+        section: ShareGroups = {"groups": groups, "unsupported": unsupported, "read_at": now,
+                                "read_seconds": None if read_seconds is None else round(read_seconds, 3)}
         return CollectorResult(sections={"share_groups": section},
                                rows={"share_group": group_rows, "share_partition": partition_rows})
 

@@ -17,6 +17,8 @@ with frame.shown_errors():
     elif snap is not None and not share_groups.collected(snap):
         st.warning("Share groups were not collected in the latest cycle (see the share_groups collector's status "
                    "on the Overview page).")
+    if note := share_groups.reading_note(snap):
+        st.caption(note)
     table = share_groups.groups_frame(snap)
     page = components.searched_list("share", table, sorts=share_groups.SORTS, search_column="group_id",
                                     noun="share groups", placeholder="part of a share group id")

@@ -8,6 +8,8 @@ lag unknown), which :func:`partial_note` says in one line made of numbers only."
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 
 from kpulse.share_contract import SHARE_STATUS_SEVERITY
@@ -39,6 +41,24 @@ def unsupported(snapshot: Snapshot | None) -> str | None:
 def collected(snapshot: Snapshot | None) -> bool:
     """Whether the snapshot has the share groups section (null: the collector did not run or failed)."""
     return (snapshot or {}).get("share_groups") is not None
+
+
+STALE_READING_SECONDS = 2.0
+"""A reading this much older than its snapshot is said to be (the brokers were slow to answer)."""
+
+
+def reading_note(snapshot: Snapshot | None) -> str | None:
+    """When the share groups shown were read before this cycle (the brokers answer
+    DescribeShareGroupOffsets late: the collector shows its last reading meanwhile), say when and how
+    long the brokers took; else ``None``."""
+    section = (snapshot or {}).get("share_groups") or {}
+    read_at, cycle = section.get("read_at"), (snapshot or {}).get("time")
+    if read_at is None or cycle is None or cycle - read_at < STALE_READING_SECONDS:
+        return None
+    took = section.get("read_seconds")
+    at = time.strftime("%H:%M:%S UTC", time.gmtime(read_at))
+    return (f"Shown: the reading of {at} ({cycle - read_at:.0f} s before this cycle); "
+            + (f"the brokers took {took:g} s to answer it." if took is not None else "the brokers are slow to answer."))
 
 
 def groups_frame(snapshot: Snapshot | None) -> pd.DataFrame:
