@@ -222,8 +222,9 @@ class ModernGroups:
                                 ",".join(self.share_topics)],
                                heap=f"{GROUPS_JVM_HEAP_MB + GROUPS_JVM_HEAP_MB_PER_MEMBER * members}m",
                                extra_classpath=[runtime.streams_demo_classes])
-        with self.log.open("w") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        with self.log.open("w") as log:  # niced: it stands in for applications on other machines
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                            preexec_fn=lambda: os.nice(GROUPS_JVM_NICE))
         deadline = time.monotonic() + self.READY_SECONDS
         while not any(line.startswith("READY") for line in self.log.read_text().splitlines()):
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -255,6 +256,9 @@ class ModernGroups:
                 self.process.wait()
 
 
+GROUPS_JVM_NICE = 19
+"""The groups JVM stands in for applications that run on other machines: the two cores go first to
+the brokers and the collector (its CPU use is printed)."""
 GROUPS_JVM_HEAP_MB, GROUPS_JVM_HEAP_MB_PER_MEMBER = 128, 12
 """Heap of the groups JVM: a base and a share per Streams app or share consumer."""
 
