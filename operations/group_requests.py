@@ -54,14 +54,17 @@ class GroupRequests:
 
     # --- the calls -------------------------------------------------------------------------------
 
-    def committed(self, group_id: str) -> dict[TopicPartition, int]:
-        """The group's committed offsets (partitions with none are left out)."""
+    def committed(self, group_id: str, *, require_stable: bool = True) -> dict[TopicPartition, int]:
+        """The group's committed offsets (partitions with none are left out). ``require_stable``:
+        a partition with a pending transactional commit answers UNSTABLE_OFFSET_COMMIT (and is
+        left out); without it the last committed offset, as the official tools' Admin reads it
+        (``ListConsumerGroupOffsetsOptions.requireStable`` is false by default)."""
         from kafka.protocol.consumer import OffsetFetchRequest
 
         group = OffsetFetchRequest.OffsetFetchRequestGroup
 
         def request():
-            return OffsetFetchRequest(groups=[group(group_id=group_id, topics=None)], require_stable=True,
+            return OffsetFetchRequest(groups=[group(group_id=group_id, topics=None)], require_stable=require_stable,
                                       min_version=OFFSET_FETCH_VERSION, max_version=OFFSET_FETCH_VERSION)
 
         def answer(response):

@@ -148,6 +148,7 @@ def test_a_group_the_cluster_lists_but_librdkafka_describes_as_dead_is_refused(o
     """Deleted between the listing and the description: its members cannot be read, so neither
     the planner nor the executor takes Dead for stopped (issue 13)."""
     from operations.offset_reset import execute_offset_reset, plan_offset_reset
+    from tests.group_ops_support import group_requests
 
     admin = topics["admin"]
     mine, _ = twin_groups(admin, "gone")
@@ -156,11 +157,12 @@ def test_a_group_the_cluster_lists_but_librdkafka_describes_as_dead_is_refused(o
     admin.delete_consumer_groups([mine], request_timeout=15)[mine].result(timeout=20)
 
     refusal = f"^cannot reset the offsets of group '{mine}': it is listed by the cluster \\(.+\\) but described as Dead"
-    with pytest.raises(Refused, match=refusal):
-        plan_offset_reset(admin, "test", mine, Scope.parse(True, None), Strategy("to-earliest"),
-                          list_groups=lambda: listed)
-    with pytest.raises(Refused, match=refusal):
-        execute_offset_reset(admin, plan, list_groups=lambda: listed)
+    with group_requests(operations.config.cluster("test").bootstrap_servers) as requests:
+        with pytest.raises(Refused, match=refusal):
+            plan_offset_reset(admin, requests, "test", mine, Scope.parse(True, None), Strategy("to-earliest"),
+                              list_groups=lambda: listed)
+        with pytest.raises(Refused, match=refusal):
+            execute_offset_reset(admin, requests, plan, list_groups=lambda: listed)
     assert committed(admin, mine) == {}
 
 
