@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kpulse import home
-from kpulse.kafka.clients import admin_client, kafka_python_admin
+from kpulse.kafka.clients import KafkaPythonUnsupported, admin_client, kafka_python_admin
 from operations import locks
 from operations.access import APPROVE, User, UsersFile, authorize, users_file
 from operations.approvals import ApprovalRequest, ApprovalStore
@@ -179,7 +179,15 @@ class Operations:
         """The group requests every operation reads and commits a group's offsets with (kafka-python,
         never librdkafka's offset calls: librdkafka #5040); connects on first use, closed by ``with``."""
         config = self.config.cluster(cluster)
-        return GroupRequests(lambda: kafka_python_admin(config, client_id="kpulse-operations", timeout=TIMEOUT), TIMEOUT)
+
+        def client():
+            try:
+                return kafka_python_admin(config, client_id="kpulse-operations", timeout=TIMEOUT)
+            except KafkaPythonUnsupported:
+                raise BadInput(f"the group offsets of cluster {config.name!r} are read and changed through kafka-python, "
+                               "which does not support OAUTHBEARER clusters yet; nothing changed") from None
+
+        return GroupRequests(client, TIMEOUT)
 
     def _with_group(self, cluster: str, call):
         """``call(admin, requests, read)`` with this cluster's clients (kafka-python's closed after)."""

@@ -203,3 +203,30 @@ def test_a_streams_app_whose_commit_is_refused_keeps_its_internal_topics(service
     assert admin.offset_calls == [] and CHANGELOG in admin.topics and outcome.deleted == ()
     assert outcome.result == "partial"
     assert [(r["partition"], r["error"]) for r in outcome.partitions] == [(0, None), (1, "UNKNOWN_MEMBER_ID")]
+
+
+def test_a_cluster_kafka_python_cannot_reach_is_named_in_one_line_and_librdkafka_is_not_asked(tmp_path):
+    """OAUTHBEARER: kpulse does not give kafka-python those credentials, and falls back to no
+    librdkafka offset call (that is the crash this avoids)."""
+    from kpulse.config import parse_config
+    from operations.errors import BadInput
+    from operations.service import Operations
+
+    security = {"protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER",
+                "sasl_oauthbearer_token_endpoint_url": "https://idp/token", "sasl_oauthbearer_client_id": "kpulse",
+                "sasl_oauthbearer_client_secret": "cs"}
+    config = parse_config({"clusters": [{"name": "prod", "bootstrap_servers": "k:9092", "security": security}],
+                           "lake": {"path": str(tmp_path / "lake")}}, source="test", base_dir=tmp_path, environ={})
+    admin = FakeAdmin()
+
+    class Listed(Operations):
+        def _group_listing(self, cluster):
+            return lambda: {GROUP: GroupListing(GROUP, "classic", "Empty")}
+
+    operations = Listed(config, state_dir=tmp_path / "state", audit=Audit(), admin_factory=lambda settings: admin)
+
+    with pytest.raises(BadInput, match="^the group offsets of cluster 'prod' are read and changed through "
+                                       "kafka-python, which does not support OAUTHBEARER clusters yet; "
+                                       "nothing changed$"):
+        operations.plan_reset_offsets("prod", GROUP, Scope.parse(True, None), Strategy("to-earliest"))
+    assert admin.offset_calls == []
