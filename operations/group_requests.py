@@ -1,12 +1,13 @@
-"""The group requests the group operations send, through kafka-python's connections (thin I/O, no
-decisions): committed offsets (OffsetFetch), commits (OffsetCommit), OffsetDelete, DeleteGroups,
+"""The group requests every operation sends (the classic offset and Streams application resets as
+well as the group operations), through kafka-python's connections (thin I/O, no decisions):
+committed offsets (OffsetFetch), commits (OffsetCommit), OffsetDelete, DeleteGroups,
 and a share group's start offsets (DescribeShareGroupOffsets, AlterShareGroupOffsets,
 DeleteShareGroupOffsets: :mod:`kpulse.kafka.messages`).
 
-librdkafka has no call for Streams or share groups, and its offset reads can crash on a moving
-coordinator (librdkafka #5040), so every request here goes to the group's coordinator through
-kafka-python, found with FindCoordinator and looked up again while it moves (NOT_COORDINATOR,
-COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE).
+librdkafka has no call for Streams or share groups, and its offset reads and commits abort the
+whole process on a moving coordinator (librdkafka #5040), so every request here goes to the group's
+coordinator through kafka-python, found with FindCoordinator and looked up again while it moves
+(NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE).
 
 A commit is the one an admin client makes for an inactive group (generation or member epoch -1,
 no member id), as ``Admin.alterConsumerGroupOffsets`` / ``alterStreamsGroupOffsets`` send it: the
@@ -54,14 +55,17 @@ class GroupRequests:
 
     # --- the calls -------------------------------------------------------------------------------
 
-    def committed(self, group_id: str) -> dict[TopicPartition, int]:
-        """The group's committed offsets (partitions with none are left out)."""
+    def committed(self, group_id: str, *, require_stable: bool = True) -> dict[TopicPartition, int]:
+        """The group's committed offsets (partitions with none are left out). ``require_stable``:
+        a partition with a pending transactional commit answers UNSTABLE_OFFSET_COMMIT (and is
+        left out); without it the last committed offset, as the official tools' Admin reads it
+        (``ListConsumerGroupOffsetsOptions.requireStable`` is false by default)."""
         from kafka.protocol.consumer import OffsetFetchRequest
 
         group = OffsetFetchRequest.OffsetFetchRequestGroup
 
         def request():
-            return OffsetFetchRequest(groups=[group(group_id=group_id, topics=None)], require_stable=True,
+            return OffsetFetchRequest(groups=[group(group_id=group_id, topics=None)], require_stable=require_stable,
                                       min_version=OFFSET_FETCH_VERSION, max_version=OFFSET_FETCH_VERSION)
 
         def answer(response):
@@ -184,6 +188,8 @@ class GroupRequests:
         if self._client is None:
             try:
                 self._client = self._factory()
+            except OperationError:
+                raise
             except Exception as error:  # noqa: BLE001 - one line for the user
                 raise OperationError(f"cannot connect to the cluster: {one_line(error)}") from None
         return self._client._manager

@@ -1,5 +1,9 @@
 """What planners and executors read from a cluster (confluent-kafka Admin API): thin I/O, no
-decisions. Every client failure becomes a one-line :class:`OperationError`."""
+decisions. Every client failure becomes a one-line :class:`OperationError`.
+
+A group's committed offsets are not read here: librdkafka's ListConsumerGroupOffsets and
+AlterConsumerGroupOffsets abort the process on a moving coordinator (librdkafka #5040), so every
+operation reads and commits them through :class:`operations.group_requests.GroupRequests`."""
 
 from __future__ import annotations
 
@@ -131,18 +135,6 @@ def _retried(call, attempts: int = 8):
             if attempt + 1 == attempts or not getattr(error, "retriable", False):
                 raise
             time.sleep(0.25 * (attempt + 1))
-
-
-def committed_offsets(admin, group_id: str, partitions: list[TopicPartition] | None = None) -> dict[TopicPartition, int]:
-    """The group's committed offsets (only partitions that have one); all of them when
-    ``partitions`` is None."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
-
-    request = ConsumerGroupTopicPartitions(
-        group_id, [KafkaTP(t, p) for t, p in partitions] if partitions is not None else None)
-    answer = group_call(lambda: admin.list_consumer_group_offsets([request], request_timeout=TIMEOUT)[group_id],
-                         f"cannot read the committed offsets of group {group_id!r}", admin=admin)
-    return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions if tp.offset >= 0}
 
 
 def topic_partitions(admin, topics: list[str]) -> dict[str, list[int]]:

@@ -1,6 +1,12 @@
 """Consumer group offset reset: the planner (reads the cluster, changes nothing) and the executor
 (re-checks, applies, reads back). The choice of offsets is :mod:`operations.offset_plan`.
 
+The group's committed offsets are read and committed through ``requests``
+(:class:`operations.group_requests.GroupRequests`: kafka-python, to the group's coordinator, found
+again while it moves), never through librdkafka, whose ListConsumerGroupOffsets and
+AlterConsumerGroupOffsets abort the whole process on a moving coordinator (librdkafka #5040); the
+confluent-kafka ``admin`` reads the group's description, metadata and log offsets.
+
 Both refuse a group that is not stopped or whose members kpulse cannot read
 (:func:`refuse_unless_stopped`, shared with the Streams reset): the cluster's listing of every
 group type says whether it is a streams or share group, which librdkafka shows as Dead while it
@@ -15,6 +21,7 @@ from typing import Callable
 
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
+from operations.group_requests import GroupRequests
 from operations.internal_topics import refuse_internal_topics
 from operations.offset_plan import (
     TIMESTAMP_STRATEGIES, PartitionReset, ResetPlan, Scope, Strategy, TopicPartition, choose_offsets,
@@ -81,6 +88,13 @@ def listed_groups(admin, list_groups: Callable[[], dict[str, kafka_reads.GroupLi
     return list_groups() if list_groups is not None else kafka_reads.all_groups(admin)
 
 
+def committed_offsets(requests: GroupRequests, group_id: str) -> dict[TopicPartition, int]:
+    """The group's committed offsets (only partitions that have one), as the official
+    ``kafka-consumer-groups`` and ``kafka-streams-application-reset`` read them: the last committed
+    offset, a pending transactional commit unseen."""
+    return requests.committed(group_id, require_stable=False)
+
+
 def refuse_empty_id(value: str, what: str) -> None:
     """An empty or blank group / application id is a typo, refused before Kafka is asked (which
     answers an empty id with a bare ``ConsumerGroupDescribe:``)."""
@@ -88,7 +102,7 @@ def refuse_empty_id(value: str, what: str) -> None:
         raise BadInput(f"the {what} is empty" + (f" ({value!r})" if value else ""))
 
 
-def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy: Strategy, *,
+def plan_offset_reset(admin, requests: GroupRequests, cluster: str, group_id: str, scope: Scope, strategy: Strategy, *,
                       clock: Callable[[], float] = time.time, include_internal: bool = False,
                       list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None = None) -> ResetPlan:
     """The reset ``strategy`` would do on ``scope``; raises :class:`BadInput` (unknown group,
@@ -103,7 +117,7 @@ def plan_offset_reset(admin, cluster: str, group_id: str, scope: Scope, strategy
     group = kafka_reads.describe_group(admin, group_id)  # first: librdkafka names an unusable cluster at once
     listed = listed_groups(admin, list_groups)
     refuse_unless_stopped(group, listed.get(group_id), f"cannot reset the offsets of group {group_id!r}: it")
-    committed = kafka_reads.committed_offsets(admin, group_id)
+    committed = committed_offsets(requests, group_id)
     if group_id not in listed and not committed:
         raise unknown("consumer group", group_id, set(listed))
     partitions = _scope_partitions(admin, scope, committed, file_offsets)
@@ -214,45 +228,34 @@ def check_saved_plan(admin, plan: ResetPlan, *, include_internal: bool = False) 
     refuse_invalid_offsets(admin, plan.partitions, f"group {plan.group_id!r}")
 
 
-def execute_offset_reset(admin, plan: ResetPlan, expect_current: dict[TopicPartition, int] | None = None, *,
-                         include_internal: bool = False,
+def execute_offset_reset(admin, requests: GroupRequests, plan: ResetPlan,
+                         expect_current: dict[TopicPartition, int] | None = None, *, include_internal: bool = False,
                          list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None = None) -> ResetOutcome:
     """Apply ``plan``: re-check that the group is inactive and readable
     (:func:`refuse_unless_stopped`, ``list_groups`` as in :func:`listed_groups`), that the plan
     still fits the cluster (:func:`check_saved_plan`), that its offsets are those the plan saw and those of
-    ``expect_current``; commit every new offset in one request, read them back. Raises
-    :class:`Refused` when a re-check fails (nothing changed); the partitions whose read-back
-    differs are named in the outcome."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
-
+    ``expect_current``; commit every new offset in one OffsetCommit (``requests``), read them back.
+    Raises :class:`Refused` when a re-check fails (nothing changed); the partitions the coordinator
+    refused or whose read-back differs are named in the outcome."""
     group = kafka_reads.describe_group(admin, plan.group_id)
     refuse_unless_stopped(group, listed_groups(admin, list_groups).get(plan.group_id),
                           f"cannot reset the offsets of group {plan.group_id!r}: it")
     check_saved_plan(admin, plan, include_internal=include_internal)
-    keys = [(p.topic, p.partition) for p in plan.partitions]
-    now = kafka_reads.committed_offsets(admin, plan.group_id, sorted(set(keys) | set(expect_current or {})))
+    now = committed_offsets(requests, plan.group_id)
     refuse_unexpected_offsets(now, expect_current or {}, f"group {plan.group_id!r}")
     moved = [f"{p.topic}-{p.partition}: {p.current} -> {now.get((p.topic, p.partition))}"
              for p in plan.partitions if now.get((p.topic, p.partition)) != p.current]
     if moved:
         raise Refused(f"the offsets of group {plan.group_id!r} changed since the plan was made "
                       f"({'; '.join(moved[:5])}); plan again")
-    request = ConsumerGroupTopicPartitions(plan.group_id, [KafkaTP(p.topic, p.partition, p.new) for p in plan.partitions])
-    errors: dict = {}
+    errors: dict[TopicPartition, str] = {}
     failure = None
-    try:
-        for attempt in range(5):
-            answer = kafka_reads.group_call(
-                lambda: admin.alter_consumer_group_offsets([request], request_timeout=kafka_reads.TIMEOUT)[plan.group_id],
-                f"cannot commit the offsets of group {plan.group_id!r}")
-            errors = {(tp.topic, tp.partition): tp.error for tp in answer.topic_partitions if tp.error is not None}
-            if not all(e.name() in kafka_reads.RETRIABLE for e in errors.values()) or not errors:
-                break
-            time.sleep(0.3 * (attempt + 1))  # the coordinator moved or is loading: commit again
-        errors = {tp: e.str() or e.name() for tp, e in errors.items()}
+    try:  # a moving coordinator is asked again by the requests
+        answer = requests.commit(plan.group_id, plan.new_offsets()) if plan.partitions else {}
+        errors = {tp: error for tp, error in answer.items() if error is not None}
     except OperationError as error:  # reported per partition, in the outcome and the audit log
         failure = str(error)
-    after = kafka_reads.committed_offsets(admin, plan.group_id, keys)
+    after = committed_offsets(requests, plan.group_id)
     rows = []
     for p in plan.partitions:
         key = (p.topic, p.partition)

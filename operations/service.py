@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kpulse import home
-from kpulse.kafka.clients import admin_client, kafka_python_admin
+from kpulse.kafka.clients import KafkaPythonUnsupported, admin_client, kafka_python_admin
 from operations import locks
 from operations.access import APPROVE, User, UsersFile, authorize, users_file
 from operations.approvals import ApprovalRequest, ApprovalStore
@@ -91,8 +91,9 @@ class Operations:
     def plan_reset_offsets(self, cluster: str, group_id: str, scope: Scope, strategy: Strategy, *,
                            include_internal: bool = False) -> ResetPlan:
         name = self.config.cluster(cluster).name
-        return plan_offset_reset(self.admin(name), name, group_id, scope, strategy, clock=self._clock,
-                                 include_internal=include_internal, list_groups=self._group_listing(name))
+        with self._requests(name) as requests:
+            return plan_offset_reset(self.admin(name), requests, name, group_id, scope, strategy, clock=self._clock,
+                                     include_internal=include_internal, list_groups=self._group_listing(name))
 
     def check_reset_plan(self, plan: ResetPlan, *, include_internal: bool = False) -> None:
         """Refuse a plan made earlier (a ``--plan`` file) that no longer fits the cluster, before it
@@ -106,9 +107,10 @@ class Operations:
         before = {f"{p.topic}-{p.partition}": p.current for p in plan.partitions}
 
         def apply() -> tuple[ResetOutcome, Any]:
-            outcome = execute_offset_reset(self.admin(plan.cluster), plan, expect_current,
-                                           include_internal=include_internal,
-                                           list_groups=self._group_listing(plan.cluster))
+            with self._requests(plan.cluster) as requests:
+                outcome = execute_offset_reset(self.admin(plan.cluster), requests, plan, expect_current,
+                                               include_internal=include_internal,
+                                               list_groups=self._group_listing(plan.cluster))
             return outcome, {f"{p.topic}-{p.partition}": p.after for p in outcome.partitions}
 
         return self.run(actor, RESET_OFFSETS, plan.cluster, plan.target, plan.to_dict(), before, apply,
@@ -136,9 +138,10 @@ class Operations:
                            intermediate_topics: list[str], internal_topics: list[str] | None = None,
                            strategy: Strategy | None = None, *, include_internal: bool = False) -> StreamsResetPlan:
         name = self.config.cluster(cluster).name
-        return plan_streams_reset(self.admin(name), name, application_id, input_topics, intermediate_topics,
-                                  internal_topics, strategy, clock=self._clock, list_groups=self._group_listing(name),
-                                  include_internal=include_internal)
+        with self._requests(name) as requests:
+            return plan_streams_reset(self.admin(name), requests, name, application_id, input_topics,
+                                      intermediate_topics, internal_topics, strategy, clock=self._clock,
+                                      list_groups=self._group_listing(name), include_internal=include_internal)
 
     def reset_streams_app(self, actor: User, plan: StreamsResetPlan, *, approved_by: str | None = None,
                           include_internal: bool = False) -> StreamsResetOutcome:
@@ -146,8 +149,10 @@ class Operations:
                   "topics": list(plan.delete_topics)}
 
         def apply():
-            outcome = execute_streams_reset(self.admin(plan.cluster), plan, include_internal=include_internal,
-                                            list_groups=self._group_listing(plan.cluster))
+            with self._requests(plan.cluster) as requests:
+                outcome = execute_streams_reset(self.admin(plan.cluster), requests, plan,
+                                                include_internal=include_internal,
+                                                list_groups=self._group_listing(plan.cluster))
             return outcome, {"offsets": {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions},
                              "deleted": list(outcome.deleted)}
 
@@ -171,8 +176,18 @@ class Operations:
         return lambda group_id: self._read_group(config, group_id, TIMEOUT)
 
     def _requests(self, cluster: str) -> GroupRequests:
+        """The group requests every operation reads and commits a group's offsets with (kafka-python,
+        never librdkafka's offset calls: librdkafka #5040); connects on first use, closed by ``with``."""
         config = self.config.cluster(cluster)
-        return GroupRequests(lambda: kafka_python_admin(config, client_id="kpulse-operations", timeout=TIMEOUT), TIMEOUT)
+
+        def client():
+            try:
+                return kafka_python_admin(config, client_id="kpulse-operations", timeout=TIMEOUT)
+            except KafkaPythonUnsupported:
+                raise BadInput(f"the group offsets of cluster {config.name!r} are read and changed through kafka-python, "
+                               "which does not support OAUTHBEARER clusters yet; nothing changed") from None
+
+        return GroupRequests(client, TIMEOUT)
 
     def _with_group(self, cluster: str, call):
         """``call(admin, requests, read)`` with this cluster's clients (kafka-python's closed after)."""

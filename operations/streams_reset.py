@@ -22,6 +22,9 @@ with ``<application.id>-`` and could own one of its candidate topics, has active
 group whose members kpulse cannot read (a streams- or share-protocol group). The executor checks
 all of it again, so a stale, saved or approved plan deletes nothing another application owns.
 
+The group's offsets are read and committed through the group requests (kafka-python, as in
+:mod:`operations.offset_reset`), never through librdkafka (#5040).
+
 Unlike the official tool, a typo (unknown application id, unknown topic) is an error with a
 did-you-mean, never a silent skip.
 """
@@ -36,11 +39,12 @@ from typing import Callable
 from kpulse.kafka.clients import error_text
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
+from operations.group_requests import GroupRequests
 from operations.internal_topics import refuse_internal_topics
 from operations.offset_plan import PartitionReset, Strategy, choose_offsets, non_empty_id, partition_rows
 from operations.offset_reset import (
-    listed_groups, offsets_at_time, read_plan_file, refuse_empty_id, refuse_invalid_offsets, stopped_group,
-    strategy_timestamp_ms,
+    committed_offsets, listed_groups, offsets_at_time, read_plan_file, refuse_empty_id, refuse_invalid_offsets,
+    stopped_group, strategy_timestamp_ms,
 )
 from operations.plan_fields import PlanFields
 
@@ -138,7 +142,7 @@ class StreamsResetOutcome:
         return asdict(self)
 
 
-def plan_streams_reset(admin, cluster: str, application_id: str, input_topics: list[str],
+def plan_streams_reset(admin, requests: GroupRequests, cluster: str, application_id: str, input_topics: list[str],
                        intermediate_topics: list[str], internal_topics: list[str] | None = None,
                        strategy: Strategy | None = None, *, clock: Callable[[], float] = time.time,
                        list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None = None,
@@ -157,7 +161,7 @@ def plan_streams_reset(admin, cluster: str, application_id: str, input_topics: l
     timestamp_ms = strategy_timestamp_ms(strategy, clock)
     file_offsets = read_plan_file(strategy.value, application_id) if strategy.name == "from-file" else None
     topics = kafka_reads.all_topics(admin)
-    committed = kafka_reads.committed_offsets(admin, application_id)
+    committed = committed_offsets(requests, application_id)
     named = set(input_topics) | set(intermediate_topics)
     application = _check_application(admin, list_groups, application_id, topics, committed, named)
     inferred = list(application.own)
@@ -225,21 +229,20 @@ def _stopped_group(admin, application_id: str, group_id: str,
     return stopped_group(admin, group_id, listing, f"cannot reset the Streams application {application_id!r}: {who}")
 
 
-def execute_streams_reset(admin, plan: StreamsResetPlan, *, settle_seconds: float = 30.0,
+def execute_streams_reset(admin, requests: GroupRequests, plan: StreamsResetPlan, *, settle_seconds: float = 30.0,
                           list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None = None,
                           include_internal: bool = False) -> StreamsResetOutcome:
     """Re-check (no Kafka internal topic unless ``include_internal``; the application and every
     longer application that could own its topics exist as planned and have no active member, each
-    topic to delete is still the application's own, offsets as planned), commit the offsets,
-    delete the internal topics, read offsets and topics back."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition as KafkaTP
-
+    topic to delete is still the application's own, offsets as planned), commit the offsets (one
+    OffsetCommit, ``requests``), then, when the coordinator took every one of them (as the official
+    resetter, whose failed commit stops it), delete the internal topics; read offsets and topics back."""
     rows = plan.input + plan.intermediate
     refuse_internal_topics([p.topic for p in rows] + list(plan.delete_topics), include_internal, "a Streams reset")
     named = {p.topic for p in rows}
     topics = {**kafka_reads.all_topics(admin), **dict.fromkeys(plan.delete_topics)}
     application = _check_application(admin, list_groups, plan.application_id, topics,
-                                     kafka_reads.committed_offsets(admin, plan.application_id), named)
+                                     committed_offsets(requests, plan.application_id), named)
     for topic in plan.delete_topics:
         if topic in application.foreign:
             raise Refused(f"{topic} belongs to application {application.foreign[topic]!r}, not "
@@ -247,36 +250,39 @@ def execute_streams_reset(admin, plan: StreamsResetPlan, *, settle_seconds: floa
         if topic not in application.own:
             raise Refused(f"{topic} is not an internal topic of {plan.application_id!r}; nothing changed")
     refuse_invalid_offsets(admin, rows, f"the Streams application {plan.application_id!r}")
-    keys = [(p.topic, p.partition) for p in rows]
-    now = kafka_reads.committed_offsets(admin, plan.application_id, keys) if keys else {}
+    now = committed_offsets(requests, plan.application_id)
     moved = [f"{p.topic}-{p.partition}" for p in rows if now.get((p.topic, p.partition)) != p.current]
     if moved:
         raise Refused(f"the offsets of {plan.application_id!r} changed since the plan was made "
                       f"({', '.join(moved[:5])}); plan again")
     failure = None
-    if rows:
-        request = ConsumerGroupTopicPartitions(plan.application_id, [KafkaTP(p.topic, p.partition, p.new) for p in rows])
-        try:
-            kafka_reads.group_call(
-                lambda: admin.alter_consumer_group_offsets([request], request_timeout=kafka_reads.TIMEOUT)[plan.application_id],
-                f"cannot commit the offsets of {plan.application_id!r}")
-        except OperationError as error:
-            failure = str(error)
-    delete_errors = _delete_topics(admin, plan.delete_topics) if failure is None else {}
-    after = kafka_reads.committed_offsets(admin, plan.application_id, keys) if keys else {}
-    remaining = _wait_deleted(admin, [t for t in plan.delete_topics if t not in delete_errors], settle_seconds)
+    errors: dict[tuple[str, int], str | None] = {}
+    try:  # a moving coordinator is asked again by the requests
+        errors = requests.commit(plan.application_id, plan.new_offsets()) if rows else {}
+    except OperationError as error:
+        failure = str(error)
+    committed_all = failure is None and not any(errors.values())
+    delete_errors = _delete_topics(admin, plan.delete_topics) if committed_all else {}
+    after = committed_offsets(requests, plan.application_id)
+    remaining = (_wait_deleted(admin, [t for t in plan.delete_topics if t not in delete_errors], settle_seconds)
+                 if committed_all else [])
+    kept = () if committed_all else plan.delete_topics
     partitions = []
     for p in rows:
         got = after.get((p.topic, p.partition))
-        error = None if got == p.new else (failure or f"committed offset is {got}, expected {p.new}")
+        error = errors.get((p.topic, p.partition)) or (
+            None if got == p.new else (failure or f"committed offset is {got}, expected {p.new}"))
         partitions.append({"topic": p.topic, "partition": p.partition, "before": p.current, "new": p.new,
                            "after": got, "error": error})
-    problems = [f"{t}: {e}" for t, e in delete_errors.items()] + [f"{t}: still exists" for t in remaining]
-    failed = sum(r["error"] is not None for r in partitions) + len(problems)
+    problems = ([f"{t}: {e}" for t, e in delete_errors.items()] + [f"{t}: still exists" for t in remaining]
+                + [f"{t}: not deleted, the offsets were not all committed" for t in kept])
+    failed_partitions = sum(r["error"] is not None for r in partitions)
+    failed = failed_partitions + len(problems)
     total = len(partitions) + len(plan.delete_topics)
     result = "ok" if not failed else "failed" if failed == total else "partial"
-    error = failure or ("; ".join(problems) if problems else None) or (f"{failed} partition(s) failed" if failed else None)
-    deleted = tuple(t for t in plan.delete_topics if t not in delete_errors and t not in remaining)
+    error = failure or "; ".join(([f"{failed_partitions} partition(s) failed"] if failed_partitions else [])
+                                 + problems) or None
+    deleted = tuple(t for t in plan.delete_topics if t not in delete_errors and t not in remaining and t not in kept)
     return StreamsResetOutcome(result, tuple(partitions), deleted, error, plan.local_state_note)
 
 

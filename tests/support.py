@@ -87,37 +87,44 @@ def fill_topic(bootstrap: str, name: str, counts: dict[int, int]) -> None:
 
 def commit(admin, group: str, offsets: dict[tuple[str, int], int]) -> None:
     """Commit ``offsets`` for ``group`` (a group without members), and wait until reading them back
-    gives them (its other partitions keep their offsets). Retried while the group coordinator is
-    being elected: a fresh cluster creates __consumer_offsets on the first commit, and its leaders
-    move for a few seconds."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-
+    gives them (its other partitions keep their offsets). Through kafka-python, as the operations
+    commit (librdkafka's AlterConsumerGroupOffsets aborts the process on a moving coordinator, as
+    on the first commit of a fresh cluster, which creates __consumer_offsets); asked again while a
+    topic just created is not known to the coordinator yet."""
     from operations.errors import OperationError
-    from operations.kafka_reads import group_call
 
-    request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in offsets.items()])
     errors: list = []
-    for _ in range(20):
-        try:  # a fresh cluster creates __consumer_offsets on the first commit: slow on a busy machine
-            answer = group_call(lambda: admin.alter_consumer_group_offsets([request], request_timeout=15)[group],
-                                f"commit {group}")
-        except OperationError as error:
-            errors = [error]
-            continue
-        errors = [tp.error for tp in answer.topic_partitions if tp.error is not None]
-        if not errors:
-            now = committed(admin, group)
-            if all(now.get(tp) == offset for tp, offset in offsets.items()):
-                return
-        time.sleep(0.3)
+    with _group_requests(admin) as requests:
+        for _ in range(20):
+            try:  # a fresh cluster creates __consumer_offsets on the first commit: slow on a busy machine
+                errors = [e for e in requests.commit(group, offsets).values() if e is not None]
+            except OperationError as error:
+                errors = [error]
+            if not errors:
+                now = requests.committed(group, require_stable=False)
+                if all(now.get(tp) == offset for tp, offset in offsets.items()):
+                    return
+            time.sleep(0.3)
     raise AssertionError(f"cannot commit offsets of {group}: {errors}")
 
 
 def committed(admin, group: str) -> dict[tuple[str, int], int]:
-    """The group's committed offsets (only the partitions that have one)."""
-    from operations.kafka_reads import committed_offsets
+    """The group's committed offsets (only the partitions that have one), read as the operations
+    and the official tools read them (kafka-python; a pending transactional commit unseen)."""
+    with _group_requests(admin) as requests:
+        return requests.committed(group, require_stable=False)
 
-    return committed_offsets(admin, group)
+
+def _group_requests(admin):
+    """:class:`operations.group_requests.GroupRequests` on the cluster ``admin`` (librdkafka's) is
+    connected to, found from its metadata's brokers."""
+    from kafka.admin import KafkaAdminClient
+
+    from operations.group_requests import GroupRequests
+
+    brokers = admin.list_topics(timeout=15).brokers.values()
+    bootstrap = [f"{broker.host}:{broker.port}" for broker in brokers]
+    return GroupRequests(lambda: KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kpulse-test"))
 
 
 def read_log_ends(admin, partitions, timeout: float, result) -> None:

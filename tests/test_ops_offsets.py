@@ -13,6 +13,7 @@ import pytest
 
 from operations.access import User
 from operations.errors import Refused
+from operations.group_requests import GroupRequests
 from operations.offset_plan import Scope, Strategy
 from tests.conftest import kpulse, one_error_line
 from tests.support import (
@@ -148,6 +149,7 @@ def test_a_group_the_cluster_lists_but_librdkafka_describes_as_dead_is_refused(o
     """Deleted between the listing and the description: its members cannot be read, so neither
     the planner nor the executor takes Dead for stopped (issue 13)."""
     from operations.offset_reset import execute_offset_reset, plan_offset_reset
+    from tests.group_ops_support import group_requests
 
     admin = topics["admin"]
     mine, _ = twin_groups(admin, "gone")
@@ -156,12 +158,66 @@ def test_a_group_the_cluster_lists_but_librdkafka_describes_as_dead_is_refused(o
     admin.delete_consumer_groups([mine], request_timeout=15)[mine].result(timeout=20)
 
     refusal = f"^cannot reset the offsets of group '{mine}': it is listed by the cluster \\(.+\\) but described as Dead"
-    with pytest.raises(Refused, match=refusal):
-        plan_offset_reset(admin, "test", mine, Scope.parse(True, None), Strategy("to-earliest"),
-                          list_groups=lambda: listed)
-    with pytest.raises(Refused, match=refusal):
-        execute_offset_reset(admin, plan, list_groups=lambda: listed)
+    with group_requests(operations.config.cluster("test").bootstrap_servers) as requests:
+        with pytest.raises(Refused, match=refusal):
+            plan_offset_reset(admin, requests, "test", mine, Scope.parse(True, None), Strategy("to-earliest"),
+                              list_groups=lambda: listed)
+        with pytest.raises(Refused, match=refusal):
+            execute_offset_reset(admin, requests, plan, list_groups=lambda: listed)
     assert committed(admin, mine) == {}
+
+
+class StaleCoordinator(GroupRequests):
+    """Group requests whose first FindCoordinator answer of every request is replaced by another
+    broker, as when the coordinator has just moved away: that broker answers NOT_COORDINATOR.
+    ``codes``: each answer's group error code, in order."""
+
+    def __init__(self, bootstrap: str):
+        from kafka.admin import KafkaAdminClient
+
+        super().__init__(lambda: KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kpulse-test"))
+        self.codes: list[int] = []
+        self.stale = False
+
+    def _call(self, group_id, request, answer, what, **options):
+        def recorded(response):
+            code, result = answer(response)
+            self.codes.append(code)
+            return code, result
+
+        self.stale = True
+        return super()._call(group_id, request, recorded, what, **options)
+
+    async def _coordinator(self, manager, group_id):
+        node = await super()._coordinator(manager, group_id)
+        if not self.stale:
+            return node
+        self.stale = False
+        return next(broker.node_id for broker in manager.cluster.brokers() if broker.node_id != node)
+
+
+def test_a_reset_whose_coordinator_moved_away_asks_the_new_one_and_leaves_what_the_tool_leaves(operations, topics):
+    """Every offset read and commit of the reset first reaches a broker that is not the group's
+    coordinator (as right after the coordinator moved: librdkafka's ListConsumerGroupOffsets and
+    AlterConsumerGroupOffsets could abort the process there, librdkafka #5040). Each is answered
+    NOT_COORDINATOR, asked again of the coordinator, and the reset ends as the official tool's."""
+    from operations.offset_reset import execute_offset_reset, plan_offset_reset
+
+    admin = topics["admin"]
+    bootstrap = operations.config.cluster("test").bootstrap_servers
+    mine, theirs = twin_groups(admin, "moved")
+    with StaleCoordinator(bootstrap) as requests:
+        plan = plan_offset_reset(admin, requests, "test", mine, Scope.parse(True, None), Strategy("shift-by", "-8"),
+                                 list_groups=operations._group_listing("test"))
+        outcome = execute_offset_reset(admin, requests, plan, list_groups=operations._group_listing("test"))
+    output = official("kafka-consumer-groups", "--bootstrap-server", bootstrap, "--group", theirs, "--reset-offsets",
+                      "--all-topics", "--shift-by", "-8", "--execute")
+
+    assert not output.startswith("EXIT"), output
+    not_coordinator = 16
+    assert requests.codes == [not_coordinator, 0] * 4  # the plan's read; the executor's read, commit, read-back
+    assert outcome.result == "ok", outcome
+    assert committed(admin, mine) == committed(admin, theirs) == plan.new_offsets() != INITIAL
 
 
 @contextlib.contextmanager
