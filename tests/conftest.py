@@ -115,8 +115,8 @@ def restore_preferred_leaders(bootstrap: str, timeout: float = 60) -> None:
     """Move leadership back to the preferred replicas now, as the controller would by itself within
     ``leader.imbalance.check.interval.seconds`` (300 s) after a broker restart: in the middle of a
     later test. Group coordinators move with the ``__consumer_offsets`` leaders, and librdkafka's
-    ListConsumerGroupOffsets (the dashboard's and the operations' committed-offset reads, run in
-    the test process) can crash the process when an OffsetFetch is answered NOT_COORDINATOR
+    ListConsumerGroupOffsets (the lag collector's fallback and the fuzz tests' independent check,
+    run in the test process; the operations read through kafka-python) can crash the process when an OffsetFetch is answered NOT_COORDINATOR
     (librdkafka #5040). Does nothing (no tool run) when every leader is where it should be."""
     from confluent_kafka.admin import AdminClient
 
