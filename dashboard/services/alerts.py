@@ -9,10 +9,12 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from dashboard.services.acks import Ack
+from alerting.grouping import group_alerts
+from dashboard.services.acks import EVERY_ENTITY, Ack, effective
 from kpulse.snapshot import Snapshot
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1}
+URGENCY = {"critical": 2, "warning": 1}
 ALERT_COLUMNS = ["rule", "severity", "entity", "since", "age_seconds", "value", "summary", "ack", "ack_by",
                  "ack_until", "silenced"]
 
@@ -42,7 +44,7 @@ def firing_alerts(events: pd.DataFrame, snapshot: Snapshot | None, acks: Mapping
     for (rule, entity), row in latest.items():
         if row.get("state") != "firing":
             continue
-        ack = acks.get((rule, entity))
+        ack = effective(acks, rule, entity)
         rows.append({"rule": rule, "severity": row["severity"], "entity": entity,
                      "since": pd.Timestamp(row["since"], unit="s", tz="UTC"), "age_seconds": now - row["since"],
                      "value": row.get("value"), "summary": row.get("summary"),
@@ -54,6 +56,50 @@ def firing_alerts(events: pd.DataFrame, snapshot: Snapshot | None, acks: Mapping
         return frame
     frame["_order"] = frame["severity"].map(SEVERITY_ORDER).fillna(9)
     return frame.sort_values(["_order", "since", "rule", "entity"]).drop(columns="_order").reset_index(drop=True)
+
+
+GROUP_COLUMNS = ["severity", "rule", "affected", "entities", "critical", "since", "age_seconds", "summary", "ack",
+                 "ack_by", "ack_until", "acknowledged", "silenced"]
+"""One row per alert group: ``affected`` is the entity of a group of one, else "2,000 groups";
+``summary`` the entity's summary (of the first, "and N more", for many); ``ack*`` the group's own
+acknowledgement (of its one entity, for a group of one); ``acknowledged`` / ``silenced`` count its
+entities that are."""
+
+
+def grouped(firing: pd.DataFrame, acks: Mapping[tuple[str, str], Ack], now: float) -> tuple[list, pd.DataFrame]:
+    """The firing alerts (:func:`firing_alerts`' frame) grouped by rule (one cluster's:
+    ``alerting/grouping.py``), in triage order, and those groups as a table (:data:`GROUP_COLUMNS`)."""
+    if firing.empty:
+        return [], pd.DataFrame(columns=GROUP_COLUMNS)
+    records = firing.to_dict("records")
+    groups = group_alerts(records)
+    by_key = {(r["rule"], r["entity"]): r for r in records}
+    rows = []
+    for group in groups:
+        first = by_key[(group.rule, group.entities[0])]
+        members = [by_key[(group.rule, entity)] for entity in group.entities]
+        ack = first if group.count == 1 else None
+        own = acks.get((group.rule, EVERY_ENTITY))
+        summary = first["summary"] if group.count == 1 else f"{first['summary']} (and {group.count - 1:,} more)"
+        rows.append({"severity": group.severity, "rule": group.rule, "affected": group.affected,
+                     "entities": group.count, "critical": group.critical, "since": pd.Timestamp(group.since, unit="s",
+                                                                                                 tz="UTC"),
+                     "age_seconds": now - group.since,
+                     "summary": summary,
+                     "ack": own.kind if own else ack["ack"] if ack else None,
+                     "ack_by": own.by if own else ack["ack_by"] if ack else None,
+                     "ack_until": pd.Timestamp(own.until, unit="s", tz="UTC") if own else ack["ack_until"] if ack
+                     else None,
+                     "acknowledged": sum(1 for m in members if m["ack"]),
+                     "silenced": sum(1 for m in members if m["silenced"])})
+    return groups, pd.DataFrame(rows, columns=GROUP_COLUMNS)
+
+
+def group_members(firing: pd.DataFrame, rule: str) -> pd.DataFrame:
+    """The firing rows of one rule (one group's entities), in triage order, with ``severity_rank``
+    (2 critical, 1 warning: the worst sorts first when sorted descending) for sorting the list."""
+    rows = firing[firing["rule"] == rule]
+    return rows.assign(severity_rank=rows["severity"].map(URGENCY).fillna(0)).reset_index(drop=True)
 
 
 def alert_key(row: Mapping[str, Any]) -> str:

@@ -132,12 +132,20 @@ class ConsumerGroupsConfig:
     """A group whose time lag exceeds this many seconds is alerting."""
     overrides: Mapping[str, GroupOverride] = field(default_factory=_empty_mapping, hash=False)
     """Exact group id -> its own settings."""
+    expected_idle: tuple[str, ...] = ()
+    """Groups expected to be idle (retired, run by hand, nightly): an exact group id or a regex
+    matched against the whole id. They are monitored and shown, labelled "expected idle", but fire
+    no group alert (``alerting/rules.py``). The Consumer groups page marks more (``kpulse/expected_idle.py``)."""
 
     def monitors(self, group_id: str) -> bool:
         """Whether ``group_id`` is monitored (``re`` caches the compiled patterns)."""
         return any(re.fullmatch(p, group_id, re.DOTALL) for p in self.include) and not any(
             re.fullmatch(p, group_id, re.DOTALL) for p in self.exclude
         )
+
+    def expected_idle_by_config(self, group_id: str) -> bool:
+        """Whether ``expected_idle`` names ``group_id`` (exactly, or a regex matching its whole id)."""
+        return any(group_id == p or re.fullmatch(p, group_id, re.DOTALL) for p in self.expected_idle)
 
     def lag_seconds_threshold_for(self, group_id: str) -> float:
         override = self.overrides.get(group_id)
