@@ -208,3 +208,23 @@ def test_a_damaged_marks_file_is_one_line_naming_it(tmp_path):
     with pytest.raises(ExpectedIdleError, match="not a kpulse expected-idle file") as raised:
         ExpectedIdleFile(path).marks("prod")
     assert str(path) in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_prometheus_users_get_the_same_silence_the_exporter_says_which_groups_are_expected_idle():
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from alerting.rules_export import prometheus_alerts
+    from exporters.prometheus import SnapshotExporter
+
+    exporter = SnapshotExporter()
+    exporter.update({"cluster_name": "prod", "consumer_groups": [
+        {"group_id": "retired", "status": "STOP", "expected_idle": True, "partitions": []},
+        {"group_id": "orders", "status": "STOP", "partitions": []}]})
+    registry = CollectorRegistry()
+    registry.register(exporter)
+    text = generate_latest(registry).decode()
+    assert [line for line in text.splitlines() if line.startswith("kpulse_consumergroup_expected_idle")] == [
+        'kpulse_consumergroup_expected_idle{cluster="prod",consumergroup="retired"} 1.0']
+    group_rules = [r.expr for r in prometheus_alerts() if r.alert in ("ConsumerGroupStatus", "ConsumerGroupLagSeconds")]
+    assert group_rules and all(expr.endswith(" unless on (cluster, consumergroup) "
+                                             "kpulse_consumergroup_expected_idle == 1") for expr in group_rules)
