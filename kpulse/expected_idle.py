@@ -58,6 +58,10 @@ def label_groups(groups: Iterable[dict[str, Any]], consumer_groups, marks: Mappi
     """Set ``expected_idle: true`` on the snapshot's groups that are (and leave the key out on the
     others, as the snapshot contract says); returns how many. Pure apart from the dicts it labels."""
     count = 0
+    if not consumer_groups.expected_idle and not marks:  # the usual case, for 10,000 groups every cycle
+        for group in groups:
+            group.pop("expected_idle", None)
+        return 0
     for group in groups:
         if reason(str(group.get("group_id")), consumer_groups, marks) is not None:
             group["expected_idle"] = True

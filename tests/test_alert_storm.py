@@ -27,8 +27,8 @@ from tests.dashboard_ops import PASSWORDS, sign_in, write_setup
 from tests.support import APP_FILE, open_page
 
 IDLE_GROUPS = 2000
-DASHBOARD_PORT = TEST_PORT_BASE + 510
-DEVTOOLS_PORT = TEST_PORT_BASE + 511
+DASHBOARD_PORT = TEST_PORT_BASE + 520
+DEVTOOLS_PORT = TEST_PORT_BASE + 521
 
 
 def write_storm(directory):

@@ -80,7 +80,7 @@ with frame.shown_errors():
         wanted = frame.entity_param("rule")
         rule = st.selectbox("Open an alert group", list(by_rule), key="alerts-group",
                             index=list(by_rule).index(wanted) if wanted in by_rule else 0,
-                            format_func=lambda r: f"{by_rule[r].severity}: {by_rule[r].headline}")
+                            format_func=lambda r: literal.visible(f"{by_rule[r].severity}: {by_rule[r].headline}"))
         group = by_rule[rule]
         members = alerts.group_members(shown, rule)
         keys = [alerts.alert_key(row) for row in members[["rule", "entity"]].to_dict("records")]

@@ -28,9 +28,9 @@ def firing_alerts(events: pd.DataFrame, snapshot: Snapshot | None, acks: Mapping
     latest: dict[tuple[str, str], dict[str, Any]] = {}
     if not events.empty:
         newest = events.sort_values("time").groupby(["rule", "entity"], sort=False).tail(1)
+        newest = newest.assign(time=epoch_seconds(newest["time"]), since=epoch_seconds(newest["since"]))
         for row in newest.to_dict("records"):
-            latest[(row["rule"], row["entity"])] = {**row, "time": row["time"].timestamp(),
-                                                    "since": row["since"].timestamp()}
+            latest[(row["rule"], row["entity"])] = row
     if snapshot is not None:
         taken = float(snapshot["time"])
         in_snapshot = {(a["rule"], a["entity"]): a for a in snapshot.get("alerts") or []}
@@ -45,17 +45,25 @@ def firing_alerts(events: pd.DataFrame, snapshot: Snapshot | None, acks: Mapping
         if row.get("state") != "firing":
             continue
         ack = effective(acks, rule, entity)
-        rows.append({"rule": rule, "severity": row["severity"], "entity": entity,
-                     "since": pd.Timestamp(row["since"], unit="s", tz="UTC"), "age_seconds": now - row["since"],
-                     "value": row.get("value"), "summary": row.get("summary"),
+        rows.append({"rule": rule, "severity": row["severity"], "entity": entity, "since": float(row["since"]),
+                     "age_seconds": now - row["since"], "value": row.get("value"), "summary": row.get("summary"),
                      "ack": ack.kind if ack else None, "ack_by": ack.by if ack else None,
-                     "ack_until": pd.Timestamp(ack.until, unit="s", tz="UTC") if ack else None,
-                     "silenced": bool(ack and ack.kind == "silence")})
+                     "ack_until": ack.until if ack else None, "silenced": bool(ack and ack.kind == "silence")})
     frame = pd.DataFrame(rows, columns=ALERT_COLUMNS)
     if frame.empty:
         return frame
     frame["_order"] = frame["severity"].map(SEVERITY_ORDER).fillna(9)
-    return frame.sort_values(["_order", "since", "rule", "entity"]).drop(columns="_order").reset_index(drop=True)
+    frame = frame.sort_values(["_order", "since", "rule", "entity"]).drop(columns="_order").reset_index(drop=True)
+    # whole columns at once: a Timestamp per row costs ~0.1 s per 1,000 alerts
+    frame["since"] = pd.to_datetime(frame["since"], unit="s", utc=True)
+    frame["ack_until"] = pd.to_datetime(frame["ack_until"].astype("float64"), unit="s", utc=True)
+    return frame
+
+
+def epoch_seconds(times: pd.Series) -> pd.Series:
+    """Timestamps (the lake's, UTC) as epoch seconds (float)."""
+    times = pd.to_datetime(times, utc=True)
+    return (times - pd.Timestamp(0, tz="UTC")) / pd.Timedelta(seconds=1)
 
 
 GROUP_COLUMNS = ["severity", "rule", "affected", "entities", "critical", "since", "age_seconds", "summary", "ack",
@@ -71,27 +79,27 @@ def grouped(firing: pd.DataFrame, acks: Mapping[tuple[str, str], Ack], now: floa
     ``alerting/grouping.py``), in triage order, and those groups as a table (:data:`GROUP_COLUMNS`)."""
     if firing.empty:
         return [], pd.DataFrame(columns=GROUP_COLUMNS)
-    records = firing.to_dict("records")
-    groups = group_alerts(records)
-    by_key = {(r["rule"], r["entity"]): r for r in records}
+    since = epoch_seconds(firing["since"]).tolist()
+    groups = group_alerts({"rule": r, "severity": s, "entity": e, "since": t}
+                          for r, s, e, t in zip(firing["rule"], firing["severity"], firing["entity"], since))
+    entity_rows = {(r, e): i for i, (r, e) in enumerate(zip(firing["rule"], firing["entity"]))}
+    per_rule = firing.groupby("rule", sort=False).agg(acknowledged=("ack", "count"), silenced=("silenced", "sum"))
     rows = []
     for group in groups:
-        first = by_key[(group.rule, group.entities[0])]
-        members = [by_key[(group.rule, entity)] for entity in group.entities]
-        ack = first if group.count == 1 else None
+        first = firing.iloc[entity_rows[(group.rule, group.entities[0])]]
         own = acks.get((group.rule, EVERY_ENTITY))
+        single = first if group.count == 1 and own is None else None
         summary = first["summary"] if group.count == 1 else f"{first['summary']} (and {group.count - 1:,} more)"
         rows.append({"severity": group.severity, "rule": group.rule, "affected": group.affected,
-                     "entities": group.count, "critical": group.critical, "since": pd.Timestamp(group.since, unit="s",
-                                                                                                 tz="UTC"),
-                     "age_seconds": now - group.since,
+                     "entities": group.count, "critical": group.critical,
+                     "since": pd.Timestamp(group.since, unit="s", tz="UTC"), "age_seconds": now - group.since,
                      "summary": summary,
-                     "ack": own.kind if own else ack["ack"] if ack else None,
-                     "ack_by": own.by if own else ack["ack_by"] if ack else None,
-                     "ack_until": pd.Timestamp(own.until, unit="s", tz="UTC") if own else ack["ack_until"] if ack
-                     else None,
-                     "acknowledged": sum(1 for m in members if m["ack"]),
-                     "silenced": sum(1 for m in members if m["silenced"])})
+                     "ack": own.kind if own else single["ack"] if single is not None else None,
+                     "ack_by": own.by if own else single["ack_by"] if single is not None else None,
+                     "ack_until": pd.Timestamp(own.until, unit="s", tz="UTC") if own
+                     else single["ack_until"] if single is not None else None,
+                     "acknowledged": int(per_rule.at[group.rule, "acknowledged"]),
+                     "silenced": int(per_rule.at[group.rule, "silenced"])})
     return groups, pd.DataFrame(rows, columns=GROUP_COLUMNS)
 
 
