@@ -23,7 +23,7 @@ ENTITY_SORTS = {"age": "age_seconds", "severity": "severity_rank", "entity": "en
 st.title("Alerts")
 
 
-def shown_alerts() -> tuple[dict, object]:
+def shown_alerts() -> tuple[dict, pd.DataFrame]:
     """(active acknowledgements, the firing rows shown: silenced ones only with the toggle on)."""
     acks = frame.alert_acks()
     firing = frame.firing(acks)
@@ -83,7 +83,7 @@ with frame.shown_errors():
                             format_func=lambda r: literal.visible(f"{by_rule[r].severity}: {by_rule[r].headline}"))
         group = by_rule[rule]
         members = alerts.group_members(shown, rule)
-        keys = [alerts.alert_key(row) for row in members[["rule", "entity"]].to_dict("records")]
+        listed_entities = members["entity"]
         wanted_entity = frame.entity_param("entity")
         if group.count > 1:
             st.subheader(f"{literal.markdown(rule)} · {group.affected}")
@@ -101,7 +101,8 @@ with frame.shown_errors():
             st.dataframe(listed.rows[["severity", "entity", "age", "summary", "ack", "ack_by", "ack_until"]],
                          hide_index=True, width="stretch")
             ack_form("alerts-group-ack", rule, EVERY_ENTITY, f"all {group.affected}")
-            keys = [alerts.alert_key(row) for row in listed.rows[["rule", "entity"]].to_dict("records")]
+            listed_entities = listed.rows["entity"]
+        keys = [alerts.alert_key({"rule": rule, "entity": entity}) for entity in listed_entities]
         wanted_key = f"{rule} · {wanted_entity}" if wanted_entity else None
         if wanted_key and wanted_key not in keys and wanted_entity in set(members["entity"]):
             keys.insert(0, wanted_key)
