@@ -12,7 +12,6 @@ from operations.access import MARK_EXPECTED_IDLE, allowed
 WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600}
 
 
-
 def expected_idle_slot(cluster: str, group_id: str, why: str | None) -> None:
     """Mark or unmark ``group_id`` expected-idle (operators and admins; audited, no typed confirmation:
     it changes who is paged, not the cluster)."""

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from alerting.grouping import group_alerts
+from alerting.grouping import AlertGroup, group_alerts
 from dashboard.services.acks import EVERY_ENTITY, Ack, effective
 from kpulse.snapshot import Snapshot
 
@@ -74,14 +74,21 @@ acknowledgement (of its one entity, for a group of one); ``acknowledged`` / ``si
 entities that are."""
 
 
+def alert_groups(firing: pd.DataFrame) -> list[AlertGroup]:
+    """The firing alerts (:func:`firing_alerts`' frame) grouped by rule, in triage order."""
+    if firing.empty:
+        return []
+    since = epoch_seconds(firing["since"]).tolist()
+    return group_alerts({"rule": r, "severity": s, "entity": e, "since": t}
+                        for r, s, e, t in zip(firing["rule"], firing["severity"], firing["entity"], since))
+
+
 def grouped(firing: pd.DataFrame, acks: Mapping[tuple[str, str], Ack], now: float) -> tuple[list, pd.DataFrame]:
     """The firing alerts (:func:`firing_alerts`' frame) grouped by rule (one cluster's:
     ``alerting/grouping.py``), in triage order, and those groups as a table (:data:`GROUP_COLUMNS`)."""
     if firing.empty:
         return [], pd.DataFrame(columns=GROUP_COLUMNS)
-    since = epoch_seconds(firing["since"]).tolist()
-    groups = group_alerts({"rule": r, "severity": s, "entity": e, "since": t}
-                          for r, s, e, t in zip(firing["rule"], firing["severity"], firing["entity"], since))
+    groups = alert_groups(firing)
     entity_rows = {(r, e): i for i, (r, e) in enumerate(zip(firing["rule"], firing["entity"]))}
     per_rule = firing.groupby("rule", sort=False).agg(acknowledged=("ack", "count"), silenced=("silenced", "sum"))
     rows = []

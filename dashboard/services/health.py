@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from alerting.grouping import AlertGroup, counts, group_alerts
+from alerting.grouping import AlertGroup, counts
+from dashboard.services.alerts import alert_groups
 from kpulse.snapshot import Snapshot
 
 OK, WARN, CRIT, UNKNOWN, INFO = "ok", "warning", "critical", "unknown", "info"
@@ -110,7 +111,7 @@ def overview_tiles(snapshot: Snapshot | None, alerts: pd.DataFrame, slo_status: 
         values = [b.get(key) for b in brokers if b.get(key) is not None]
         tiles.append(Tile(label, human_rate(sum(values)) if values else "—", INFO if values else UNKNOWN,
                           "all brokers" if values else "no broker metrics"))
-    firing = counts(group_alerts(alerts.to_dict("records"))) if len(alerts) else counts([])
+    firing = counts(alert_groups(alerts))
     tiles.append(Tile("Firing alerts", f"{firing.critical} critical · {firing.warning} warning",
                       CRIT if firing.critical else WARN if firing.warning else OK,
                       f"{firing.entities:,} {'entity' if firing.entities == 1 else 'entities'} affected"
