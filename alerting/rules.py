@@ -27,6 +27,11 @@ CollectorDown                 warning   collector up = False (``collector/<name>
 
 A value that is ``None`` never fires and never resolves (see :mod:`alerting.state`).
 
+A group labelled ``expected_idle`` (``kpulse/expected_idle.py``: the config's
+``consumer_groups.expected_idle`` or a mark made on the Consumer groups page) fires neither group rule:
+it is expected not to consume, so neither its status nor its growing lag pages anyone. Marking a firing
+group resolves its alerts at the next snapshot; unmarking it lets them fire again (from a new ``since``).
+
 A group's ``total_lag`` and ``max_lag_seconds`` can be partial: over the partitions whose value is
 known, the others left out (a broker down; ``collectors/lag/lag_math.py``). A partial value is a lower
 bound, never taken for the group's: ConsumerGroupLagSeconds fires on a partial worst lag above the
@@ -158,7 +163,8 @@ def _groups(snapshot: Snapshot, check_group: Callable[[ConsumerGroup, str], Find
     groups = snapshot.get("consumer_groups")
     if groups is None:
         return [Unknown(None, "consumer groups not collected")]
-    results = [check_group(group, f"group/{group.get('group_id')}") for group in groups]
+    results = [check_group(group, f"group/{group.get('group_id')}") for group in groups
+               if not group.get("expected_idle")]
     return [result for result in results if result is not None]
 
 

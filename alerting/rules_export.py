@@ -30,6 +30,9 @@ ConsumerGroupStatus        critical  ``…{status="ERR"} == 1``
 ConsumerGroupLagSeconds    warning   ``kpulse_consumergroup_lag_seconds > threshold``: thresholds
                                      are parameters (default + per-group overrides, one rule each,
                                      label ``lag_seconds_threshold``)
+(both group rules)                   ``… unless on (cluster, consumergroup)
+                                     kpulse_consumergroup_expected_idle == 1``: an expected-idle
+                                     group fires neither
 ShareGroupNotAcknowledging warning   ``kpulse_sharegroup_status{status=~"STALLED|NOT_CONSUMING"} == 1``
 StreamsAppNotRunning       warning   ``kpulse_streams_app_running == 0``
 StreamsAppNotRunning       critical  Streams JMX ``client_state >= 5`` (PENDING_ERROR, ERROR) on
@@ -72,6 +75,9 @@ IDLE_NANOS = "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_
 STREAMS_CLIENT_STATE = "kafka_streams_stream_metrics_client_state"
 GROUP_STATUS = "kpulse_consumergroup_status"
 GROUP_LAG_SECONDS = "kpulse_consumergroup_lag_seconds"
+GROUP_EXPECTED_IDLE = "kpulse_consumergroup_expected_idle"
+NOT_EXPECTED_IDLE = f" unless on (cluster, consumergroup) {GROUP_EXPECTED_IDLE} == 1"
+"""Appended to the group rules: a group expected to be idle fires neither, as in ``alerting/rules.py``."""
 STREAMS_RUNNING = "kpulse_streams_app_running"
 SHARE_GROUP_STATUS = "kpulse_sharegroup_status"
 PROBE_PRODUCE = "kpulse_probe_produce_availability"
@@ -157,11 +163,11 @@ def prometheus_alerts(job_label: str = DEFAULT_JOB_LABEL, *, kpulse_job_label: s
                         "Kafka node " + broker + " is not serving metrics (down, or its exporter is)"),
         PrometheusAlert("ConsumerGroupStatus",
                         GROUP_STATUS + "{status=~" + promql_string("|".join(alert_rules.CONSUMER_WARNING_STATUSES))
-                        + "} == 1", WARNING, _hold("ConsumerGroupStatus"),
+                        + "} == 1" + NOT_EXPECTED_IDLE, WARNING, _hold("ConsumerGroupStatus"),
                         "consumer group {{ $labels.consumergroup }} is {{ $labels.status }} " + in_cluster),
         PrometheusAlert("ConsumerGroupStatus",
                         GROUP_STATUS + "{status=~" + promql_string("|".join(alert_rules.CONSUMER_CRITICAL_STATUSES))
-                        + "} == 1", CRITICAL, _hold("ConsumerGroupStatus"),
+                        + "} == 1" + NOT_EXPECTED_IDLE, CRITICAL, _hold("ConsumerGroupStatus"),
                         "consumer group {{ $labels.consumergroup }} is {{ $labels.status }} " + in_cluster
                         + ": offsets stuck for a long time"),
     ]
@@ -170,7 +176,7 @@ def prometheus_alerts(job_label: str = DEFAULT_JOB_LABEL, *, kpulse_job_label: s
     thresholds += [("{consumergroup=" + promql_string(group) + "}", overrides[group]) for group in sorted(overrides)]
     for selector, threshold in thresholds:
         rules.append(PrometheusAlert(
-            "ConsumerGroupLagSeconds", f"{GROUP_LAG_SECONDS}{selector} > {threshold:g}", WARNING,
+            "ConsumerGroupLagSeconds", f"{GROUP_LAG_SECONDS}{selector} > {threshold:g}{NOT_EXPECTED_IDLE}", WARNING,
             _hold("ConsumerGroupLagSeconds"),
             "consumer group {{ $labels.consumergroup }} is {{ $value | humanizeDuration }} behind"
             f" (threshold {threshold:g} s) " + in_cluster, labels=(("lag_seconds_threshold", f"{threshold:g}"),)))

@@ -24,6 +24,7 @@ from collectors.loop_state import LoopMark, LoopState, restorable_alerts
 from collectors.protocol import CollectContext, Collector, Registry, declarations, run_isolated
 from collectors.registry import default_registry
 from collectors.snapshot import compose
+from kpulse.expected_idle import ExpectedIdleError, ExpectedIdleFile, default_file, label_groups
 from kpulse.lake.schema import register_tables
 from kpulse.lake.store import SNAPSHOT_DIR, LakeWriter, gap_row, resolve
 from kpulse.snapshot import BUILTIN_SECTIONS, to_json
@@ -61,7 +62,8 @@ class CollectionService:
     def __init__(self, config, *, registry: Registry | None = None, lake: LakeWriter | None = None,
                  exporter=None, clock: Callable[[], float] = time.time, alert_state_factory=None,
                  cluster_names: list[str] | None = None, flush_seconds: float = FLUSH_SECONDS,
-                 kafka_sink=None, gc_settle_cycles: int | None = None):
+                 kafka_sink=None, gc_settle_cycles: int | None = None,
+                 expected_idle: ExpectedIdleFile | None = None):
         self.config = config
         registry = registry or default_registry()
         clusters = [config.cluster(name) for name in cluster_names] if cluster_names else list(config.clusters)
@@ -89,6 +91,9 @@ class CollectionService:
         self._saved_alerts: list | None = None
         self._pool: ThreadPoolExecutor | None = None
         """The collectors' threads, started at the first cycle and kept (see ``run_isolated``)."""
+        self.expected_idle = expected_idle or default_file()
+        """The groups marked expected-idle on the dashboard (``kpulse/expected_idle.py``), read every cycle."""
+        self._idle_marks: dict[str, dict] = {}
 
     def cycle(self) -> CycleResult:
         result = CycleResult()
@@ -103,6 +108,8 @@ class CollectionService:
                                                     pool=self._pool)
             self._say_undeclared(sections)
             snapshot = compose(entry.cluster.name, now, sections, statuses, self._add_on_sections)
+            label_groups(snapshot.get("consumer_groups") or [], entry.cluster.consumer_groups,
+                         self._marks(entry.cluster.name))
             evaluation = entry.alerts.evaluate(snapshot)
             snapshot["alerts"] = to_dicts(evaluation.firing)
             if evaluation.errors:
@@ -136,6 +143,14 @@ class CollectionService:
             settle_gc()
         self._cycles += 1
         return result
+
+    def _marks(self, cluster: str) -> dict:
+        """The cluster's expected-idle marks; the last ones read when the file cannot be (said in the log)."""
+        try:
+            self._idle_marks[cluster] = self.expected_idle.marks(cluster)
+        except ExpectedIdleError as error:
+            LOG.warning("expected-idle marks kept from the last read: %s", error)
+        return self._idle_marks.get(cluster, {})
 
     def _say_undeclared(self, sections: dict[str, Any]) -> None:
         """Log, once per name, a section a collector returned without declaring it (left out of the snapshot)."""

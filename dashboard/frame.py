@@ -17,7 +17,7 @@ import streamlit as st
 
 from dashboard import literal
 from dashboard.services.acks import AckStore, active
-from dashboard.services.alerts import firing_alerts
+from dashboard.services.alerts import firing_alerts, grouped
 from dashboard.services.kafka_admin import ClusterAdmin
 from dashboard.services.slos import READ_BACK_SECONDS, latest_status
 from dashboard.services.sources import DashboardError, Sources, TableRead, load_sources, one_line
@@ -157,11 +157,20 @@ def ack_store() -> AckStore:
     return AckStore(sources().lake_path)
 
 
-def firing() -> pd.DataFrame:
-    """Alerts firing now for the chosen cluster, acknowledgements applied."""
+def alert_acks() -> dict:
+    """(rule, entity) -> the acknowledgement or silence running now, of the chosen cluster."""
+    return active(ack_store().load(), cluster(), now())
+
+
+def firing(acks: dict | None = None) -> pd.DataFrame:
+    """Alerts firing now for the chosen cluster, acknowledgements applied (one row per entity)."""
     events = read("alert_event", ALERT_HISTORY_SECONDS)
-    acks = active(ack_store().load(), cluster(), now())
-    return firing_alerts(events, snapshot(), acks, now())
+    return firing_alerts(events, snapshot(), alert_acks() if acks is None else acks, now())
+
+
+def firing_groups(firing_rows: pd.DataFrame, acks: dict | None = None):
+    """``firing_rows`` grouped by rule (``alerting/grouping.py``): (groups, their table)."""
+    return grouped(firing_rows, alert_acks() if acks is None else acks, now())
 
 
 def slo_latest() -> pd.DataFrame:

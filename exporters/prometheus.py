@@ -102,6 +102,9 @@ def _emit_snapshot(emit, snapshot: Snapshot) -> None:
              "lag is unknown, left out of kpulse_consumergroup_lag_seconds: > 0 means it is a lower bound", g,
              group.get("lag_seconds_unknown_partitions"))
         _emit_group_kind(emit, g, group)
+        if group.get("expected_idle"):
+            emit("kpulse_consumergroup_expected_idle", "1 for a group expected to be idle (config or marked on the "
+                 "dashboard): it fires no group alert; absent for the others", g, 1)
         for status in STATUSES:
             if group.get("status") is not None:
                 emit("kpulse_consumergroup_status", "1 for the group's current Burrow-style status",

@@ -171,6 +171,9 @@ class ConsumerGroup(TypedDict):
     member_details: Annotated[list[GroupMember], "Its members (none for a group listed Empty)."]
     reasons: NotRequired[Annotated[Reasons, "Why a sum is partial or null, or the status unknown; present only "
                                             "then."]]
+    expected_idle: NotRequired[Annotated[bool, "True for a group expected to be idle (config "
+                                               "consumer_groups.expected_idle, or marked on the Consumer groups "
+                                               "page): shown, but it fires no group alert; present only then."]]
     partitions: Annotated[list[GroupPartition], "Its partitions, by topic and partition."]
 
 

@@ -5,7 +5,8 @@ Roles (:mod:`operations.roles`), each including the one before:
 
 =========  ==================================================================================
 viewer     sees everything, changes nothing (the UI shows no action controls)
-operator   resets consumer group offsets, runs preferred leader elections, approves requests
+operator   resets consumer group offsets, runs preferred leader elections, approves requests,
+           marks consumer groups expected-idle
 admin      also resets Streams applications (deletes topics), reassigns partitions, manages users
 =========  ==================================================================================
 
@@ -46,8 +47,12 @@ APPROVE = "approve"
 """The action of approving (or rejecting) another operator's request."""
 MANAGE_USERS = "manage-users"
 """The action of adding users or changing their roles."""
+MARK_EXPECTED_IDLE = "mark-expected-idle"
+"""The action of marking a consumer group expected-idle, or unmarking it (``kpulse/expected_idle.py``):
+it changes what pages someone, not the cluster, so a read-only cluster allows it and it needs no
+typed confirmation; it is audited like every change."""
 ACTION_ROLES = {**{operation.name: operation.role for operation in OPERATIONS}, APPROVE: OPERATOR,
-                MANAGE_USERS: ADMIN}
+                MANAGE_USERS: ADMIN, MARK_EXPECTED_IDLE: OPERATOR}
 """The least role each action needs: every operation's, and approving and managing users."""
 CHANGES_CLUSTER = frozenset(operation.name for operation in OPERATIONS)
 _USER_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}\Z")

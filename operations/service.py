@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kpulse import home
+from kpulse.expected_idle import FILE_NAME as EXPECTED_IDLE_FILE, ExpectedIdleError, ExpectedIdleFile, Mark
 from kpulse.kafka.clients import KafkaPythonUnsupported, admin_client, kafka_python_admin
 from operations import locks
-from operations.access import APPROVE, User, UsersFile, authorize, users_file
+from operations.access import APPROVE, MARK_EXPECTED_IDLE, User, UsersFile, authorize, users_file
 from operations.approvals import ApprovalRequest, ApprovalStore
 from operations.audit import AuditLog, AuditRecord
 from operations.errors import BadInput, NotAuthorized, OperationError, Refused
@@ -59,6 +60,8 @@ class Operations:
         """Where every authorization reads the actor's current role."""
         self.audit = audit or AuditLog(config.lake.path, self.state_dir / "audit-spool.jsonl", clock=clock)
         self.approvals = ApprovalStore(self.state_dir / "approvals", clock)
+        self.expected_idle = ExpectedIdleFile(self.state_dir / EXPECTED_IDLE_FILE)
+        """The groups marked expected-idle, which the collection loop reads (``kpulse/expected_idle.py``)."""
         self._admin_factory = admin_factory or (lambda settings: admin_client(settings, connection_errors=True))
         self._admins: dict[str, Any] = {}
         self._reassigners: dict[str, Reassigner] = {}
@@ -326,6 +329,36 @@ class Operations:
 
         return self.run(actor, action, plan.cluster, plan.target, plan.to_dict(), before, apply,
                         approved_by=approved_by)
+
+    # --- expected-idle consumer groups (not a cluster change) ----------------------------------------
+
+    def set_expected_idle(self, actor: User, cluster: str, group_id: str, expected: bool, note: str = "") -> Mark | None:
+        """Mark ``group_id`` expected-idle (``expected``) or unmark it: authorized by role (a read-only
+        cluster allows it: it changes what pages someone, not the cluster), audited with who and when.
+        Unmarking a group only the config names changes nothing the config says (the page says so).
+        Returns the mark it had before."""
+        cluster_config = self.config.cluster(cluster)
+        action = MARK_EXPECTED_IDLE if expected else f"un{MARK_EXPECTED_IDLE}"
+        record = dict(cluster=cluster_config.name, actor=actor.name, action=action, target=group_id)
+        if not isinstance(group_id, str) or not group_id:
+            raise BadInput("say which consumer group: the group id is empty")
+        try:
+            actor = self.authorize(actor, MARK_EXPECTED_IDLE, cluster_config)
+        except (NotAuthorized, Refused) as error:
+            self.audit.record(AuditRecord(**record, result="denied", error=str(error)))
+            raise
+        mark = Mark(by=actor.name, at=self._clock(), note=" ".join(note.split())) if expected else None
+        try:
+            before = self.expected_idle.set(cluster_config.name, group_id, mark)
+        except ExpectedIdleError as error:
+            self.audit.record(AuditRecord(**record, result="failed", error=str(error)))
+            raise
+        self.audit.record(AuditRecord(**record, result="ok", before={"expected_idle": before is not None},
+                                      after={"expected_idle": expected}, plan={"note": mark.note} if mark else None))
+        return before
+
+    def expected_idle_marks(self, cluster: str) -> dict[str, Mark]:
+        return self.expected_idle.marks(self.config.cluster(cluster).name)
 
     # --- two-person approval ----------------------------------------------------------------------
 

@@ -43,6 +43,8 @@ class Expected:
     slo_page: str = "partition-health"
     slo_page_budget: float = -0.25
     slo_rows: int = 3
+    idle_groups: list[str] = field(default_factory=list)
+    """Groups with no members whose offsets do not move (STOP), each firing ConsumerGroupStatus."""
 
 
 def _group_name(index: int) -> str:
@@ -51,8 +53,10 @@ def _group_name(index: int) -> str:
 
 def write_lake(path: str, now: float, *, groups: int = 12, partitions_per_group: int = 4, history_cycles: int = 60,
                lag_cycles: int = 3, topics: int | None = None, snapshot_age: float = 2.0,
-               slo_for_every_group: bool = False) -> Expected:
-    """Write the lake and the snapshot; ``history_cycles`` cycles of ``CYCLE_SECONDS`` end at ``now``."""
+               slo_for_every_group: bool = False, idle_groups: int = 0) -> Expected:
+    """Write the lake and the snapshot; ``history_cycles`` cycles of ``CYCLE_SECONDS`` end at ``now``.
+    ``idle_groups`` more groups are STOP (no members, offsets still), each with its firing
+    ConsumerGroupStatus alert in the snapshot and its ``firing`` event in ``alert_event``: an alert storm."""
     writer = LakeWriter(path, clock=lambda: now, max_buffered_rows=50_000_000)  # one flush for everything
     snapshot_time = now - snapshot_age
     times = [snapshot_time - CYCLE_SECONDS * i for i in range(history_cycles)][::-1]
@@ -99,6 +103,15 @@ def write_lake(path: str, now: float, *, groups: int = 12, partitions_per_group:
                                 "partition_count": partitions_per_group, "total_lag": total_lag,
                                 "max_lag_seconds": lag_seconds, "status": status, "lag_seconds_threshold": 60.0,
                                 "error": None, "partitions": parts})
+    for index in range(idle_groups):
+        name = f"idle-{index:05d}"
+        expected.idle_groups.append(name)
+        snapshot_groups.append({"group_id": name, "state": "Empty", "members": 0, "partition_count": 1,
+                                "total_lag": 5, "max_lag_seconds": 30.0, "status": "STOP",
+                                "lag_seconds_threshold": 600.0, "error": None,
+                                "partitions": [{"topic": "retired", "partition": 0, "committed_offset": 5,
+                                                "log_end_offset": 10, "lag": 5, "lag_seconds": 30.0,
+                                                "status": "STOP", "reasons": {}}]})
     expected.worst_group = _group_name(groups - 1)
     expected.worst_group_lag = (groups - 1) * 100
     lag_rows = [{"time": t, "cluster": CLUSTER, "group_id": g["group_id"], "topic": p["topic"],
@@ -135,6 +148,11 @@ def write_lake(path: str, now: float, *, groups: int = 12, partitions_per_group:
          "entity": "group/old-group", "state": "resolved", "value": 3.0, "since": now - 2000,
          "summary": "resolved: consumer group old-group is STOP"},
     ]
+    alert_rows += [{"time": now - 300 + index * 0.01, "cluster": CLUSTER, "rule": "ConsumerGroupStatus",
+                    "severity": "warning", "entity": f"group/{name}", "state": "firing", "value": 5.0,
+                    "since": now - 300 + index * 0.01,
+                    "summary": f"consumer group {name} is STOP: no members and the committed offsets do not move, "
+                               "lag 5"} for index, name in enumerate(expected.idle_groups)]
     expected.firing = [("OfflinePartitions", "critical", f"cluster/{CLUSTER}"), ("BrokerDown", "critical", "broker/3"),
                        ("UnderReplicatedPartitions", "warning", f"cluster/{CLUSTER}"),
                        ("ConsumerGroupLagSeconds", "warning", f"group/{lag_group}")]

@@ -33,7 +33,7 @@ DOMAIN = Path("/work/shared/DOMAIN.md")
 KPULSE_EXPORTER_METRICS = {  # what kpulse's own exporter exports (the contract with its author)
     "kafka_consumergroup_lag", "kpulse_consumergroup_lag_seconds", "kpulse_consumergroup_status",
     "kpulse_streams_app_running", "kpulse_probe_produce_availability", "kpulse_collector_up",
-    "kpulse_sharegroup_status",
+    "kpulse_sharegroup_status", "kpulse_consumergroup_expected_idle",
 }
 PROMETHEUS_BUILTINS = {"up"}
 T0 = 10_000.0
@@ -875,16 +875,19 @@ def test_the_job_labels_are_parameters_and_quoted():
         prometheus_rules("")
 
 
+IDLE_UNLESS = " unless on (cluster, consumergroup) kpulse_consumergroup_expected_idle == 1"
+
+
 def test_lag_thresholds_default_and_per_group():
     rules = [r for r in exported(lag_seconds_threshold=120, lag_seconds_overrides={"fast": 5, "odd\"id": 30.5})
              if r["alert"] == "ConsumerGroupLagSeconds"]
     assert [r["expr"] for r in rules] == [
-        'kpulse_consumergroup_lag_seconds{consumergroup!="fast",consumergroup!="odd\\"id"} > 120',
-        'kpulse_consumergroup_lag_seconds{consumergroup="fast"} > 5',
-        'kpulse_consumergroup_lag_seconds{consumergroup="odd\\"id"} > 30.5',
+        'kpulse_consumergroup_lag_seconds{consumergroup!="fast",consumergroup!="odd\\"id"} > 120' + IDLE_UNLESS,
+        'kpulse_consumergroup_lag_seconds{consumergroup="fast"} > 5' + IDLE_UNLESS,
+        'kpulse_consumergroup_lag_seconds{consumergroup="odd\\"id"} > 30.5' + IDLE_UNLESS,
     ]
     assert [r["expr"] for r in exported() if r["alert"] == "ConsumerGroupLagSeconds"] == [
-        "kpulse_consumergroup_lag_seconds > 60"]
+        "kpulse_consumergroup_lag_seconds > 60" + IDLE_UNLESS]
 
 
 def test_expressions_say_the_same_thresholds_as_the_kpulse_rules():
@@ -896,8 +899,9 @@ def test_expressions_say_the_same_thresholds_as_the_kpulse_rules():
             '{job="kafka"}[2m]) / 1e9')
     assert exprs[("RequestHandlerIdleLow", WARNING)] == f"{idle} < 0.2 and {idle} >= 0.1"
     assert exprs[("RequestHandlerIdleCritical", CRITICAL)] == f"{idle} < 0.1"
-    assert exprs[("ConsumerGroupStatus", WARNING)] == 'kpulse_consumergroup_status{status=~"STOP|STALL"} == 1'
-    assert exprs[("ConsumerGroupStatus", CRITICAL)] == 'kpulse_consumergroup_status{status=~"ERR"} == 1'
+    assert exprs[("ConsumerGroupStatus", WARNING)] == ('kpulse_consumergroup_status{status=~"STOP|STALL"} == 1'
+                                                       + IDLE_UNLESS)
+    assert exprs[("ConsumerGroupStatus", CRITICAL)] == 'kpulse_consumergroup_status{status=~"ERR"} == 1' + IDLE_UNLESS
     assert exprs[("StreamsAppNotRunning", CRITICAL)] == (
         "max by (application_id) (kafka_streams_stream_metrics_client_state) >= 5")
 

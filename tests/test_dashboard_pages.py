@@ -165,8 +165,9 @@ def test_slos_page_lists_every_slo_paging_first_with_a_burn_down(app, lake):
 def test_alerts_page_triage_order_runbook_and_acknowledgement_persisted(app, lake):
     directory, expected = lake
     open_page(app, "alerts")
-    table = app.dataframe[0].value
-    assert list(zip(table["rule"], table["severity"], table["entity"])) == expected.firing
+    table = app.dataframe[0].value  # one row per rule: each rule here fires for one entity, named in the row
+    assert list(zip(table["rule"], table["severity"], table["affected"])) == expected.firing
+    assert list(table["entities"]) == [1] * len(expected.firing)
     chosen = app.selectbox(key="alerts-chosen")
     assert chosen.value == "OfflinePartitions · cluster/test"
     assert "What it means" in app.get("code")[0].value

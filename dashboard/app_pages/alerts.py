@@ -1,49 +1,114 @@
-"""Alerts (triage): firing alerts, critical first then oldest; each opens its context (the metric
-around it, the runbook, links to the affected entities); acknowledge or silence, with who and
-until when, persisted in the lake."""
+"""Alerts (triage): firing alerts grouped by rule, as Alertmanager groups them (one row for
+"ConsumerGroupStatus, 2,000 groups"), critical first then oldest; a group opens its entities
+(searched and paged on the server), an entity its context (the metric around it, the runbook, links
+to its page); acknowledge or silence a whole group or one entity, with who and until when,
+persisted in the lake. ``?rule=`` opens a group, ``&entity=`` one of its entities."""
 
+import pandas as pd
 import streamlit as st
 
+from alerting.grouping import counts
 from alerting.runbooks import RUNBOOKS, runbook_text
 from dashboard import components, frame, literal
 from dashboard.services import alerts
-from dashboard.services.acks import KINDS, new_ack
+from dashboard.services.acks import EVERY_ENTITY, KINDS, new_ack
 from dashboard.services.health import human_age
 
 CONTEXT_BEFORE_SECONDS = 1800
 PAGE_FILES = {"overview": "app_pages/overview.py", "brokers": "app_pages/brokers.py", "groups": "app_pages/groups.py",
               "streams": "app_pages/streams.py", "topics": "app_pages/topics.py",
               "share_groups": "app_pages/share_groups.py"}
+ENTITY_SORTS = {"age": "age_seconds", "severity": "severity_rank", "entity": "entity"}
 
 st.title("Alerts")
+
+
+def shown_alerts() -> tuple[dict, pd.DataFrame]:
+    """(active acknowledgements, the firing rows shown: silenced ones only with the toggle on)."""
+    acks = frame.alert_acks()
+    firing = frame.firing(acks)
+    if st.session_state.get("alerts-show-silenced") or firing.empty:
+        return acks, firing
+    return acks, firing[~firing["silenced"]].reset_index(drop=True)
 
 
 @st.fragment(run_every=frame.refresh_seconds())
 def firing_list() -> None:
     with frame.shown_errors():
-        firing = frame.firing()
-        show_silenced = st.toggle("show silenced", key="alerts-show-silenced")
-        shown = firing if show_silenced or firing.empty else firing[~firing["silenced"]]
-        critical = int((shown["severity"] == "critical").sum()) if len(shown) else 0
-        st.markdown(f"**{len(shown)} firing** · {critical} critical · {len(shown) - critical} warning")
-        if shown.empty:
+        st.toggle("show silenced", key="alerts-show-silenced")
+        acks, shown = shown_alerts()
+        groups, table = frame.firing_groups(shown, acks)
+        total = counts(groups)
+        st.markdown(f"**{len(groups)} firing** · {total.critical} critical · {total.warning} warning · "
+                    f"{total.entities:,} {'entity' if total.entities == 1 else 'entities'} affected")
+        if not groups:
             st.success("Nothing firing.")
             return
-        table = shown.assign(age=[human_age(s) for s in shown["age_seconds"]])
-        st.dataframe(table[["severity", "rule", "entity", "age", "summary", "ack", "ack_by", "ack_until"]],
+        st.caption("One row per rule (grouped as Alertmanager does): open a group below for its entities.")
+        table = table.assign(age=[human_age(s) for s in table["age_seconds"]])
+        st.dataframe(table[["severity", "rule", "affected", "entities", "age", "summary", "ack", "ack_by", "ack_until",
+                            "acknowledged", "silenced"]],
                      hide_index=True, width="stretch")
+
+
+def ack_form(key: str, rule: str, entity: str, what: str) -> None:
+    """Acknowledge or silence ``entity`` of ``rule`` (:data:`EVERY_ENTITY`: the whole group)."""
+    with st.form(key, clear_on_submit=False):
+        st.markdown(f"#### Acknowledge or silence {what}")
+        who = st.text_input("Who", key=f"{key}-who")
+        action = st.radio("Action", KINDS, horizontal=True, key=f"{key}-kind")
+        hours = st.number_input("For how many hours", min_value=0.25, max_value=336.0, value=4.0, step=0.25,
+                                key=f"{key}-hours")
+        note = st.text_input("Note", key=f"{key}-note")
+        submitted = st.form_submit_button("Save")
+    if submitted:
+        with frame.shown_errors():
+            ack = new_ack(cluster=frame.cluster(), rule=rule, entity=entity, kind=action, by=who, hours=hours,
+                          now=frame.now(), note=note)
+            frame.ack_store().add(ack, frame.now())
+            st.success(f"{action}d by {literal.markdown(ack.by)} for {hours:g} h")
+            st.rerun()
 
 
 firing_list()
 
 with frame.shown_errors():
-    firing = frame.firing()
-    if not firing.empty:
-        keys = [alerts.alert_key(row) for row in firing.to_dict("records")]
+    acks, shown = shown_alerts()
+    groups, _ = frame.firing_groups(shown, acks)
+    if groups:
+        by_rule = {group.rule: group for group in groups}
         wanted = frame.entity_param("rule")
-        first = next((i for i, key in enumerate(keys) if wanted and key.startswith(f"{wanted} · ")), 0)
-        chosen = st.selectbox("Open an alert", keys, index=first, key="alerts-chosen", format_func=literal.visible)
-        alert = firing.iloc[keys.index(chosen)]
+        rule = st.selectbox("Open an alert group", list(by_rule), key="alerts-group",
+                            index=list(by_rule).index(wanted) if wanted in by_rule else 0,
+                            format_func=lambda r: literal.visible(f"{by_rule[r].severity}: {by_rule[r].headline}"))
+        group = by_rule[rule]
+        members = alerts.group_members(shown, rule)
+        listed_entities = members["entity"]
+        wanted_entity = frame.entity_param("entity")
+        if group.count > 1:
+            st.subheader(f"{literal.markdown(rule)} · {group.affected}")
+            st.markdown(f"{group.critical:,} critical · {group.warning:,} warning · the oldest firing since "
+                        f"{pd.Timestamp(group.since, unit='s', tz='UTC'):%Y-%m-%d %H:%M:%S} UTC")
+            group_ack = acks.get((rule, EVERY_ENTITY))
+            if group_ack:
+                st.info(f"the whole group is {group_ack.kind}d by {literal.markdown(group_ack.by)} until "
+                        f"{pd.Timestamp(group_ack.until, unit='s', tz='UTC'):%Y-%m-%d %H:%M} UTC (its entities firing "
+                        "now and later)")
+            listing = members.assign(age=[human_age(s) for s in members["age_seconds"]])
+            listed = components.searched_list(f"alerts-entities-{rule}", listing, sorts=ENTITY_SORTS,
+                                              search_column="entity", noun="entities",
+                                              placeholder="part of an entity, e.g. a group id")
+            st.dataframe(listed.rows[["severity", "entity", "age", "summary", "ack", "ack_by", "ack_until"]],
+                         hide_index=True, width="stretch")
+            ack_form("alerts-group-ack", rule, EVERY_ENTITY, f"all {group.affected}")
+            listed_entities = listed.rows["entity"]
+        keys = [alerts.alert_key({"rule": rule, "entity": entity}) for entity in listed_entities]
+        wanted_key = f"{rule} · {wanted_entity}" if wanted_entity else None
+        if wanted_key and wanted_key not in keys and wanted_entity in set(members["entity"]):
+            keys.insert(0, wanted_key)
+        chosen = st.selectbox("Open an alert", keys, index=keys.index(wanted_key) if wanted_key in keys else 0,
+                              key="alerts-chosen", format_func=literal.visible)
+        alert = members[members["entity"] == chosen.partition(" · ")[2]].iloc[0]
         st.subheader(f"{literal.markdown(alert['rule'])} · {literal.markdown(alert['entity'])}")
         colour = "red" if alert["severity"] == "critical" else "orange"
         st.markdown(f":{colour}[**{literal.markdown(alert['severity'].upper())}**] · firing since "
@@ -76,18 +141,4 @@ with frame.shown_errors():
         else:
             st.markdown(f"No runbook for rule {literal.markdown(alert['rule'])}.")
 
-        with st.form("alerts-ack", clear_on_submit=False):
-            st.markdown("#### Acknowledge or silence")
-            who = st.text_input("Who", key="alerts-ack-who")
-            action = st.radio("Action", KINDS, horizontal=True, key="alerts-ack-kind")
-            hours = st.number_input("For how many hours", min_value=0.25, max_value=336.0, value=4.0, step=0.25,
-                                    key="alerts-ack-hours")
-            note = st.text_input("Note", key="alerts-ack-note")
-            submitted = st.form_submit_button("Save")
-        if submitted:
-            with frame.shown_errors():
-                ack = new_ack(cluster=frame.cluster(), rule=alert["rule"], entity=alert["entity"], kind=action,
-                              by=who, hours=hours, now=frame.now(), note=note)
-                frame.ack_store().add(ack, frame.now())
-                st.success(f"{action}d by {literal.markdown(ack.by)} for {hours:g} h")
-                st.rerun()
+        ack_form("alerts-ack", alert["rule"], alert["entity"], "this alert")

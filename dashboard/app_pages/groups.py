@@ -1,17 +1,46 @@
 """Consumer groups: searchable, paged list (server side) sortable by lag seconds and status;
-group detail with per-partition lag and the lag history in offsets and seconds."""
+group detail with per-partition lag and the lag history in offsets and seconds; a group marked (or
+unmarked) expected-idle: shown, labelled, but firing no group alert (``kpulse/expected_idle.py``)."""
 
 import streamlit as st
 
-from dashboard import actions, components, frame, literal
+from dashboard import actions, auth, components, frame, literal
 from dashboard.services import groups
+from kpulse.expected_idle import CONFIG, reason
+from operations.access import MARK_EXPECTED_IDLE, allowed
 
 WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600}
+
+
+def expected_idle_slot(cluster: str, group_id: str, why: str | None) -> None:
+    """Mark or unmark ``group_id`` expected-idle (operators and admins; audited, no typed confirmation:
+    it changes who is paged, not the cluster)."""
+    user = auth.user()
+    if why == CONFIG:
+        st.caption("Named by the config (consumer_groups.expected_idle): change the config to unmark it.")
+        return
+    if user is None or not allowed(user, MARK_EXPECTED_IDLE):
+        return
+    with st.form("groups-idle", border=False):
+        note = "" if why else st.text_input("Why it is expected idle (optional)", key="groups-idle-note",
+                                            placeholder="e.g. retired with orders-v1")
+        marked = why is not None
+        submitted = st.form_submit_button("Unmark expected idle" if marked else "Mark expected idle",
+                                          icon=":material/notifications_off:" if not marked else None)
+    if submitted:
+        with frame.shown_errors("expected idle"):
+            frame.operations().set_expected_idle(user, cluster, group_id, not marked, note)
+            st.success("unmarked: its alerts fire again" if marked else
+                       "marked expected idle: it fires no group alert from the next collection cycle")
+            st.rerun()
+
 
 st.title("Consumer groups")
 with frame.shown_errors():
     snap = frame.snapshot()
-    table = groups.groups_frame(snap)
+    consumer_groups = frame.sources().config.cluster(frame.cluster()).consumer_groups
+    marks = frame.operations().expected_idle_marks(frame.cluster())
+    table = groups.groups_frame(snap, groups.expected_idle_now(snap, consumer_groups, marks))
     page = components.searched_list("groups", table, sorts=groups.SORTS, search_column="group_id", noun="groups",
                                     placeholder="part of a group id")
     if partial := int(table["partial"].notna().sum()):
@@ -19,7 +48,8 @@ with frame.shown_errors():
                    "partitions' lag is unknown (log end not read, e.g. a broker down), so their total lag and "
                    "lag seconds are a lower bound.")
     st.dataframe(page.rows.drop(columns=["status_rank"]), hide_index=True, width="stretch",
-                 column_config={"max_lag_seconds": st.column_config.NumberColumn("lag seconds", format="%.0f")})
+                 column_config={"max_lag_seconds": st.column_config.NumberColumn("lag seconds", format="%.0f"),
+                                "expected_idle": st.column_config.CheckboxColumn("expected idle")})
 
     names = list(page.rows["group_id"])
     wanted = frame.entity_param("group")
@@ -33,6 +63,13 @@ with frame.shown_errors():
                               key="groups-chosen", format_func=literal.visible)
         st.subheader(literal.markdown(chosen))
         group = next((g for g in (snap or {}).get("consumer_groups") or [] if g.get("group_id") == chosen), {})
+        why = reason(chosen, consumer_groups, marks)
+        if why:
+            mark = marks.get(chosen)
+            st.info(f"expected idle ({literal.markdown(why)}"
+                    + (f": {literal.markdown(mark.note)}" if mark and mark.note and why != CONFIG else "")
+                    + "): shown, but it fires no group alert", icon=":material/notifications_off:")
+        expected_idle_slot(frame.cluster(), chosen, why)
         if note := groups.partial_note(group):
             st.caption(f"Partial: {note}. Each partition's why_null says why its value is unknown.")
         detail = groups.group_partitions(snap, chosen)

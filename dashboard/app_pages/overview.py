@@ -1,11 +1,12 @@
-"""Overview: the chosen cluster's health at a glance, tiles coloured by DOMAIN.md's thresholds."""
+"""Overview: the chosen cluster's health at a glance, tiles coloured by DOMAIN.md's thresholds, and
+one line per firing alert group ("warning: ConsumerGroupStatus, 2,000 groups"), however many entities."""
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import components, frame, literal
 from dashboard.services.groups import partial_groups
-from dashboard.services.health import overview_tiles
+from dashboard.services.health import alert_lines, overview_tiles
 from dashboard.services.sources import DashboardError
 
 st.title("Overview")
@@ -22,8 +23,15 @@ def live_tiles() -> None:
             slo = frame.slo_latest()
         except DashboardError:
             slo = pd.DataFrame()
-        alerts = frame.firing()
+        acks = frame.alert_acks()
+        alerts = frame.firing(acks)
         components.tiles(overview_tiles(snap, alerts, slo))
+        groups, _ = frame.firing_groups(alerts, acks)
+        for severity, line in alert_lines(groups):
+            colour = "red" if severity == "critical" else "orange"
+            st.markdown(f":{colour}[**{severity}**]: {literal.markdown(line)}")
+        if groups:
+            st.page_link("app_pages/alerts.py", label="Open the alerts", icon=":material/arrow_forward:")
         if snap is not None:
             cluster = snap.get("cluster") or {}
             partial = partial_groups(snap)

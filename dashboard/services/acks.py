@@ -3,13 +3,17 @@ the lake (``<lake>/_dashboard/alert_acks.json``, written whole: temporary name, 
 every dashboard instance reading that lake sees them. Names starting with ``_`` are not lake tables.
 
 An *acknowledgement* says someone is on it; a *silence* also hides the alert from the firing list
-until it ends. Both end at ``until``; the newest one of an alert wins."""
+until it ends. Both end at ``until``; the newest one of an alert wins.
+
+One made on a group of alerts (every entity of a rule on a cluster, ``alerting/grouping.py``) has the
+entity :data:`EVERY_ENTITY`: it covers each entity of the rule firing then or later (as an Alertmanager
+silence matching ``alertname`` does) until it ends; an entity's own, when newer, wins over it."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from dashboard.services.sources import DashboardError, one_line
 from kpulse.lake.store import resolve
@@ -17,6 +21,8 @@ from kpulse.lake.store import resolve
 STORE_DIR = "_dashboard"
 STORE_FILE = "alert_acks.json"
 KINDS = ("acknowledge", "silence")
+EVERY_ENTITY = "*"
+"""The entity of an acknowledgement or silence of a whole group: every entity of its rule."""
 MAX_HOURS = 24 * 14
 
 
@@ -56,6 +62,15 @@ def active(acks: Iterable[Ack], cluster: str, now: float) -> dict[tuple[str, str
         elif ack.cluster == cluster:
             current.pop((ack.rule, ack.entity), None)
     return current
+
+
+def effective(current: Mapping[tuple[str, str], Ack], rule: str, entity: str) -> Ack | None:
+    """The acknowledgement or silence that applies to ``entity`` of ``rule`` (from :func:`active`):
+    the newer of the entity's own and its rule's group-wide one."""
+    own, group = current.get((rule, entity)), current.get((rule, EVERY_ENTITY))
+    if own is None or group is None:
+        return own or group
+    return own if own.at >= group.at else group
 
 
 class AckStore:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from kpulse.expected_idle import reason
 from kpulse.lag_contract import STATUS_SEVERITY
 from kpulse.snapshot import ConsumerGroup, Snapshot
 
@@ -20,17 +21,21 @@ GROUP_TABLE: dict[str, str] = {
 """Column of the page's group table -> the :class:`kpulse.snapshot.ConsumerGroup` field it shows.
 The one renamed: ``partitions`` (``partition_count``), the name of the lake's ``consumer_group``
 column the group's history beside it is read from."""
-GROUP_COLUMNS = [*GROUP_TABLE, "partial"]
+GROUP_COLUMNS = [*GROUP_TABLE, "expected_idle", "partial"]
 STATUS_ORDER = STATUS_SEVERITY
 """Burrow's order (worst last, ``kpulse/lag_contract.py``); unknown status sorts before OK."""
 SORTS = {"lag seconds": "max_lag_seconds", "status": "status_rank", "lag (offsets)": "total_lag",
          "group id": "group_id"}
 
 
-def groups_frame(snapshot: Snapshot | None) -> pd.DataFrame:
-    """One row per group of the snapshot (:data:`GROUP_TABLE`), with ``status_rank`` for sorting by status."""
+def groups_frame(snapshot: Snapshot | None, expected_idle: set[str] | None = None) -> pd.DataFrame:
+    """One row per group of the snapshot (:data:`GROUP_TABLE`), with ``status_rank`` for sorting by
+    status; the ``expected_idle`` column says whether the group is in ``expected_idle``
+    (:func:`expected_idle_now`), by default whether the snapshot labels it so."""
     groups = (snapshot or {}).get("consumer_groups") or []
     frame = pd.DataFrame([{**{column: g.get(field) for column, field in GROUP_TABLE.items()},
+                           "expected_idle": bool(g.get("expected_idle")) if expected_idle is None
+                           else g.get("group_id") in expected_idle,
                            "partial": partial_note(g)} for g in groups],
                          columns=GROUP_COLUMNS)
     frame["total_lag"] = pd.array(frame["total_lag"], dtype="Int64")
@@ -60,6 +65,13 @@ def partial_note(group: ConsumerGroup) -> str | None:
         elif group.get(value) is None:
             notes.append(f"{label} unknown for all {unknown} partitions")
     return " · ".join(notes) or None
+
+
+def expected_idle_now(snapshot: Snapshot | None, consumer_groups, marks) -> set[str]:
+    """The snapshot's groups expected idle now (config or marks, ``kpulse/expected_idle.py``): a mark made
+    since the snapshot was taken counts at once, a group unmarked since loses its label at once."""
+    return {g["group_id"] for g in (snapshot or {}).get("consumer_groups") or []
+            if reason(str(g.get("group_id")), consumer_groups, marks) is not None}
 
 
 def partial_groups(snapshot: Snapshot | None) -> int:

@@ -8,6 +8,8 @@ from typing import Any
 
 import pandas as pd
 
+from alerting.grouping import AlertGroup, counts
+from dashboard.services.alerts import alert_groups
 from kpulse.snapshot import Snapshot
 
 OK, WARN, CRIT, UNKNOWN, INFO = "ok", "warning", "critical", "unknown", "info"
@@ -109,12 +111,19 @@ def overview_tiles(snapshot: Snapshot | None, alerts: pd.DataFrame, slo_status: 
         values = [b.get(key) for b in brokers if b.get(key) is not None]
         tiles.append(Tile(label, human_rate(sum(values)) if values else "—", INFO if values else UNKNOWN,
                           "all brokers" if values else "no broker metrics"))
-    critical = int((alerts["severity"] == "critical").sum()) if len(alerts) else 0
-    warning = int((alerts["severity"] == "warning").sum()) if len(alerts) else 0
-    tiles.append(Tile("Firing alerts", f"{critical} critical · {warning} warning",
-                      CRIT if critical else WARN if warning else OK))
+    firing = counts(alert_groups(alerts))
+    tiles.append(Tile("Firing alerts", f"{firing.critical} critical · {firing.warning} warning",
+                      CRIT if firing.critical else WARN if firing.warning else OK,
+                      f"{firing.entities:,} {'entity' if firing.entities == 1 else 'entities'} affected"
+                      if firing.entities else ""))
     tiles.append(slo_tile(slo_status))
     return tiles
+
+
+def alert_lines(groups: list[AlertGroup]) -> list[tuple[str, str]]:
+    """(severity, "ConsumerGroupStatus, 2,000 groups") per alert group, in triage order: the
+    Overview's alert summary, one line per rule however many entities fire."""
+    return [(group.severity, group.headline) for group in groups]
 
 
 def slo_tile(slo_status: pd.DataFrame) -> Tile:

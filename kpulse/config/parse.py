@@ -226,9 +226,9 @@ def _streams_app(reader: _Section) -> StreamsAppConfig:
 
 
 def _consumer_groups(reader: _Section) -> ConsumerGroupsConfig:
-    reader.declare("include", "exclude", "lag_seconds_threshold", "overrides")
+    reader.declare("include", "exclude", "lag_seconds_threshold", "overrides", "expected_idle")
     patterns = {key: reader.strings(key, default=default)
-                for key, default in (("include", (".*",)), ("exclude", ()))}
+                for key, default in (("include", (".*",)), ("exclude", ()), ("expected_idle", ()))}
     for key, values in patterns.items():
         for index, pattern in enumerate(values):
             try:
@@ -247,6 +247,7 @@ def _consumer_groups(reader: _Section) -> ConsumerGroupsConfig:
     return ConsumerGroupsConfig(
         include=patterns["include"],
         exclude=patterns["exclude"],
+        expected_idle=patterns["expected_idle"],
         lag_seconds_threshold=reader.seconds("lag_seconds_threshold", DEFAULT_LAG_SECONDS_THRESHOLD),
         overrides=MappingProxyType(overrides),
     )
