@@ -130,10 +130,10 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
                       tuple(clusters) if clusters else None, shards)
     try:
         with progress.step(f"computing per-minute good/valid counts ({len(days)} day(s), one Spark task each)"):
-            counted = _in_tasks(spark, [functools.partial(tasks.count_day, work, day) for day in days], progress)
+            counted = in_tasks(spark, [functools.partial(tasks.count_day, work, day) for day in days], progress)
         with progress.step(f"filling no-data minutes, rolling up windows ({sum(r['samples'] for r in counted)} "
                            f"samples read, {stored} stored minutes, {shards} shard(s))"):
-            evaluated = _in_tasks(spark, [functools.partial(tasks.evaluate_shard, work, shard)
+            evaluated = in_tasks(spark, [functools.partial(tasks.evaluate_shard, work, shard)
                                           for shard in range(shards)], progress)
         minute_rows = sum(r["minute_rows"] for r in evaluated)
         status_rows = sum(r["status_rows"] for r in evaluated)
@@ -155,7 +155,7 @@ def _left_out(lake: str, unreadable: list[UnreadableFile]) -> list[str]:
     return [str(problem) for problem in distinct]
 
 
-def _in_tasks(spark: SparkSession, calls: list, progress: Progress) -> list[dict[str, Any]]:
+def in_tasks(spark: SparkSession, calls: list, progress: Progress) -> list[dict[str, Any]]:
     """Run each call as one Spark task; their results, or the first task's lake error as LakeError.
     While they run, a line every few seconds says how many tasks are done."""
     if not calls:
