@@ -278,12 +278,12 @@ _TABLES: dict[str, tuple[pa.Schema, dict[str, str]]] = {
         ("bucket_minutes", pa.int32(), "Length of the bucket that starts at `time`, minutes (`lake.retention."
                                        "downsample_minutes`)."),
         ("samples", pa.int32(), "`consumer_lag` rows folded into this row."),
-        ("committed_offset", pa.int64(), "The last committed offset of the bucket (null without a commit)."),
-        ("log_end_offset", pa.int64(), "The last log end offset of the bucket."),
-        ("lag", pa.int64(), "The last `lag` of the bucket."),
+        ("committed_offset", pa.int64(), "The last committed offset known in the bucket; null when none is."),
+        ("log_end_offset", pa.int64(), "The last log end offset known in the bucket."),
+        ("lag", pa.int64(), "The last `lag` known in the bucket."),
         ("max_lag", pa.int64(), "The largest `lag` of the bucket; null when none is known."),
         ("max_lag_seconds", pa.float64(), "The largest `lag_seconds` of the bucket; null when none is known."),
-        ("status", pa.string(), "The last status of the bucket."),
+        ("status", pa.string(), "The last status known in the bucket."),
         time="Start of the bucket (UTC).",
     ),
     # One row per table and day that a compaction run changed: what it did, for the record.
@@ -294,11 +294,11 @@ _TABLES: dict[str, tuple[pa.Schema, dict[str, str]]] = {
         ("action", pa.string(), "`compact` (files merged into one), `downsample` (`consumer_lag_downsampled` "
                                 "written from the day's `consumer_lag`), `expire` (partition deleted by "
                                 "retention) or `clean` (leftovers of an interrupted run deleted)."),
-        ("files_before", pa.int32(), "Data files in the partition before."),
+        ("files_before", pa.int32(), "Data files in the partition before (`downsample`: in the day's `consumer_lag`)."),
         ("files_after", pa.int32(), "Data files in the partition after."),
-        ("rows_before", pa.int64(), "Rows in the partition before (from the Parquet footers)."),
+        ("rows_before", pa.int64(), "Rows in the partition before (from the Parquet footers; `downsample`: the day's `consumer_lag` rows)."),
         ("rows_after", pa.int64(), "Rows in the partition after."),
-        ("bytes_before", pa.int64(), "Bytes of the partition's data files before."),
+        ("bytes_before", pa.int64(), "Bytes of the partition's data files before (`downsample`: the day's `consumer_lag`)."),
         ("bytes_after", pa.int64(), "Bytes of the partition's data files after."),
         ("seconds", pa.float64(), "How long the action took."),
         time="When the action ended (UTC).", cluster="`*`: a partition holds rows of every cluster.",
