@@ -110,12 +110,10 @@ def _task(lake: str, task: Task, minutes: int) -> dict[str, Any]:
     fs, base = resolve(lake)
     done: list[compaction.Done] = []
     failed = None
-    for action in task.actions:
-        try:
-            done += compaction.run_actions(fs, base, task.table, task.day, (action,), minutes)
-        except Exception as error:  # noqa: BLE001 - the partition is left readable; the next run retries
-            failed = f"{action}: {one_line(error)}"
-            break
+    try:
+        compaction.run_actions(fs, base, task.table, task.day, task.actions, minutes, done)
+    except Exception as error:  # noqa: BLE001 - the partition is left readable; the next run retries
+        failed = one_line(error)
     return {"done": [_plain(d) for d in done], "failed": failed}
 
 

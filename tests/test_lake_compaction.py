@@ -282,3 +282,61 @@ def test_the_slo_job_computes_the_same_minutes_from_the_compacted_lake(spark, tm
         assert len(read_table(str(plain), table)) > 0
         pd.testing.assert_frame_equal(sorted_frame(read_table(str(compacted), table)),
                                       sorted_frame(read_table(str(plain), table)))
+
+
+# --- the command and its configuration -------------------------------------------------------------
+
+def test_the_command_refuses_bad_input_in_one_line(tmp_path, capsys):
+    from cli.main import main
+
+    assert main(["lake", "compact", "--lake", str(tmp_path / "missing")]) == 1
+    assert main(["lake", "compact", "--lake", str(tmp_path), "--until", "yesterday-ish"]) == 1
+    assert main(["lake", "compact", "--lake", str(tmp_path), "--daily", "--dry-run"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 3 and all(line.startswith("kpulse: error: ") for line in lines), lines
+    assert "no lake at" in lines[0] and "not an ISO 8601 time" in lines[1] and "--daily" in lines[2]
+
+
+@pytest.mark.parametrize("retention, error", [
+    ({"days": 0}, "lake.retention.days: expected a number of days >= 1 or 'forever', got int 0"),
+    ({"per_partition_days": "week"}, "lake.retention.per_partition_days: expected a number of days"),
+    ({"tables": {"audit": -1}}, "lake.retention.tables.audit: expected a number of days"),
+    ({"daily_at": "25:00"}, "lake.retention.daily_at: expected a UTC time of day HH:MM"),
+    ({"downsample_minutes": -5}, "lake.retention.downsample_minutes: must be between 0 and 1440"),
+    ({"keep": 3}, "lake.retention.keep: unknown key"),
+])
+def test_retention_config_errors_name_the_key(retention, error):
+    from pathlib import Path
+
+    from kpulse.config.errors import ConfigError
+    from kpulse.config.parse import parse_config
+
+    data = {"clusters": [{"name": "c", "bootstrap_servers": "h:9092"}], "lake": {"path": "/l", "retention": retention}}
+    with pytest.raises(ConfigError) as raised:
+        parse_config(data, source="t", base_dir=Path("/"))
+    assert str(raised.value).startswith(error)
+
+
+def test_retention_config_reads_forever_and_overrides():
+    from pathlib import Path
+
+    from kpulse.config.parse import parse_config
+
+    data = {"clusters": [{"name": "c", "bootstrap_servers": "h:9092"}],
+            "lake": {"retention": {"per_partition_days": 3, "days": "forever", "tables": {"probe": 30}}}}
+    retention = parse_config(data, source="t", base_dir=Path("/")).lake.retention
+    assert (retention.per_partition_days, retention.days, dict(retention.tables)) == (3, None, {"audit": None,
+                                                                                               "probe": 30})
+    assert compaction.retention_days(retention, "consumer_group") is None
+    assert compaction.retention_days(retention, "share_partition") == 3
+
+
+@pytest.mark.parametrize("now, expected_hours", [
+    (datetime(2026, 3, 9, 0, 0, tzinfo=timezone.utc), 0.5),
+    (datetime(2026, 3, 9, 0, 30, tzinfo=timezone.utc), 24.0),  # just run: tomorrow
+    (datetime(2026, 3, 9, 23, 30, tzinfo=timezone.utc), 1.0),
+])
+def test_the_daily_service_waits_for_the_configured_time(now, expected_hours):
+    from spark_jobs.compact_command import seconds_until
+
+    assert seconds_until("00:30", now) == expected_hours * 3600

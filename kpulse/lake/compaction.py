@@ -201,6 +201,36 @@ def downsample(fs: pafs.FileSystem, base: str, table: str, day: date, minutes: i
     listed = inspect(fs, source)
     rows_before, bytes_before = sizes(fs, source, listed.files)
     folded = fold(_batches(fs, source, listed.files, SCHEMAS[table], sort=False), minutes)
+    return _replace_downsampled(fs, base, table, day, folded, len(listed.files), rows_before, bytes_before, began)
+
+
+def compact_and_downsample(fs: pafs.FileSystem, base: str, table: str, day: date, minutes: int) -> list[Done]:
+    """:func:`downsample` and :func:`compact` in one pass over the day's rows (what a closed day of
+    ``consumer_lag`` gets): the raw rows are read once, folded and written sorted."""
+    began = time.monotonic()
+    directory = partition_directory(base, table, day)
+    listed = inspect(fs, directory)
+    rows_before, bytes_before = sizes(fs, directory, listed.files)
+    schema = SCHEMAS[table]
+    folder = Folder(minutes)
+
+    def batches():
+        for batch in _batches(fs, directory, listed.files, schema, sort=False):
+            folder.add(batch)
+            yield batch.sort_by(_sort_keys(schema))
+
+    final = _swap_in(fs, directory, schema, (*listed.files, *listed.leftovers), batches(), rows_before)
+    _delete(fs, directory, (*listed.files, *listed.leftovers, *listed.temporaries))
+    rows_after, bytes_after = sizes(fs, directory, [final.rsplit("/", 1)[-1]])
+    compacted = Done(table, day, "compact", len(listed.files), 1, rows_before, rows_after, bytes_before, bytes_after,
+                     time.monotonic() - began)
+    folded = _replace_downsampled(fs, base, table, day, folder.result(), len(listed.files), rows_before,
+                                  bytes_before, time.monotonic())
+    return [folded, compacted]
+
+
+def _replace_downsampled(fs: pafs.FileSystem, base: str, table: str, day: date, folded: pa.Table, files: int,
+                         rows_before: int, bytes_before: int, began: float) -> Done:
     target_table = DOWNSAMPLED[table]
     target = partition_directory(base, target_table, day)
     fs.create_dir(target, recursive=True)
@@ -209,8 +239,8 @@ def downsample(fs: pafs.FileSystem, base: str, table: str, day: date, minutes: i
                      iter([folded]) if folded.num_rows else iter(()), folded.num_rows)
     _delete(fs, target, (*existing.files, *existing.leftovers, *existing.temporaries))
     rows_after, bytes_after = sizes(fs, target, [final.rsplit("/", 1)[-1]])
-    return Done(target_table, day, "downsample", len(listed.files), 1, rows_before, rows_after, bytes_before,
-                bytes_after, time.monotonic() - began)
+    return Done(target_table, day, "downsample", files, 1, rows_before, rows_after, bytes_before, bytes_after,
+                time.monotonic() - began)
 
 
 ACTIONS: dict[str, Callable[..., Done]] = {"compact": compact, "clean": clean, "expire": expire}
@@ -253,10 +283,13 @@ def _delete(fs: pafs.FileSystem, directory: str, names) -> None:
             pass
 
 
+def _sort_keys(schema: pa.Schema) -> list[tuple[str, str]]:
+    return [(name, "ascending") for name in SORT_KEYS if name in schema.names] + [("time", "ascending")]
+
+
 def _batches(fs: pafs.FileSystem, directory: str, names, schema: pa.Schema, sort: bool = True):
-    """The files' rows as tables of about :data:`ROW_GROUP_ROWS` rows (each sorted by the
-    table's keys and time), in the contract schema (older files' missing columns as null)."""
-    keys = [(name, "ascending") for name in SORT_KEYS if name in schema.names] + [("time", "ascending")]
+    """The files' rows as tables of about :data:`ROW_GROUP_ROWS` rows (with ``sort``, each sorted
+    by the table's keys and time), in the contract schema (older files' missing columns as null)."""
     pending: list[pa.Table] = []
     count = 0
     for name in names:
@@ -268,11 +301,11 @@ def _batches(fs: pafs.FileSystem, directory: str, names, schema: pa.Schema, sort
         count += table.num_rows
         if count >= ROW_GROUP_ROWS:
             merged = pa.concat_tables(pending)
-            yield merged.sort_by(keys) if sort else merged
+            yield merged.sort_by(_sort_keys(schema)) if sort else merged
             pending, count = [], 0
     if pending:
         merged = pa.concat_tables(pending)
-        yield merged.sort_by(keys) if sort else merged
+        yield merged.sort_by(_sort_keys(schema)) if sort else merged
 
 
 # --- downsampling (pure) ---------------------------------------------------------------------------
@@ -281,41 +314,56 @@ _KEYS = ["cluster", "group_id", "topic", "partition", "bucket"]
 _LAST = ["committed_offset", "log_end_offset", "lag", "status"]
 
 
+class Folder:
+    """Folds ``consumer_lag`` rows, batch by batch, into ``consumer_lag_downsampled`` rows: per
+    cluster, group, topic, partition and bucket of ``minutes``, the count, the last known values
+    and the largest lag and time lag. Pure (no I/O); holds one partial row per key and bucket."""
+
+    def __init__(self, minutes: int) -> None:
+        self.minutes = minutes
+        self._width = minutes * 60_000_000
+        self._partials: list[pa.Table] = []
+        self._size = 0
+
+    def add(self, batch: pa.Table) -> None:
+        self._partials.append(_partial(batch, self._width))
+        self._size += self._partials[-1].num_rows
+        if self._size > 2 * ROW_GROUP_ROWS:
+            self._partials = [_merge(self._partials)]
+            self._size = self._partials[0].num_rows
+
+    def result(self) -> pa.Table:
+        schema = SCHEMAS[DOWNSAMPLED["consumer_lag"]]
+        if not self._partials:
+            return schema.empty_table()
+        merged = _merge(self._partials)
+        merged = merged.take(pc.sort_indices(merged, [(k, "ascending") for k in _KEYS]))
+        return pa.table({
+            "time": merged["bucket"].cast(pa.int64()).cast(schema.field("time").type),
+            "cluster": merged["cluster"], "group_id": merged["group_id"], "topic": merged["topic"],
+            "partition": merged["partition"],
+            "bucket_minutes": pa.array(np.full(merged.num_rows, self.minutes, dtype=np.int32)),
+            "samples": merged["samples"].cast(pa.int32()),
+            "committed_offset": merged["committed_offset"], "log_end_offset": merged["log_end_offset"],
+            "lag": merged["lag"], "max_lag": merged["max_lag"], "max_lag_seconds": merged["max_lag_seconds"],
+            "status": merged["status"],
+        }, schema=schema)
+
+
 def fold(batches, minutes: int) -> pa.Table:
-    """``consumer_lag`` rows (in batches) -> ``consumer_lag_downsampled`` rows: per cluster,
-    group, topic, partition and bucket of ``minutes``, the count, the last known values and the
-    largest lag and time lag. Pure."""
-    width = minutes * 60_000_000
-    partials: list[pa.Table] = []
-    size = 0
+    """All ``batches`` through one :class:`Folder`. Pure."""
+    folder = Folder(minutes)
     for batch in batches:
-        partials.append(_partial(batch, width))
-        size += partials[-1].num_rows
-        if size > 2 * ROW_GROUP_ROWS:
-            partials, size = [_merge(partials)], 0
-    schema = SCHEMAS[DOWNSAMPLED["consumer_lag"]]
-    if not partials:
-        return schema.empty_table()
-    merged = _merge(partials)
-    order = pc.sort_indices(merged, [(k, "ascending") for k in _KEYS])
-    merged = merged.take(order)
-    columns = {
-        "time": merged["bucket"].cast(pa.int64()).cast(schema.field("time").type),
-        "cluster": merged["cluster"], "group_id": merged["group_id"], "topic": merged["topic"],
-        "partition": merged["partition"],
-        "bucket_minutes": pa.array(np.full(merged.num_rows, minutes, dtype=np.int32)),
-        "samples": merged["samples"].cast(pa.int32()),
-        "committed_offset": merged["committed_offset"], "log_end_offset": merged["log_end_offset"],
-        "lag": merged["lag"], "max_lag": merged["max_lag"], "max_lag_seconds": merged["max_lag_seconds"],
-        "status": merged["status"],
-    }
-    return pa.table(columns, schema=schema)
+        folder.add(batch)
+    return folder.result()
 
 
 def _partial(rows: pa.Table, width: int) -> pa.Table:
     micros = rows["time"].cast(pa.int64())
     bucket = pc.multiply(pc.divide(micros, pa.scalar(width, pa.int64())), pa.scalar(width, pa.int64()))
-    rows = rows.append_column("bucket", bucket).sort_by("time")
+    rows = rows.append_column("bucket", bucket)
+    if len(micros) > 1 and np.any(np.diff(micros.to_numpy()) < 0):
+        rows = rows.sort_by("time")  # "last" follows the row order; a flush's rows are in time order already
     grouped = rows.group_by(_KEYS, use_threads=False).aggregate(
         [("time", "count"), ("time", "max"), *[(name, "last") for name in _LAST], ("lag", "max"),
          ("lag_seconds", "max")])
@@ -335,9 +383,13 @@ def _merge(partials: list[pa.Table]) -> pa.Table:
 
 
 def run_actions(fs: pafs.FileSystem, base: str, table: str, day: date, actions: tuple[str, ...],
-                minutes: int) -> list[Done]:
-    """Do ``actions`` (from :func:`plan_partition`) in order."""
-    done = []
+                minutes: int, done: list[Done] | None = None) -> list[Done]:
+    """Do ``actions`` (from :func:`plan_partition`) in order; what was done is appended to
+    ``done`` as it is done (so a failure part-way keeps the record of what came before)."""
+    done = [] if done is None else done
+    if actions[:2] == ("downsample", "compact"):
+        done += compact_and_downsample(fs, base, table, day, minutes)
+        actions = actions[2:]
     for action in actions:
         if action == "downsample":
             done.append(downsample(fs, base, table, day, minutes))
