@@ -42,11 +42,14 @@ STATUSES = np.array(["OK", "OK", "OK", "OK", "OK", "OK", "WARN", "STALL"])
 
 
 def generate(lake: Path, start: datetime, hours: int, args, rng: np.random.Generator, tag: str) -> int:
-    """Write ``hours`` of samples from ``start``, one file per table and day; the rows written."""
+    """Write ``hours`` of samples from ``start``, one file per table and day (per hour or few at
+    thousands of groups: a day of 10,000 groups' rows would not fit in memory); the rows written."""
     total = 0
-    for offset in range(0, hours, 24):
+    fits = 5_000_000 // (60 * args.samples_per_minute * args.groups)
+    chunk = max(hours_ for hours_ in (1, 2, 3, 4, 6, 8, 12, 24) if hours_ <= max(1, fits))  # divides a day
+    for offset in range(0, hours, chunk):
         day_start = start + timedelta(hours=offset)
-        cycles = min(24, hours - offset) * 60 * args.samples_per_minute
+        cycles = min(chunk, hours - offset) * 60 * args.samples_per_minute
         base = int(day_start.timestamp() * 1_000_000)
         times = base + (np.arange(cycles, dtype=np.int64) * (60_000_000 // args.samples_per_minute))
         total += _write(lake, "consumer_group", day_start, tag, _groups(times, args, rng))
