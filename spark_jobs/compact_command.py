@@ -56,12 +56,15 @@ def _run_once(args, lake: str, retention, until: float | None, progress) -> int:
     from spark_jobs.compact_job import run
     from spark_jobs.lake_io import build_session
 
-    with progress.step(f"starting Spark ({args.master or 'local'})"):
-        spark = build_session(args.master, app_name="kpulse-lake-compact")
-    try:
-        result = run(spark, lake, retention, until=until, dry_run=args.dry_run, progress=progress)
-    finally:
-        spark.stop()
+    if args.dry_run:  # planning lists files on the driver: no Spark needed
+        result = run(None, lake, retention, until=until, dry_run=True, progress=progress)
+    else:
+        with progress.step(f"starting Spark ({args.master or 'local'})"):
+            spark = build_session(args.master, app_name="kpulse-lake-compact")
+        try:
+            result = run(spark, lake, retention, until=until, progress=progress)
+        finally:
+            spark.stop()
     if args.json:
         print(json.dumps(result.as_dict(), indent=2, default=str))
     else:

@@ -78,9 +78,10 @@ def plan(lake: str, retention: RetentionConfig, today: date) -> list[Task]:
     return [t for t in tasks if (t.table, t.day) not in downsampling or t.actions == ("expire",)]
 
 
-def run(spark: SparkSession, lake: str, retention: RetentionConfig, *, until: float | None = None,
+def run(spark: SparkSession | None, lake: str, retention: RetentionConfig, *, until: float | None = None,
         dry_run: bool = False, progress: Progress = SILENT) -> CompactionResult:
-    """Plan, then (unless ``dry_run``) run the tasks and record what they did in ``lake_compaction``."""
+    """Plan, then (unless ``dry_run``: then ``spark`` may be None) run the tasks and record what
+    they did in ``lake_compaction``."""
     lake_io.check_lake(lake)
     today = compaction.utc_day(time.time() if until is None else until)
     run_id = f"compact-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"

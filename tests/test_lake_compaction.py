@@ -340,3 +340,28 @@ def test_the_daily_service_waits_for_the_configured_time(now, expected_hours):
     from spark_jobs.compact_command import seconds_until
 
     assert seconds_until("00:30", now) == expected_hours * 3600
+
+
+def test_spark_submit_runs_the_same_job(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pyspark
+
+    spark_home = Path(pyspark.__file__).parent
+    root = Path(__file__).resolve().parent.parent
+    write_lake(tmp_path, days=(0,))
+    before = sorted_frame(read_table(str(tmp_path), "consumer_lag"))
+    env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+
+    done = subprocess.run([str(spark_home / "bin" / "spark-submit"), "--master", "local[1]",
+                           str(root / "spark_jobs" / "lake_compact.py"), "--lake", str(tmp_path),
+                           "--until", NEXT_DAY.isoformat()], env=env, capture_output=True, text=True, timeout=300)
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "compact    consumer_lag 2026-03-09: 6 -> 1 file(s), 216 -> 216 rows" in done.stdout
+    assert [name.startswith("compacted-") for name in files(tmp_path, "consumer_lag", DAY)] == [True]
+    pd.testing.assert_frame_equal(sorted_frame(read_table(str(tmp_path), "consumer_lag")), before)

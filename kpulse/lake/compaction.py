@@ -323,14 +323,19 @@ class Folder:
         self.minutes = minutes
         self._width = minutes * 60_000_000
         self._partials: list[pa.Table] = []
-        self._size = 0
+        self._pending = 0
+        """Rows of the partials added since the last merge."""
+        self._merged = 0
+        """Rows of the last merge (the first partial)."""
 
     def add(self, batch: pa.Table) -> None:
         self._partials.append(_partial(batch, self._width))
-        self._size += self._partials[-1].num_rows
-        if self._size > 2 * ROW_GROUP_ROWS:
+        self._pending += self._partials[-1].num_rows
+        # Merge once the new partials outweigh what was merged: each row is merged a few times at
+        # most (the merged table grows geometrically), not once per batch.
+        if self._pending > max(2 * ROW_GROUP_ROWS, self._merged):
             self._partials = [_merge(self._partials)]
-            self._size = self._partials[0].num_rows
+            self._merged, self._pending = self._partials[0].num_rows, 0
 
     def result(self) -> pa.Table:
         schema = SCHEMAS[DOWNSAMPLED["consumer_lag"]]
