@@ -26,7 +26,7 @@ from kpulse.lake.schema import SCHEMAS
 from kpulse.lake.store import LakeWriter, one_line, resolve
 from kpulse.progress import SILENT, Progress
 from spark_jobs import lake_io
-from spark_jobs.job import in_tasks
+from spark_jobs.job import in_tasks, spark_message
 
 LOG_TABLE = "lake_compaction"
 
@@ -97,7 +97,13 @@ def run(spark: SparkSession | None, lake: str, retention: RetentionConfig, *, un
         return result
     calls = [functools.partial(_task, lake, task, retention.downsample_minutes) for task in tasks]
     with progress.step(f"compacting, downsampling, expiring ({len(tasks)} Spark task(s))"):
-        outcomes = in_tasks(spark, calls, progress)
+        try:
+            outcomes = in_tasks(spark, calls, progress)
+        except Exception as error:  # noqa: BLE001 - Spark's errors (lost executor, ...) become one line
+            if not type(error).__module__.startswith(("pyspark", "py4j")):
+                raise
+            raise lake_io.LakeError(f"the compaction failed on {lake}: {spark_message(error)}; "
+                                    "every partition is readable, the next run finishes the work") from None
     for task, outcome in zip(tasks, outcomes):
         result.done += [compaction.Done(**{**d, "day": date.fromisoformat(d["day"])}) for d in outcome["done"]]
         if outcome.get("failed"):

@@ -103,7 +103,7 @@ def run(spark: SparkSession, lake: str, definitions: SloDefinitions, *, until: f
     except Exception as error:  # noqa: BLE001 - Spark's errors (lost executor, ...) become one line
         if not type(error).__module__.startswith(("pyspark", "py4j")):
             raise
-        raise LakeError(f"the SLO job failed on {lake}: {_spark_message(error)}") from None
+        raise LakeError(f"the SLO job failed on {lake}: {spark_message(error)}") from None
 
 
 def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult:
@@ -208,7 +208,7 @@ def _iso(minute: int) -> str:
     return datetime.fromtimestamp(minute * 60, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _spark_message(error: BaseException) -> str:
+def spark_message(error: BaseException) -> str:
     text = str(error)
     # A Python task that failed: its exception's own line is the last one of the traceback.
     raised = [line.strip() for line in text.splitlines() if _PYTHON_EXCEPTION.match(line.strip())]

@@ -1,7 +1,7 @@
 """Compaction, downsampling and retention of the lake's ``date=`` partitions: what one task of
 ``kpulse lake compact`` does to one table and day (``spark_jobs/compact_job.py`` runs them).
 
-The swap is one file (``docs/lake.md``, "Compaction"): a partition's files are merged into one
+The swap is one rename (``docs/lake.md``, "Compaction, retention, downsampling"): a partition's files are merged into one
 ``compacted-<UTC time>-<8 hex>.parquet`` whose footer names every file it replaces
 (:data:`kpulse.lake.reader.REPLACES_KEY`); it is written as a ``.``-prefixed temporary, checked
 (its row count must equal the sum of the replaced files'), then renamed into the partition. From
@@ -30,6 +30,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from kpulse.config.model import RetentionConfig
+from kpulse.errors import KpulseError
 from kpulse.lake.reader import (
     COMPACTED_PREFIX, REPLACES_KEY, UnreadableFileError, is_data, partition_files, read_file, replaced_by,
 )
@@ -51,8 +52,9 @@ partition or entity lie together, which Parquet's dictionary and run-length enco
 COMPRESSION = "zstd"
 
 
-class CompactionError(Exception):
-    """A check failed (rows lost or duplicated); nothing was swapped. One line."""
+class CompactionError(KpulseError):
+    """A partition cannot be compacted (an unreadable file, a row count that does not add up);
+    nothing was swapped. One line."""
 
 
 @dataclass(frozen=True)
