@@ -365,3 +365,40 @@ def test_spark_submit_runs_the_same_job(tmp_path):
     assert "compact    consumer_lag 2026-03-09: 6 -> 1 file(s), 216 -> 216 rows" in done.stdout
     assert [name.startswith("compacted-") for name in files(tmp_path, "consumer_lag", DAY)] == [True]
     pd.testing.assert_frame_equal(sorted_frame(read_table(str(tmp_path), "consumer_lag")), before)
+
+
+def test_readers_running_during_the_compaction_always_see_each_row_once(tmp_path):
+    """Real concurrency: two threads read the partition over and over (the dashboard's read and
+    the SLO job's footer count) while it is compacted; every read gives the whole day, once."""
+    import threading
+
+    write_lake(tmp_path, days=(0,), cycles=360, flush_every=6)  # 60 files
+    lake = str(tmp_path)
+    expected = len(read_table(lake, "consumer_lag"))
+    seen: list[tuple[str, int]] = []
+    stop = threading.Event()
+
+    def keep_reading(name, read):
+        while not stop.is_set():
+            seen.append((name, read()))
+
+    readers = [threading.Thread(target=keep_reading, args=("read_table", lambda: len(read_table(lake, "consumer_lag")))),
+               threading.Thread(target=keep_reading, args=("count_rows",
+                                                          lambda: reader.count_rows(lake, "consumer_lag", DAY, DAY)))]
+    for thread in readers:
+        thread.start()
+    try:
+        while len(seen) < 4:
+            stop.wait(0.01)
+        compaction.compact(FS, lake, "consumer_lag", DAY)
+        after = len(seen)
+        while len(seen) < after + 4:
+            stop.wait(0.01)
+    finally:
+        stop.set()
+        for thread in readers:
+            thread.join()
+
+    assert len(files(tmp_path, "consumer_lag", DAY)) == 1
+    assert {name for name, _ in seen} == {"read_table", "count_rows"}
+    assert [count for _, count in seen if count != expected] == []
