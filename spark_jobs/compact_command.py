@@ -10,6 +10,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 from kpulse.errors import KpulseError
+from kpulse.lake.store import one_line
 from spark_jobs.command import SloArgumentError, parse_until
 
 
@@ -119,8 +120,9 @@ def _daily(args, lake: str, retention, progress) -> int:
             return 0
         try:
             _run_once(args, lake, retention, None, progress)
-        except KpulseError as error:
-            print(f"kpulse lake compact: run failed, the next one tomorrow: {error}", file=sys.stderr, flush=True)
+        except Exception as error:  # noqa: BLE001 - the service outlives a failed run (Spark did not start, ...)
+            text = str(error) if isinstance(error, KpulseError) else one_line(error)
+            print(f"kpulse lake compact: run failed, the next one tomorrow: {text}", file=sys.stderr, flush=True)
         time.sleep(1)  # past HH:MM before planning the next run
 
 
