@@ -12,6 +12,10 @@ probe and streams_instance. Then it times:
 3. an hourly incremental update: one more hour of samples, then ``run`` again.
 
     .venv/bin/python bench/slo_job.py [--days 30] [--samples-per-minute 6] [--keep DIR]
+
+At the issue's scale (10,000 groups) the figure that matters is 3., the hourly update (goal
+<= 60 s); it recomputes from the UTC midnight before the previous run, so at 23:00 a whole day of
+samples: ``--days 1 --groups 10000 --hourly-only`` skips the comparisons of 2.
 """
 
 from __future__ import annotations
@@ -38,11 +42,14 @@ STATUSES = np.array(["OK", "OK", "OK", "OK", "OK", "OK", "WARN", "STALL"])
 
 
 def generate(lake: Path, start: datetime, hours: int, args, rng: np.random.Generator, tag: str) -> int:
-    """Write ``hours`` of samples from ``start``, one file per table and day; the rows written."""
+    """Write ``hours`` of samples from ``start``, one file per table and day (per hour or few at
+    thousands of groups: a day of 10,000 groups' rows would not fit in memory); the rows written."""
     total = 0
-    for offset in range(0, hours, 24):
+    fits = 5_000_000 // (60 * args.samples_per_minute * args.groups)
+    chunk = max(hours_ for hours_ in (1, 2, 3, 4, 6, 8, 12, 24) if hours_ <= max(1, fits))  # divides a day
+    for offset in range(0, hours, chunk):
         day_start = start + timedelta(hours=offset)
-        cycles = min(24, hours - offset) * 60 * args.samples_per_minute
+        cycles = min(chunk, hours - offset) * 60 * args.samples_per_minute
         base = int(day_start.timestamp() * 1_000_000)
         times = base + (np.arange(cycles, dtype=np.int64) * (60_000_000 // args.samples_per_minute))
         total += _write(lake, "consumer_group", day_start, tag, _groups(times, args, rng))
@@ -164,6 +171,8 @@ def main() -> int:
     parser.add_argument("--keep", help="generate into (or reuse) this directory instead of a temporary one")
     parser.add_argument("--skip-duckdb", action="store_true")
     parser.add_argument("--generate-only", action="store_true", help="write the samples (use with --keep) and stop")
+    parser.add_argument("--hourly-only", action="store_true",
+                        help="time the full job and the hourly update only (skip 2., the per-minute comparisons)")
     args = parser.parse_args()
 
     from kpulse.progress import Progress
@@ -199,9 +208,12 @@ def main() -> int:
               f"{rows / full_seconds / 1e6:.2f} M rows/s end to end ({result.minute_rows:,} minute rows, "
               f"{result.status_rows:,} status rows written)", flush=True)
 
-        spark_seconds, spark_count = spark_minutes(spark, str(lake), definitions, first, last_hour)
-        print(f"Spark per-minute aggregation only (the job's first stage): {spark_seconds:.1f}s "
-              f"({spark_count:,} entity-minutes with samples)")
+        if args.hourly_only:
+            args.skip_duckdb = True
+        else:
+            spark_seconds, spark_count = spark_minutes(spark, str(lake), definitions, first, last_hour)
+            print(f"Spark per-minute aggregation only (the job's first stage): {spark_seconds:.1f}s "
+                  f"({spark_count:,} entity-minutes with samples)")
         if not args.skip_duckdb:
             duck_seconds, duck_count = duckdb_minutes(lake)
             print(f"DuckDB per-minute aggregation (2 threads): {duck_seconds:.1f}s ({duck_count:,} minute groups)")
@@ -210,8 +222,10 @@ def main() -> int:
         hour_rows = generate(lake, last_hour, 1, args, rng, "hourly")
         began = time.perf_counter()
         hourly = run(spark, str(lake), definitions, until=end.timestamp(), progress=Progress())
+        hourly_seconds = time.perf_counter() - began
         print(f"\nhourly incremental update ({hour_rows:,} new rows; recomputed from "
-              f"{hourly.as_dict()['recomputed_from']}): {time.perf_counter() - began:.1f}s")
+              f"{hourly.as_dict()['recomputed_from']}): {hourly_seconds:.1f}s at {args.groups:,} groups "
+              f"(goal <= 60 s: {'met' if hourly_seconds <= 60 else 'MISSED'})")
     finally:
         spark.stop()
         if not args.keep:

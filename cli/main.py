@@ -77,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_slo_parsers(commands)
 
+    from spark_jobs.compact_command import add_parsers as add_lake_parsers
+
+    add_lake_parsers(commands)
+
     dashboard = commands.add_parser("dashboard", help="the web dashboard (Streamlit) on the config's dashboard host and port")
     dashboard.add_argument("--port", type=int, help="serve on this port instead of dashboard.port")
 
@@ -171,6 +175,10 @@ def _dispatch(args: argparse.Namespace) -> int | None:
         from spark_jobs.command import run_command
 
         return run_command(args, config)
+    if args.command == "lake":
+        from spark_jobs.compact_command import run_command as run_lake_command
+
+        return run_lake_command(args, config)
     from operations.commands import COMMANDS as OPERATION_COMMANDS
 
     if args.command in OPERATION_COMMANDS:
@@ -223,8 +231,10 @@ def _up(args, config, cluster, demo) -> None:
     every = f"{config.intervals.slo_seconds:g}"
     services = [Service("collect", ("collect",), f"{exporter}; lake {config.lake.path}"),
                 Service("slo", ("slo", "run", "--every", every), f"SLO job (Spark, local) every {every} s"),
+                Service("compact", ("lake", "compact", "--daily"),
+                        f"lake compaction and retention (Spark, local) daily at {config.lake.retention.daily_at} UTC"),
                 Service("dashboard", ("dashboard",), f"http://{config.dashboard.host}:{config.dashboard.port}")]
-    with cluster.progress.step("starting the kpulse collectors, SLO job and dashboard"):
+    with cluster.progress.step("starting the kpulse collectors, SLO job, lake compaction and dashboard"):
         started = Services(state_dir(), None if local else str(Path(config.source).resolve())).start(services)
     if local:
         _print_cluster(status)

@@ -103,7 +103,7 @@ def run(spark: SparkSession, lake: str, definitions: SloDefinitions, *, until: f
     except Exception as error:  # noqa: BLE001 - Spark's errors (lost executor, ...) become one line
         if not type(error).__module__.startswith(("pyspark", "py4j")):
             raise
-        raise LakeError(f"the SLO job failed on {lake}: {_spark_message(error)}") from None
+        raise LakeError(f"the SLO job failed on {lake}: {spark_message(error)}") from None
 
 
 def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult:
@@ -130,10 +130,10 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
                       tuple(clusters) if clusters else None, shards)
     try:
         with progress.step(f"computing per-minute good/valid counts ({len(days)} day(s), one Spark task each)"):
-            counted = _in_tasks(spark, [functools.partial(tasks.count_day, work, day) for day in days], progress)
+            counted = in_tasks(spark, [functools.partial(tasks.count_day, work, day) for day in days], progress)
         with progress.step(f"filling no-data minutes, rolling up windows ({sum(r['samples'] for r in counted)} "
                            f"samples read, {stored} stored minutes, {shards} shard(s))"):
-            evaluated = _in_tasks(spark, [functools.partial(tasks.evaluate_shard, work, shard)
+            evaluated = in_tasks(spark, [functools.partial(tasks.evaluate_shard, work, shard)
                                           for shard in range(shards)], progress)
         minute_rows = sum(r["minute_rows"] for r in evaluated)
         status_rows = sum(r["status_rows"] for r in evaluated)
@@ -155,7 +155,7 @@ def _left_out(lake: str, unreadable: list[UnreadableFile]) -> list[str]:
     return [str(problem) for problem in distinct]
 
 
-def _in_tasks(spark: SparkSession, calls: list, progress: Progress) -> list[dict[str, Any]]:
+def in_tasks(spark: SparkSession, calls: list, progress: Progress) -> list[dict[str, Any]]:
     """Run each call as one Spark task; their results, or the first task's lake error as LakeError.
     While they run, a line every few seconds says how many tasks are done."""
     if not calls:
@@ -208,7 +208,7 @@ def _iso(minute: int) -> str:
     return datetime.fromtimestamp(minute * 60, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _spark_message(error: BaseException) -> str:
+def spark_message(error: BaseException) -> str:
     text = str(error)
     # A Python task that failed: its exception's own line is the last one of the traceback.
     raised = [line.strip() for line in text.splitlines() if _PYTHON_EXCEPTION.match(line.strip())]

@@ -30,8 +30,9 @@ def port_open(port: int) -> bool:
 
 
 def test_up_starts_the_main_job_and_down_stops_every_process_it_started(tmp_path, local_cluster):
-    """`kpulse up` (what `make up` runs): cluster, demo workload, collectors, SLO job and dashboard;
-    `kpulse down` stops every one of them by PID, their children too (Spark's JVM), and frees every port."""
+    """`kpulse up` (what `make up` runs): cluster, demo workload, collectors, SLO job, the daily lake
+    compaction and dashboard; `kpulse down` stops every one of them by PID, their children too
+    (Spark's JVM), and frees every port."""
     env = {key: value for key, value in os.environ.items() if key != "KPULSE_CONFIG"}
     # below Linux's ephemeral range (32768-60999): a connection's source port cannot take the dashboard's
     env.update(KPULSE_STATE_DIR=str(tmp_path / "state"), KPULSE_PORT_BASE="24090")
@@ -39,6 +40,7 @@ def test_up_starts_the_main_job_and_down_stops_every_process_it_started(tmp_path
     assert "kpulse collect: running" in up.stdout
     assert "kpulse dashboard: running" in up.stdout and "http://127.0.0.1:24590" in up.stdout
     assert "kpulse slo: running" in up.stdout
+    assert "kpulse compact: running" in up.stdout and "daily at 00:30 UTC" in up.stdout
     status = json.loads(run(env, "cluster", "status", "--json").stdout)
     demo = json.loads(run(env, "demo", "status", "--json").stdout)
     pids = [node["pid"] for node in status["nodes"]] + [p["pid"] for p in demo if p["running"]]
@@ -63,7 +65,7 @@ def test_up_starts_the_main_job_and_down_stops_every_process_it_started(tmp_path
     pids += children
 
     result = run(env, "down", "--wipe")
-    assert "stopped 3 kpulse service(s), the demo workload and 3 node(s)" in result.stdout
+    assert "stopped 4 kpulse service(s), the demo workload and 3 node(s)" in result.stdout
     alive = [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
     assert not alive, "still running after down: " + "; ".join(
         f"{pid} {' '.join(psutil.Process(pid).cmdline())[:200]}" for pid in alive if psutil.pid_exists(pid))

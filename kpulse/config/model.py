@@ -256,6 +256,24 @@ class KafkaSinkConfig:
 
 
 @dataclass(frozen=True)
+class RetentionConfig:
+    """How long the lake keeps each table's ``date=`` partitions, and how ``consumer_lag`` is
+    downsampled before its raw rows expire (``kpulse lake compact``, docs/lake.md). Days count
+    whole UTC days before today's; ``None`` = forever."""
+
+    per_partition_days: int | None = 7
+    """``consumer_lag`` and ``share_partition`` (one row per group partition and cycle)."""
+    days: int | None = 90
+    """Every other table (group-level, health, alerts, SLOs, ``consumer_lag_downsampled``)."""
+    downsample_minutes: int = 5
+    """Bucket of ``consumer_lag_downsampled`` (last values and largest lag per partition); 0 = off."""
+    tables: Mapping[str, int | None] = field(default_factory=lambda: MappingProxyType({"audit": None}))
+    """Table -> days, overriding the two above; ``audit`` is kept forever unless named here."""
+    daily_at: str = "00:30"
+    """UTC time of day (``HH:MM``) at which the ``kpulse up`` service compacts the closed days."""
+
+
+@dataclass(frozen=True)
 class LakeConfig:
     """Where collected samples and Spark aggregates are stored."""
 
@@ -263,6 +281,8 @@ class LakeConfig:
     """Absolute local directory, or a URI pyarrow/Spark can write (``s3a://...``, ``file:///...``)."""
     kafka_sink: KafkaSinkConfig | None = None
     """Optional second sink; ``None`` = off."""
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
+    """Retention, downsampling and the daily compaction."""
 
     @property
     def local_path(self) -> Path | None:

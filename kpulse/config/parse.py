@@ -24,7 +24,7 @@ from kpulse.lag_contract import DEFAULT_LAG_SECONDS_THRESHOLD
 from kpulse.config.model import (
     METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, ClusterConfig, ConsumerGroupsConfig, DashboardConfig,
     ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig, LakeConfig, MetricsConfig,
-    ProbeConfig, SecurityConfig, StreamsAppConfig,
+    ProbeConfig, RetentionConfig, SecurityConfig, StreamsAppConfig,
 )
 
 _CLUSTER_NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
@@ -49,7 +49,7 @@ def parse_config(
         raise ConfigError("clusters: at least one cluster is required")
     _refuse_duplicates([c.name for c in clusters], "clusters", "name", "cluster name")
 
-    lake = reader.section("lake", ("path", "kafka_sink"))
+    lake = reader.section("lake", ("path", "kafka_sink", "retention"))
     lake_path = lake.path_or_uri("path") or str(home.state_dir() / "lake")
     kafka_sink = _kafka_sink(lake.section("kafka_sink", ("cluster", "topic_prefix", "message_timeout_seconds")),
                              [c.name for c in clusters])
@@ -59,7 +59,8 @@ def parse_config(
     users_file = dashboard.path_or_uri("users_file", local_only=True)
     return KpulseConfig(
         clusters=clusters,
-        lake=LakeConfig(path=lake_path, kafka_sink=kafka_sink),
+        lake=LakeConfig(path=lake_path, kafka_sink=kafka_sink, retention=_retention(lake.section(
+            "retention", ("per_partition_days", "days", "downsample_minutes", "tables", "daily_at")))),
         intervals=IntervalsConfig(
             collect_seconds=intervals.seconds("collect_seconds", 10.0),
             slo_seconds=intervals.seconds("slo_seconds", 60.0),
@@ -75,6 +76,34 @@ def parse_config(
         ),
         source=source,
     )
+
+
+def _retention(reader: _Section) -> RetentionConfig:
+    default = RetentionConfig()
+    tables = dict(default.tables)
+    for table in reader.mapping("tables"):
+        tables[str(table)] = _days(reader.section("tables"), table, None)
+    daily_at = reader.string("daily_at", default.daily_at)
+    if not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", daily_at):
+        raise ConfigError(f"{reader.path('daily_at')}: expected a UTC time of day HH:MM, got {daily_at!r}")
+    return RetentionConfig(
+        per_partition_days=_days(reader, "per_partition_days", default.per_partition_days),
+        days=_days(reader, "days", default.days),
+        downsample_minutes=reader.integer("downsample_minutes", default.downsample_minutes, minimum=0,
+                                          maximum=1440),
+        tables=MappingProxyType(tables), daily_at=daily_at)
+
+
+def _days(reader: _Section, key: Any, default: int | None) -> int | None:
+    """A number of days >= 1, or ``forever`` (None)."""
+    value = reader.data.get(key)
+    if value is None:
+        return default
+    if value == "forever":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{reader.path(key)}: expected a number of days >= 1 or 'forever', got {_describe(value)}")
+    return value
 
 
 def _kafka_sink(reader: _Section, cluster_names: list[str]) -> KafkaSinkConfig | None:

@@ -11,6 +11,13 @@ audit log (:func:`read_table`), the SLO job's driver and Spark tasks (:func:`rea
 Names starting with ``.`` or ``_`` (the writer's temporary files, ``_SUCCESS``, ``_staging``) are
 not data, as for Spark. A file written before a column was added reads that column as null.
 
+Compaction (``kpulse lake compact``) swaps a partition's files for one file atomically: the new
+``compacted-….parquet`` names in its footer (:data:`REPLACES_KEY`) every file it replaces, and
+from the moment it appears those files are no longer data (:func:`partition_files`), even before
+the compaction deletes them. A file that vanishes between the listing and the read (deleted by a
+compaction or by retention) makes the reader list its partition again, so a read sees either the
+old files or the new one, never both, never neither.
+
 A file that cannot be read is skipped and reported (:class:`UnreadableFile`), never allowed to
 hide the good ones; the SLO job records each one once as a ``lake_gap`` row
 (:func:`record_unreadable`): its rows are missing from everything computed. Strict readers (no
@@ -19,6 +26,7 @@ hide the good ones; the SLO job records each one once as a ``lake_gap`` row
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -45,6 +53,14 @@ UNREADABLE_REASON = "unreadable file "
 """How the ``reason`` of a ``lake_gap`` row about an unreadable file begins (then ``<path>: <error>``)."""
 NOT_DATA = (".", "_")
 """Prefixes of names that are not data (temporary files, ``_SUCCESS``, ``_staging``)."""
+COMPACTED_PREFIX = "compacted-"
+"""How the name of a file written by the compaction begins (then ``<UTC time>-<8 hex>.parquet``)."""
+REPLACES_KEY = b"kpulse.replaces"
+"""Footer key of a compacted file: a JSON list of the names of the files (in its partition) it replaces."""
+LISTING_ATTEMPTS = 3
+"""How many times a partition is listed again when one of its files vanished while it was read."""
+_REPLACED: dict[str, frozenset[str]] = {}
+"""Compacted file path -> the names it replaces (compacted files are never rewritten: cached)."""
 
 
 @dataclass(frozen=True)
@@ -135,10 +151,65 @@ def partitions_between(fs: pafs.FileSystem, table_dir: str, first: date | None, 
 
 
 def partition_files(fs: pafs.FileSystem, directory: str) -> list[str]:
-    """The data files of one partition directory, by name; ``OSError`` when it cannot be listed."""
+    """The data files of one partition directory, by name, without those a compacted file there
+    replaces; ``OSError`` when it cannot be listed."""
     listing = fs.get_file_info(pafs.FileSelector(directory))
-    return [entry.path for entry in sorted(listing, key=lambda e: e.base_name)
-            if entry.type == pafs.FileType.File and is_data(entry.base_name)]
+    names = [entry.base_name for entry in sorted(listing, key=lambda e: e.base_name)
+             if entry.type == pafs.FileType.File and is_data(entry.base_name)]
+    replaced: set[str] = set()
+    for name in names:
+        if name.startswith(COMPACTED_PREFIX):
+            replaced |= replaced_by(fs, f"{directory}/{name}")
+    return [f"{directory}/{name}" for name in names if name not in replaced]
+
+
+def replaced_by(fs: pafs.FileSystem, path: str) -> frozenset[str]:
+    """The names of the files a compacted file replaces (from its footer); none when it cannot
+    be read (then it is reported as unreadable, and the files it was to replace stay data)."""
+    known = _REPLACED.get(path)
+    if known is not None:
+        return known
+    try:
+        with fs.open_input_file(path) as source:
+            metadata = pq.ParquetFile(source).schema_arrow.metadata or {}
+        names = frozenset(json.loads(metadata[REPLACES_KEY]))
+    except (OSError, pa.ArrowException, KeyError, ValueError):
+        return frozenset()
+    if len(_REPLACED) > 10_000:
+        _REPLACED.clear()
+    _REPLACED[path] = names
+    return names
+
+
+def vanished(fs: pafs.FileSystem, path: str) -> bool:
+    """Whether a file listed a moment ago is gone (a compaction or retention deleted it)."""
+    try:
+        return fs.get_file_info(path).type == pafs.FileType.NotFound
+    except OSError:
+        return False
+
+
+def each_file(fs: pafs.FileSystem, directory: str, read: Callable[[str], Any]) -> list[tuple[str, Any]]:
+    """``(path, read(path))`` for each data file of a partition; ``read`` raises
+    :class:`UnreadableFileError` for a file it cannot read, given back as the result. When a listed
+    file has vanished (swapped by a compaction), the partition is listed and read again; a
+    partition directory that vanished (expired) has no files."""
+    for attempt in range(LISTING_ATTEMPTS):
+        try:
+            paths = partition_files(fs, directory)
+        except FileNotFoundError:
+            return []
+        results: list[tuple[str, Any]] = []
+        for path in paths:
+            try:
+                results.append((path, read(path)))
+            except UnreadableFileError as error:
+                if attempt + 1 < LISTING_ATTEMPTS and vanished(fs, path):
+                    break
+                results.append((path, error))
+        else:
+            return results
+    return results
 
 
 def data_files(fs: pafs.FileSystem, table_dir: str, first: date | None, last: date | None,
@@ -176,10 +247,13 @@ def read_table_with_problems(path: str, table: str, *, since: Any = None, until:
     fs, base = resolve(path, filesystem)
     low = None if since is None else to_micros(since)
     high = None if until is None else to_micros(until)
-    skipped: list[UnreadableFile] = []
-    files = data_files(fs, f"{base}/{table}", _day(low), _day(high), skipped)
     condition = _condition(low, high, cluster)
-    pieces = _scan_files(fs, files, schema, wanted, condition, skipped)
+    for attempt in range(LISTING_ATTEMPTS):
+        skipped: list[UnreadableFile] = []
+        files = data_files(fs, f"{base}/{table}", _day(low), _day(high), skipped)
+        pieces = _scan_files(fs, files, schema, wanted, condition, skipped)
+        if attempt + 1 == LISTING_ATTEMPTS or not any(vanished(fs, problem.path) for problem in skipped):
+            break  # else a compaction swapped files while they were read: list them again
     data = pa.concat_tables(pieces) if pieces else schema.empty_table().select(wanted)
     if "time" in wanted:
         data = data.sort_by("time")
@@ -297,15 +371,20 @@ def read_days(lake: str, table: str, first: date | None, last: date | None, *, c
     schema = SCHEMAS[table]
     wanted = list(columns or schema.names)
     pieces = []
+
+    def read(path: str) -> pa.Table | None:
+        if files is None or files(path.rsplit("/", 1)[-1]):
+            return read_file(fs, path, schema, wanted, clusters, dictionary)
+        return None
+
     for _, directory in partitions_between(fs, f"{base}/{table}", first, last):
-        for path in partition_files(fs, directory):
-            if files is None or files(path.rsplit("/", 1)[-1]):
-                try:
-                    pieces.append(read_file(fs, path, schema, wanted, clusters, dictionary))
-                except UnreadableFileError as error:
-                    if unreadable is None:
-                        raise
-                    unreadable.append(error.file)
+        for _, result in each_file(fs, directory, read):
+            if isinstance(result, UnreadableFileError):
+                if unreadable is None:
+                    raise result
+                unreadable.append(result.file)
+            elif result is not None:
+                pieces.append(result)
     return pa.concat_tables(pieces) if pieces else arrow_schema(schema, wanted, dictionary).empty_table()
 
 
@@ -316,16 +395,23 @@ def count_rows(lake: str, table: str, first: date, last: date, unreadable: list[
     fs, base = resolve(lake, filesystem)
     total = 0
     for _, directory in partitions_between(fs, f"{base}/{table}", first, last):
-        for path in partition_files(fs, directory):
-            try:
-                with fs.open_input_file(path) as source:
-                    total += pq.ParquetFile(source).metadata.num_rows
-            except (OSError, pa.ArrowException) as error:
-                problem = UnreadableFile(path, one_line(error))
+        for _, result in each_file(fs, directory, lambda path: footer_rows(fs, path)):
+            if isinstance(result, UnreadableFileError):
                 if unreadable is None:
-                    raise UnreadableFileError(problem) from None
-                unreadable.append(problem)
+                    raise result
+                unreadable.append(result.file)
+            else:
+                total += result
     return total
+
+
+def footer_rows(fs: pafs.FileSystem, path: str) -> int:
+    """Rows of one Parquet file, from its footer; :class:`UnreadableFileError` when it cannot be read."""
+    try:
+        with fs.open_input_file(path) as source:
+            return pq.ParquetFile(source).metadata.num_rows
+    except (OSError, pa.ArrowException) as error:
+        raise UnreadableFileError(UnreadableFile(path, one_line(error))) from None
 
 
 def time_bound(lake: str, table: str, clusters: list[str] | None, *, newest: bool,

@@ -269,6 +269,40 @@ _TABLES: dict[str, tuple[pa.Schema, dict[str, str]]] = {
                                           "`ticket_1d_2h`, `ticket_3d_6h`); null when none."),
         time="Evaluation time: the end of the newest complete minute evaluated (UTC).",
     ),
+    # Written by the lake compaction (`kpulse lake compact`): consumer_lag folded into buckets of a few
+    # minutes per group, topic and partition, kept after the raw rows expire.
+    "consumer_lag_downsampled": _table(
+        ("group_id", pa.string(), "Consumer group."),
+        ("topic", pa.string(), "Topic."),
+        ("partition", pa.int32(), "Partition number."),
+        ("bucket_minutes", pa.int32(), "Length of the bucket that starts at `time`, minutes (`lake.retention."
+                                       "downsample_minutes`)."),
+        ("samples", pa.int32(), "`consumer_lag` rows folded into this row."),
+        ("committed_offset", pa.int64(), "The last committed offset known in the bucket; null when none is."),
+        ("log_end_offset", pa.int64(), "The last log end offset known in the bucket."),
+        ("lag", pa.int64(), "The last `lag` known in the bucket."),
+        ("max_lag", pa.int64(), "The largest `lag` of the bucket; null when none is known."),
+        ("max_lag_seconds", pa.float64(), "The largest `lag_seconds` of the bucket; null when none is known."),
+        ("status", pa.string(), "The last status known in the bucket."),
+        time="Start of the bucket (UTC).",
+    ),
+    # One row per table and day that a compaction run changed: what it did, for the record.
+    "lake_compaction": _table(
+        ("run_id", pa.string(), "Id of the compaction run (one run acts on many tables and days)."),
+        ("table_name", pa.string(), "Table acted on."),
+        ("day", pa.string(), "The `date=` partition acted on, `YYYY-MM-DD`."),
+        ("action", pa.string(), "`compact` (files merged into one), `downsample` (`consumer_lag_downsampled` "
+                                "written from the day's `consumer_lag`), `expire` (partition deleted by "
+                                "retention) or `clean` (leftovers of an interrupted run deleted)."),
+        ("files_before", pa.int32(), "Data files in the partition before (`downsample`: in the day's `consumer_lag`)."),
+        ("files_after", pa.int32(), "Data files in the partition after."),
+        ("rows_before", pa.int64(), "Rows in the partition before (from the Parquet footers; `downsample`: the day's `consumer_lag` rows)."),
+        ("rows_after", pa.int64(), "Rows in the partition after."),
+        ("bytes_before", pa.int64(), "Bytes of the partition's data files before (`downsample`: the day's `consumer_lag`)."),
+        ("bytes_after", pa.int64(), "Bytes of the partition's data files after."),
+        ("seconds", pa.float64(), "How long the action took."),
+        time="When the action ended (UTC).", cluster="`*`: a partition holds rows of every cluster.",
+    ),
     # Samples that could not be written and were dropped: the gap is recorded instead.
     "lake_gap": _table(
         ("table_name", pa.string(), "Table the dropped rows belonged to."),
