@@ -392,21 +392,21 @@ def build_and_start(bootstrap: str, plan: ScalePlan, say=print, members: bool = 
     return running
 
 
-def plan_arguments(parser: argparse.ArgumentParser, groups_default: int | None = ScalePlan.groups) -> None:
-    """The plan's options (shared with ``bench/lag_collection.py``)."""
+def plan_arguments(parser: argparse.ArgumentParser) -> None:
+    """The plan's options."""
     defaults = ScalePlan()
-    parser.add_argument("--groups", type=int, default=groups_default, help=f"consumer groups (default {defaults.groups})")
+    parser.add_argument("--groups", type=int, default=ScalePlan.groups, help=f"consumer groups (default {defaults.groups})")
     parser.add_argument("--partitions-per-group", type=int, default=defaults.partitions_per_group)
-    parser.add_argument("--scale-topics", type=int, default=defaults.topics, help="topics of the scale state")
-    parser.add_argument("--scale-partitions", type=int, default=defaults.partitions, help="partitions of each")
+    parser.add_argument("--topics", type=int, default=defaults.topics, help="topics")
+    parser.add_argument("--partitions", type=int, default=defaults.partitions, help="partitions of each topic")
     parser.add_argument("--records", type=int, default=defaults.records, help="records in each partition")
     parser.add_argument("--stable-groups", type=int, default=defaults.stable_groups,
                         help="groups with a live classic member (the rest are Empty)")
 
 
 def plan_from(args: argparse.Namespace) -> ScalePlan:
-    return ScalePlan(groups=args.groups, partitions_per_group=args.partitions_per_group, topics=args.scale_topics,
-                     partitions=args.scale_partitions, records=args.records, stable_groups=args.stable_groups)
+    return ScalePlan(groups=args.groups, partitions_per_group=args.partitions_per_group, topics=args.topics,
+                     partitions=args.partitions, records=args.records, stable_groups=args.stable_groups)
 
 
 def main() -> None:
