@@ -388,7 +388,6 @@ def subprocess_command(args: argparse.Namespace) -> list[str]:
 
 def peer_figures(args: argparse.Namespace, broker_pids: list[int]) -> dict:
     """kminion started, then the interleaved rounds in a process of their own."""
-    from cli.collect import LOOP_ENVIRONMENT
     from lag_peer import Kminion
 
     kminion = Kminion(args.kminion, args.bootstrap)
@@ -400,19 +399,26 @@ def peer_figures(args: argparse.Namespace, broker_pids: list[int]) -> dict:
         command = subprocess_command(args) + ["--peer-only", "--kminion-url", kminion.url,
                                               "--kminion-pid", str(kminion.process.pid)] + [
                       a for pid in broker_pids for a in ("--broker-pid", str(pid))]
-        return json.loads(subprocess.run(command, check=True, capture_output=True, text=True,
-                                         env={**LOOP_ENVIRONMENT, **os.environ}).stdout)
+        return run_json(command)
     finally:
         kminion.stop()
 
 
 def sustain_figures(args: argparse.Namespace) -> dict:
+    print(f"collecting every 10 s for {args.sustain:g} s, as `kpulse collect` does ...", flush=True)
+    return run_json(subprocess_command(args) + ["--sustain", str(args.sustain), "--sustain-only"])
+
+
+def run_json(command: list[str]) -> dict:
+    """Run a step of the bench in a process of its own (as the loop runs); its JSON answer, or stop
+    with the end of what it printed on stderr."""
     from cli.collect import LOOP_ENVIRONMENT
 
-    print(f"collecting every 10 s for {args.sustain:g} s, as `kpulse collect` does ...", flush=True)
-    command = subprocess_command(args) + ["--sustain", str(args.sustain), "--sustain-only"]
-    return json.loads(subprocess.run(command, check=True, capture_output=True, text=True,
-                                     env={**LOOP_ENVIRONMENT, **os.environ}).stdout)
+    done = subprocess.run(command, capture_output=True, text=True, env={**LOOP_ENVIRONMENT, **os.environ})
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.splitlines()[-15:])
+        raise SystemExit(f"a step of the bench failed ({' '.join(command[2:])}):\n{tail}")
+    return json.loads(done.stdout)
 
 
 def collect_figures(args: argparse.Namespace) -> dict:
