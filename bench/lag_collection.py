@@ -265,8 +265,9 @@ class ModernGroups:
 
     def cpu_seconds(self) -> float:
         """User + system CPU time of the JVM so far."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        from scale_state import process_cpu_seconds
+
+        return process_cpu_seconds(self.process.pid)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -47,13 +47,9 @@ def lag_series(metrics: str) -> int:
 
 def cpu_seconds(pids: list[int]) -> float:
     """User + system CPU time of these processes so far."""
-    import os
+    from scale_state import process_cpu_seconds
 
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+    return sum(process_cpu_seconds(pid) for pid in pids)
 
 
 def paired_ratio(ours: list[float], theirs: list[float]) -> float:
