@@ -26,7 +26,7 @@ from collectors.registry import default_registry
 from collectors.snapshot import compose
 from kpulse.expected_idle import ExpectedIdleError, ExpectedIdleFile, default_file, label_groups
 from kpulse.lake.schema import register_tables
-from kpulse.lake.store import SNAPSHOT_DIR, LakeWriter, gap_row, resolve
+from kpulse.lake.store import EARLY_FLUSH_SHARE, SNAPSHOT_DIR, LakeWriter, gap_row, resolve
 from kpulse.snapshot import BUILTIN_SECTIONS, to_json
 
 LOG = logging.getLogger(__name__)
@@ -133,8 +133,8 @@ class CollectionService:
             result.snapshots[entry.cluster.name] = snapshot
             if self.exporter is not None:
                 self.exporter.update(snapshot)
-        if time.monotonic() - self._last_flush >= self._flush_seconds:
-            result.lake_error = self.flush()
+        if time.monotonic() - self._last_flush >= self._flush_seconds or self.lake.fullest() >= EARLY_FLUSH_SHARE:
+            result.lake_error = self.flush()  # early when a buffer fills faster than the interval (at scale)
         for name, snapshot in result.snapshots.items():
             self._publish_snapshot(name, snapshot)
         if self._mark is not None:

@@ -90,6 +90,34 @@ def test_the_loop_settles_the_garbage_collector_after_its_first_cycle_and_then_e
         assert len(settled) == expected
 
 
+def test_a_buffer_filling_before_the_minutely_flush_is_written_early_not_dropped(tmp_path):
+    """At 10,000 groups x 10 partitions a minute of consumer_lag rows (600,000) outgrew the writer's
+    buffer (200,000) before the once-a-minute flush: two thirds were dropped as a lake_gap."""
+    from kpulse.config import parse_config
+    from kpulse.lake.store import LakeWriter
+
+    class Many:
+        name = "many"
+
+        def collect(self, context):
+            return CollectorResult(rows={"consumer_lag": Columns(4, time=context.now, cluster="c", group_id="g",
+                                                                 topic="t", partition=[0, 1, 2, 3])})
+
+    config = parse_config({"clusters": [{"name": "c", "bootstrap_servers": "node-1:9092"}],
+                           "lake": {"path": str(tmp_path / "lake")}}, source="test", base_dir=tmp_path)
+    registry = Registry()
+    registry.register("many", lambda cluster: Many())
+    lake = LakeWriter(str(tmp_path / "lake"), max_buffered_rows=10)
+    now = [1_700_000_000.0]
+    service = CollectionService(config, registry=registry, lake=lake, clock=lambda: now[0], flush_seconds=3600)
+    for _ in range(6):  # 24 rows, and the buffer holds 10
+        service.cycle()
+        now[0] += 10
+    service.flush()
+    assert lake.pending_gaps() == [] and read_table(str(tmp_path / "lake"), "lake_gap").empty
+    assert len(read_table(str(tmp_path / "lake"), "consumer_lag")) == 24
+
+
 def test_settling_keeps_live_objects_out_of_collections_and_frees_garbage_at_the_next_settle():
     import gc
     import weakref
