@@ -77,15 +77,18 @@ class RecordedAdmin:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--groups", type=int, default=GROUPS)
+    parser.add_argument("--history-cycles", type=int, default=HISTORY_CYCLES,
+                        help="cycles of 10 s of group history in the lake (default: one hour)")
     args = parser.parse_args()
     logging.getLogger("streamlit").setLevel(logging.ERROR)
     directory = Path(tempfile.mkdtemp(prefix="kpulse-bench-dashboard-"))
     try:
         began = time.monotonic()
-        print(f"writing the lake: {GROUPS} groups x {PARTITIONS_PER_GROUP} partitions, {HISTORY_CYCLES} cycles ...",
-              flush=True)
-        write_lake(str(directory / "lake"), time.time(), groups=GROUPS, partitions_per_group=PARTITIONS_PER_GROUP,
-                   topics=TOPICS, history_cycles=HISTORY_CYCLES, slo_for_every_group=True)
+        print(f"writing the lake: {args.groups} groups x {PARTITIONS_PER_GROUP} partitions, {args.history_cycles} "
+              "cycles ...", flush=True)
+        write_lake(str(directory / "lake"), time.time(), groups=args.groups, partitions_per_group=PARTITIONS_PER_GROUP,
+                   topics=TOPICS, history_cycles=args.history_cycles, slo_for_every_group=True)
         print(f"  done in {time.monotonic() - began:.1f} s", flush=True)
         config = {"clusters": [{"name": CLUSTER, "bootstrap_servers": "recorded:9092"}],
                   "lake": {"path": str(directory / "lake")}, "intervals": {"collect_seconds": 3600}}

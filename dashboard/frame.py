@@ -5,6 +5,7 @@ Pages call these helpers; they never build Kafka clients or read files themselve
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -18,6 +19,7 @@ import streamlit as st
 from dashboard import literal
 from dashboard.services.acks import AckStore, active
 from dashboard.services.alerts import firing_alerts
+from dashboard.services.groups import groups_frame
 from dashboard.services.kafka_admin import ClusterAdmin
 from dashboard.services.slos import READ_BACK_SECONDS, latest_status
 from dashboard.services.sources import DashboardError, Sources, TableRead, load_sources, one_line
@@ -92,18 +94,48 @@ def snapshot() -> dict[str, Any] | None:
     return _snapshot(src, src.lake_path, name, src.snapshot_stamp(name))
 
 
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _groups_table(_sources: Sources, lake_path: str, cluster_name: str, stamp: float | None) -> pd.DataFrame:
+    return groups_frame(_snapshot(_sources, lake_path, cluster_name, stamp))
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _groups_by_id(_sources: Sources, lake_path: str, cluster_name: str, stamp: float | None) -> dict[str, Any]:
+    snap = _snapshot(_sources, lake_path, cluster_name, stamp) or {}
+    return {g.get("group_id"): g for g in snap.get("consumer_groups") or []}
+
+
+def groups_table() -> pd.DataFrame:
+    """The snapshot's consumer groups as the page's table (``services.groups.groups_frame``), built
+    once per snapshot: at 10,000 groups building it is most of a rerun (read-only: do not mutate)."""
+    src = sources()
+    name = cluster()
+    return _groups_table(src, src.lake_path, name, src.snapshot_stamp(name))
+
+
+def consumer_group(group_id: str) -> dict[str, Any]:
+    """The snapshot's entry of one consumer group (``{}`` when it is not there), found by id."""
+    src = sources()
+    name = cluster()
+    return _groups_by_id(src, src.lake_path, name, src.snapshot_stamp(name)).get(group_id) or {}
+
+
 @st.cache_data(show_spinner=False, ttl=10, max_entries=64)
 def _read(_sources: Sources, lake_path: str, table: str, cluster_name: str, since: float,
-          columns: tuple[str, ...] | None) -> TableRead:
-    return _sources.read_checked(table, cluster_name, since=since, columns=list(columns) if columns else None)
+          columns: tuple[str, ...] | None, where: tuple[tuple[str, str], ...] = ()) -> TableRead:
+    return _sources.read_checked(table, cluster_name, since=since, columns=list(columns) if columns else None,
+                                 where=dict(where))
 
 
-def read(table: str, window_seconds: float, columns: list[str] | None = None) -> pd.DataFrame:
-    """Rows of ``table`` for the chosen cluster over the last ``window_seconds``; a warning on the
+def read(table: str, window_seconds: float, columns: list[str] | None = None,
+         where: dict[str, str] | None = None) -> pd.DataFrame:
+    """Rows of ``table`` for the chosen cluster over the last ``window_seconds`` (only those whose
+    columns equal ``where``'s values, filtered in the scan: one group of 10,000); a warning on the
     page when files holding some of them could not be read."""
     src = sources()
     since = _bucket(now() - window_seconds, src.collect_seconds)
-    result = _read(src, src.lake_path, table, cluster(), since, tuple(columns) if columns else None)
+    result = _read(src, src.lake_path, table, cluster(), since, tuple(columns) if columns else None,
+                   tuple(sorted((where or {}).items())))
     if result.missing is not None:
         LOG.warning("lake: %s", result.missing.line())
         st.warning(result.missing.summary(), icon=":material/warning:")
@@ -167,6 +199,22 @@ def firing() -> pd.DataFrame:
 def slo_latest() -> pd.DataFrame:
     rows = read("slo_status", SLO_STATUS_SECONDS + READ_BACK_SECONDS)
     return latest_status(rows, fresh_since=now() - SLO_STATUS_SECONDS)
+
+
+TIMING_FILE_ENV = "KPULSE_DASHBOARD_TIMING_FILE"
+"""When set, every full script run appends ``{"page", "seconds", "time"}`` as a JSON line to this
+file: the server time of a page (bench/dashboard.py --browser reads it)."""
+
+
+def record_run_time(page: str, started: float) -> None:
+    """Append this script run's duration (since ``started``, ``time.perf_counter()``) to
+    :data:`TIMING_FILE_ENV`'s file, when it is set."""
+    path = os.environ.get(TIMING_FILE_ENV)
+    if not path:
+        return
+    line = json.dumps({"page": page, "seconds": round(time.perf_counter() - started, 4), "time": time.time()})
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(line + "\n")
 
 
 def entity_param(name: str) -> str | None:
