@@ -21,8 +21,8 @@ from dashboard.services.acks import AckStore, active
 from dashboard.services.alerts import firing_alerts
 from dashboard.services.groups import groups_frame
 from dashboard.services.kafka_admin import ClusterAdmin
-from dashboard.services.slos import READ_BACK_SECONDS, latest_status
-from dashboard.services.sources import DashboardError, Sources, TableRead, load_sources, one_line
+from dashboard.services.slos import READ_BACK_SECONDS, latest_status, status_table
+from dashboard.services.sources import DashboardError, MissingData, Sources, TableRead, load_sources, one_line
 from dashboard.services.topics import sizes_from_log_dirs
 
 LOG = logging.getLogger("kpulse.dashboard")
@@ -136,11 +136,15 @@ def read(table: str, window_seconds: float, columns: list[str] | None = None,
     since = _bucket(now() - window_seconds, src.collect_seconds)
     result = _read(src, src.lake_path, table, cluster(), since, tuple(columns) if columns else None,
                    tuple(sorted((where or {}).items())))
+    _warn_missing(result)
+    return result.frame
+
+
+def _warn_missing(result: TableRead) -> None:
     if result.missing is not None:
         LOG.warning("lake: %s", result.missing.line())
         st.warning(result.missing.summary(), icon=":material/warning:")
         st.text(result.missing.first_file())
-    return result.frame
 
 
 def newest_sample_time(snap: dict[str, Any] | None) -> float | None:
@@ -196,9 +200,33 @@ def firing() -> pd.DataFrame:
     return firing_alerts(events, snapshot(), acks, now())
 
 
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _slo_latest(_sources: Sources, lake_path: str, cluster_name: str,
+                since: float) -> tuple[pd.DataFrame, pd.DataFrame, MissingData | None]:
+    result = _sources.read_checked("slo_status", cluster_name, since=since)
+    latest = latest_status(result.frame, fresh_since=since + READ_BACK_SECONDS)
+    return latest, status_table(latest), result.missing
+
+
+def _slo_views() -> tuple[pd.DataFrame, pd.DataFrame]:
+    src = sources()
+    # read again once per SLO evaluation interval (the SLO job writes then), not on every rerun
+    since = _bucket(now() - SLO_STATUS_SECONDS - READ_BACK_SECONDS, src.config.intervals.slo_seconds)
+    latest, table, missing = _slo_latest(src, src.lake_path, cluster(), since)
+    _warn_missing(TableRead(latest.iloc[:0], missing))
+    return latest, table
+
+
 def slo_latest() -> pd.DataFrame:
-    rows = read("slo_status", SLO_STATUS_SECONDS + READ_BACK_SECONDS)
-    return latest_status(rows, fresh_since=now() - SLO_STATUS_SECONDS)
+    """The newest status of every SLO and entity (``services.slos.latest_status``), computed once
+    per SLO evaluation interval: at 10,000 SLOs an hour of ``slo_status`` is 600,000 rows (read-only:
+    do not mutate)."""
+    return _slo_views()[0]
+
+
+def slo_table() -> pd.DataFrame:
+    """:func:`slo_latest` as the SLO page's searchable list (``services.slos.status_table``)."""
+    return _slo_views()[1]
 
 
 TIMING_FILE_ENV = "KPULSE_DASHBOARD_TIMING_FILE"
