@@ -23,7 +23,7 @@ from dashboard.services.groups import groups_frame
 from dashboard.services.kafka_admin import ClusterAdmin
 from dashboard.services.slos import READ_BACK_SECONDS, latest_status, status_table
 from dashboard.services.sources import DashboardError, MissingData, Sources, TableRead, load_sources, one_line
-from dashboard.services.topics import sizes_from_log_dirs
+from dashboard.services.topics import partitions_frame, sizes_from_log_dirs, topics_frame
 
 LOG = logging.getLogger("kpulse.dashboard")
 SOURCES_KEY = "kpulse_sources"
@@ -176,6 +176,33 @@ def topic_partitions() -> list[dict[str, Any]]:
     """Every partition's metadata (Admin API), refreshed every 30 s."""
     src = sources()
     return _partitions(admin(), src.config.source, cluster(), id(src.admin_factory), _bucket(now(), 30))
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _topic_catalog(_admin_client: ClusterAdmin, source: str, cluster_name: str, factory_id: int,
+                   bucket: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    partitions = partitions_frame(_admin_client.partitions())
+    return partitions, topics_frame(partitions)
+
+
+def topic_catalog() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(every partition, every topic) as the Topics page's frames (``services.topics``), from the
+    Admin API's metadata, built once per 30 s: at 20,000 partitions building them was most of a
+    rerun (read-only: do not mutate)."""
+    src = sources()
+    return _topic_catalog(admin(), src.config.source, cluster(), id(src.admin_factory), _bucket(now(), 30))
+
+
+@st.cache_data(show_spinner=False, ttl=60, max_entries=32)
+def _topic_configs(_admin_client: ClusterAdmin, source: str, cluster_name: str, factory_id: int,
+                   topic_names: tuple[str, ...]) -> dict[str, dict[str, dict[str, Any]]]:
+    return _admin_client.topic_configs(list(topic_names))
+
+
+def topic_configs(topic_names: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The configs of the topics shown (one DescribeConfigs), refreshed every minute."""
+    src = sources()
+    return _topic_configs(admin(), src.config.source, cluster(), id(src.admin_factory), tuple(topic_names))
 
 
 @st.cache_data(show_spinner=False, ttl=60, max_entries=32)
