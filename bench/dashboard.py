@@ -198,15 +198,28 @@ def build_state(bootstrap: str, topics: int, groups: int) -> None:
     if len(producer) or failed:
         raise SystemExit(f"records not delivered: {len(producer)} in flight, {failed[:3]}")
     print(f"  {topics * 100} records delivered", flush=True)
-    for g in range(groups):
-        topic = names[g % topics]
-        request = ConsumerGroupTopicPartitions(f"bench-group-{g:05d}", [TopicPartition(topic, p, 5) for p in range(10)])
-        answer = admin.alter_consumer_group_offsets([request], request_timeout=60)[request.group_id].result(timeout=60)
-        errors = [tp.error for tp in answer.topic_partitions if tp.error is not None]
-        if errors:
-            raise SystemExit(f"commit of {request.group_id} failed: {errors[0]}")
-        if g % 500 == 499:
-            print(f"  {g + 1} groups committed", flush=True)
+    requests = [ConsumerGroupTopicPartitions(f"bench-group-{g:05d}", [TopicPartition(names[g % topics], p, 5)
+                                                                      for p in range(10)]) for g in range(groups)]
+    for attempt in range(30):  # the first commits wait for __consumer_offsets' coordinators: retried
+        failed_groups = []
+        for start in range(0, len(requests), 100):  # 100 commits in flight at a time
+            batch = requests[start:start + 100]
+            futures = {r.group_id: admin.alter_consumer_group_offsets([r], request_timeout=60)[r.group_id]
+                       for r in batch}
+            for request in batch:
+                try:
+                    answer = futures[request.group_id].result(timeout=120)
+                    errors = [tp.error for tp in answer.topic_partitions if tp.error is not None]
+                except Exception as error:  # noqa: BLE001 - NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS
+                    errors = [error]
+                if errors:
+                    failed_groups.append((request, errors[0]))
+        print(f"  {len(requests) - len(failed_groups)} groups committed", flush=True)
+        if not failed_groups:
+            return
+        requests = [request for request, _ in failed_groups]
+        time.sleep(2)
+    raise SystemExit(f"commits failed: {failed_groups[0][0].group_id}: {failed_groups[0][1]}")
 
 
 def _wait(condition, timeout: float, what: str):
