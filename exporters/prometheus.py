@@ -32,6 +32,7 @@ server ``kpulse collect`` starts).
 
 from __future__ import annotations
 
+import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
@@ -53,6 +54,7 @@ STREAMS_STATES = ("CREATED", "REBALANCING", "RUNNING", "PENDING_SHUTDOWN", "NOT_
                   "UNREACHABLE")
 SHARE_STATES = STATES["share"]
 """Kafka's share group states; a state outside them (``Unknown``) is exported as 1 with 0 for these."""
+LOG = logging.getLogger("kpulse.exporter")
 GRANULARITIES = EXPORTER_GRANULARITIES
 PARTITION_SERIES = ("kafka_consumergroup_lag", "kafka_consumergroup_current_offset",
                     "kpulse_consumergroup_partition_lag_seconds", "kpulse_sharegroup_lag", "kpulse_sharegroup_start_offset")
@@ -75,6 +77,7 @@ class SnapshotExporter(Collector):
         self._text: tuple[int, bytes] | None = None
         self._stale = threading.Event()
         self._renderer: threading.Thread | None = None
+        self._render_failed = False
 
     def update(self, snapshot: Snapshot) -> None:
         with self._lock:
@@ -95,7 +98,11 @@ class SnapshotExporter(Collector):
         while True:
             self._stale.wait()
             self._stale.clear()
-            self.text()
+            try:
+                self.text()
+            except Exception:  # noqa: BLE001 - the next scrape renders it again and answers the error
+                self._render_failed = True
+                LOG.exception("exporter: cannot render the snapshot")
 
     def _current(self) -> tuple[int, list[Snapshot]]:
         with self._lock:
@@ -127,13 +134,15 @@ class SnapshotExporter(Collector):
                 for snapshot in snapshots:
                     _emit_snapshot(rendered, snapshot, self.granularity)
                 self._text = (version, rendered.exposition())
+                self._render_failed = False
             return self._text[1]
 
     def served_text(self) -> bytes:
         """What a scrape is answered: the newest rendered page, even while the next snapshot's
-        is being rendered (at most one cycle older than :meth:`text`); :meth:`text` before any."""
+        is being rendered (at most one cycle older than :meth:`text`); :meth:`text` before the
+        first, and after a render failed (the scrape then answers the error)."""
         rendered = self._text
-        return rendered[1] if rendered is not None else self.text()
+        return rendered[1] if rendered is not None and not self._render_failed else self.text()
 
 
 class _TextFamilies:
