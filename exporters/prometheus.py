@@ -162,9 +162,10 @@ class _TextFamilies:
         if family is None:
             family = self._families[name] = (help_text, [])
         if labels is not self._last_labels:  # a group's or a partition's series share one labels dict
-            self._last_labels, self._last_text = labels, ",".join(
-                f'{key}="{self._escape(raw)}"' for key, raw in labels.items())
-        shown = str(value) if type(value) is int else floatToGoString(float(value))
+            self._last_labels, self._last_text = labels, ",".join(  # sorted by name, as generate_latest
+                f'{key}="{self._escape(raw)}"' for key, raw in sorted(labels.items()))
+        # as floatToGoString writes it (what generate_latest prints), without its cost for most ints
+        shown = f"{value}.0" if type(value) is int and -10**15 < value < 1_000_000 else floatToGoString(value)
         family[1].append(f"{name}{{{self._last_text}}} {shown}\n")
 
     def _escape(self, raw) -> str:

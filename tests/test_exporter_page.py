@@ -26,8 +26,8 @@ def snapshot(groups: list[str], lag: int = 5) -> dict:
             "consumer_groups": [{"group_id": g, "type": "classic", "protocol_type": "consumer", "state": "Stable",
                                  "members": 1, "total_lag": 2 * lag, "lag_unknown_partitions": 0,
                                  "max_lag_seconds": 1.5, "lag_seconds_unknown_partitions": 0, "status": "OK",
-                                 "partitions": [{"topic": "orders", "partition": p, "committed_offset": 10,
-                                                 "log_end_offset": 10 + lag, "lag": lag, "lag_seconds": 1.5}
+                                 "partitions": [{"topic": "orders", "partition": p, "committed_offset": 1_234_567,
+                                                 "log_end_offset": 1_234_567 + lag, "lag": lag, "lag_seconds": 1.5}
                                                 for p in range(2)]} for g in groups],
             "share_groups": {"read_at": 1.0, "read_seconds": 0.1, "groups": [
                 {"group_id": "sg", "state": "Stable", "members": 1, "total_lag": 3, "lag_unknown_partitions": 0,
@@ -51,9 +51,12 @@ def test_the_rendered_page_has_the_same_series_as_the_families(granularity):
     exporter = SnapshotExporter(granularity=granularity)
     exporter.update(snapshot(["orders-app", HOSTILE]))
 
-    rendered = samples(exporter.text().decode())
+    text = exporter.text().decode()
+    rendered = samples(text)
 
     assert rendered == samples(from_families(exporter))
+    # written as prometheus_client writes them: labels sorted by name, values as Go floats
+    assert set(text.splitlines()) == set(from_families(exporter).splitlines())
     assert rendered[("kafka_consumergroup_lag_sum", (("cluster", "prod"), ("consumergroup", HOSTILE)))] == 10
 
 
