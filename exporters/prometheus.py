@@ -196,7 +196,12 @@ def serve(exporter: SnapshotExporter, *, port: int, host: str,
             if self.path.split("?")[0] not in ("/", "/metrics"):
                 self.send_error(404, "only /metrics is served here")
                 return
-            body = exporter.served_text() + (generate_latest(registry) if registry is not None else b"")
+            try:
+                body = exporter.served_text() + (generate_latest(registry) if registry is not None else b"")
+            except Exception as error:  # noqa: BLE001 - one line to the scraper, the traceback in the log
+                LOG.exception("exporter: cannot answer a scrape")
+                self.send_error(500, f"cannot render the metrics: {type(error).__name__}")
+                return
             self.send_response(200)
             self.send_header("Content-Type", CONTENT_TYPE_LATEST)
             self.send_header("Content-Length", str(len(body)))
