@@ -1,25 +1,45 @@
-"""Server-side render time of every dashboard page at scale: 2,000 topics, 20,000 partitions,
-2,000 consumer groups (10 partitions each), one hour of history at a 10 s interval.
+"""Render time of every dashboard page at scale, two ways.
 
-Run: ``.venv/bin/python bench/dashboard.py [--runs 5]``. It writes the lake with the real
+**AppTest** (the default): 2,000 topics, 20,000 partitions, 2,000 consumer groups (``--groups``; 10
+partitions each), one hour of history at a 10 s interval (``--history-cycles``).
+
+Run: ``.venv/bin/python bench/dashboard.py [--runs 5] [--groups 10000]``. It writes the lake with the real
 ``LakeWriter`` (tests/dashboard_lake.py: 720,000 consumer_group rows for the lag history, SLO
 evaluations for every group) in a temporary directory, then times each page with Streamlit's
 AppTest (the script run on the server, without the browser): the first render with every cache
 cleared (snapshot parsed, lake read, metadata fetched) and the median of ``--runs`` reruns. Topic metadata comes from a recorded-shape
 Admin client serving 20,000 partitions, so the Topics figure excludes the Admin API round trip.
 Goal: 1 s or less per page.
+
+**In a browser** (``--browser --bootstrap HOST:PORT``): the real thing on a real cluster, already
+built (e.g. by part of the lag bench: ``bench/scale_state.py --bootstrap B --groups 10000``; or
+``--build-topics 200 --build-groups 1000`` here builds a small state of empty groups with a few
+lines). It starts ``kpulse collect`` (10 s cycles) and ``kpulse dashboard`` on a config of its own
+(lake in a temporary directory), waits for a snapshot with the cluster's groups, then opens each
+page in headless Chromium (``tests/dashboard_browser.py``) ``1 + --runs`` times, each a fresh
+session, and times from navigation until the page's key text (its last section) is shown and Streamlit no
+longer says "Running...": the Overview, Brokers, Topics (its Admin API calls included: metadata,
+configs, log dirs, offsets), a topic detail, Consumer groups, a group detail, a search in the
+group list, its last page, Streams apps, Share groups, SLOs, Alerts, Operations. Beside each: the
+server time, the script runs' duration the dashboard logs (``KPULSE_DASHBOARD_TIMING_FILE``).
+"first" is the first load, the medians are of the ``--runs`` after it. Goal: 1.5 s or less to key text, 1 s or less on the server, at 10,000 groups.
+
+    .venv/bin/python bench/dashboard.py --browser --bootstrap 127.0.0.1:34592 [--runs 3] [--port 37600]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from concurrent.futures import Future
 from pathlib import Path
 from types import SimpleNamespace
@@ -77,15 +97,31 @@ class RecordedAdmin:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--groups", type=int, default=GROUPS)
+    parser.add_argument("--history-cycles", type=int, default=HISTORY_CYCLES,
+                        help="cycles of 10 s of group history in the lake (default: one hour)")
+    parser.add_argument("--browser", action="store_true", help="time the pages in Chromium on a real cluster")
+    parser.add_argument("--bootstrap", help="with --browser: the cluster's bootstrap servers")
+    parser.add_argument("--port", type=int, default=37600,
+                        help="with --browser: the dashboard's port (DevTools +1, exporter +2)")
+    parser.add_argument("--build-topics", type=int, default=0, help="with --browser: first create this many topics")
+    parser.add_argument("--build-groups", type=int, default=0,
+                        help="with --browser: first commit offsets for this many groups (10 partitions each)")
+    parser.add_argument("--collect-seconds", type=float, default=10.0)
     args = parser.parse_args()
+    if args.browser:
+        if not args.bootstrap:
+            parser.error("--browser needs --bootstrap")
+        browser_bench(args)
+        return
     logging.getLogger("streamlit").setLevel(logging.ERROR)
     directory = Path(tempfile.mkdtemp(prefix="kpulse-bench-dashboard-"))
     try:
         began = time.monotonic()
-        print(f"writing the lake: {GROUPS} groups x {PARTITIONS_PER_GROUP} partitions, {HISTORY_CYCLES} cycles ...",
-              flush=True)
-        write_lake(str(directory / "lake"), time.time(), groups=GROUPS, partitions_per_group=PARTITIONS_PER_GROUP,
-                   topics=TOPICS, history_cycles=HISTORY_CYCLES, slo_for_every_group=True)
+        print(f"writing the lake: {args.groups} groups x {PARTITIONS_PER_GROUP} partitions, {args.history_cycles} "
+              "cycles ...", flush=True)
+        write_lake(str(directory / "lake"), time.time(), groups=args.groups, partitions_per_group=PARTITIONS_PER_GROUP,
+                   topics=TOPICS, history_cycles=args.history_cycles, slo_for_every_group=True)
         print(f"  done in {time.monotonic() - began:.1f} s", flush=True)
         config = {"clusters": [{"name": CLUSTER, "bootstrap_servers": "recorded:9092"}],
                   "lake": {"path": str(directory / "lake")}, "intervals": {"collect_seconds": 3600}}
@@ -121,6 +157,211 @@ def main() -> None:
             print(f"{page:<10} {first:>17.3f} {statistics.median(times):>16.3f}   {'; '.join(problems) or '-'}",
                   flush=True)
     finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+# --- in a browser, on a real cluster ------------------------------------------------------------------
+
+BENCH_CLUSTER = "bench"
+
+
+def build_state(bootstrap: str, topics: int, groups: int) -> None:
+    """``topics`` topics of 10 partitions with 10 records each, and ``groups`` groups without members,
+    each committed at offset 5 on the 10 partitions of one topic (group i on topic i mod topics).
+    Every delivery and every commit is checked."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+    from confluent_kafka.admin import NewTopic
+
+    from kpulse.kafka.clients import admin_client
+
+    admin = admin_client({"bootstrap.servers": bootstrap})
+    names = [f"bench-topic-{t:04d}" for t in range(topics)]
+    existing = set(admin.list_topics(timeout=30).topics)
+    new = [NewTopic(n, 10, 3) for n in names if n not in existing]
+    for start in range(0, len(new), 100):
+        for name, future in admin.create_topics(new[start:start + 100], request_timeout=60).items():
+            future.result(timeout=120)
+    _wait(lambda: all(p.leader >= 0 for t, m in admin.list_topics(timeout=30).topics.items() if t in set(names)
+                      for p in m.partitions.values()), 300, "a leader for every partition")
+    print(f"  {len(new)} topics created, every partition led", flush=True)
+    failed = []
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 50, "enable.idempotence": True,
+                         "delivery.timeout.ms": 600_000, "request.timeout.ms": 120_000})
+    for name in names:
+        for p in range(10):
+            for _ in range(10):
+                producer.produce(name, b"x", partition=p, on_delivery=lambda e, m: e and failed.append(e))
+        producer.poll(0)
+    deadline = time.monotonic() + 600
+    while producer.flush(10) and time.monotonic() < deadline:
+        pass
+    if len(producer) or failed:
+        raise SystemExit(f"records not delivered: {len(producer)} in flight, {failed[:3]}")
+    print(f"  {topics * 100} records delivered", flush=True)
+    requests = [ConsumerGroupTopicPartitions(f"bench-group-{g:05d}", [TopicPartition(names[g % topics], p, 5)
+                                                                      for p in range(10)]) for g in range(groups)]
+    for attempt in range(30):  # the first commits wait for __consumer_offsets' coordinators: retried
+        failed_groups = []
+        for start in range(0, len(requests), 100):  # 100 commits in flight at a time
+            batch = requests[start:start + 100]
+            futures = {r.group_id: admin.alter_consumer_group_offsets([r], request_timeout=60)[r.group_id]
+                       for r in batch}
+            for request in batch:
+                try:
+                    answer = futures[request.group_id].result(timeout=120)
+                    errors = [tp.error for tp in answer.topic_partitions if tp.error is not None]
+                except Exception as error:  # noqa: BLE001 - NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS
+                    errors = [error]
+                if errors:
+                    failed_groups.append((request, errors[0]))
+        print(f"  {len(requests) - len(failed_groups)} groups committed", flush=True)
+        if not failed_groups:
+            return
+        requests = [request for request, _ in failed_groups]
+        time.sleep(2)
+    raise SystemExit(f"commits failed: {failed_groups[0][0].group_id}: {failed_groups[0][1]}")
+
+
+def _wait(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise SystemExit(f"timed out waiting for {what}")
+
+
+def _healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
+
+
+def _server_seconds(timing: Path, page: str, since: float) -> float | None:
+    """The full script runs of ``page`` logged since ``since``, summed (None: none logged)."""
+    if not timing.exists():
+        return None
+    runs = [json.loads(line) for line in timing.read_text().splitlines() if line.strip()]
+    seconds = [r["seconds"] for r in runs if r["page"] == page and r["time"] >= since]
+    return sum(seconds) if seconds else None
+
+
+def _shows(text: str, wanted) -> bool:
+    """Every item of ``wanted`` is in ``text`` (an item may be a tuple of alternatives)."""
+    return all(any(w in text for w in (item if isinstance(item, tuple) else (item,))) for item in wanted)
+
+
+def timed_load(browser, url: str, texts, *, action=None, before=(), timeout: float = 120) -> tuple[float, float]:
+    """Seconds from navigating to ``url`` (or, with ``action``, from calling it once ``before`` is
+    shown) until every text of ``texts`` is shown and Streamlit is not "Running...", and the epoch
+    time the clock started."""
+    if action is not None:
+        browser.open(url)
+        browser.wait_for(list(before), timeout=timeout, settle=0.5)
+    began = time.time()
+    started = time.perf_counter()
+    action() if action is not None else browser.open(url)
+    while True:
+        text = browser.text()
+        if _shows(text, texts) and "Running..." not in text:
+            return time.perf_counter() - started, began
+        if time.perf_counter() - started > timeout:
+            raise SystemExit(f"{url}: never showed {texts}; it shows:\n{text[:2000]}")
+        time.sleep(0.05)
+
+
+def browser_bench(args) -> None:
+    logging.getLogger("streamlit").setLevel(logging.ERROR)
+    from dashboard.frame import TIMING_FILE_ENV
+    from tests.dashboard_browser import Browser, stop_process
+
+    if args.build_topics or args.build_groups:
+        print(f"building: {args.build_topics} topics, {args.build_groups} groups on {args.bootstrap} ...", flush=True)
+        build_state(args.bootstrap, max(1, args.build_topics), args.build_groups)
+    directory = Path(tempfile.mkdtemp(prefix="kpulse-bench-browser-"))
+    config = {"clusters": [{"name": BENCH_CLUSTER, "bootstrap_servers": args.bootstrap}],
+              "lake": {"path": str(directory / "lake")}, "intervals": {"collect_seconds": args.collect_seconds},
+              "exporter": {"port": args.port + 2, "host": "127.0.0.1"},
+              "dashboard": {"port": args.port, "host": "127.0.0.1"}}
+    config_path = directory / "kpulse.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    timing = directory / "timing.jsonl"
+    base = [sys.executable, "-m", "cli.main", "--config", str(config_path)]
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), TIMING_FILE_ENV: str(timing)}
+    processes, browser = [], None
+    try:
+        processes.append(subprocess.Popen([*base, "collect"], cwd=ROOT, env=environ, stdout=open(directory / "collect.log", "w"),
+                                          stderr=subprocess.STDOUT))
+        processes.append(subprocess.Popen([*base, "dashboard"], cwd=ROOT, env=environ,
+                                          stdout=open(directory / "dashboard.log", "w"), stderr=subprocess.STDOUT))
+        snapshot_file = directory / "lake" / "_snapshots" / f"{BENCH_CLUSTER}.json"
+        _wait(lambda: _healthy(args.port), 120, "the dashboard")
+        print("waiting for the first snapshot with the cluster's groups ...", flush=True)
+
+        def groups_in():
+            try:
+                snap = json.loads(snapshot_file.read_text())
+            except (OSError, ValueError):
+                return None
+            return snap if snap.get("consumer_groups") else None
+        snap = _wait(groups_in, 600, "a snapshot with consumer groups")
+        groups = sorted(g["group_id"] for g in snap["consumer_groups"])
+        group = groups[-1]  # not on the list's first page
+        topic = next((p["topic"] for g in snap["consumer_groups"] if g["group_id"] == group for p in g["partitions"]),
+                     None)
+        if topic is None:
+            raise SystemExit(f"group {group} has no committed partition: no topic to show")
+        pages = -(-len(groups) // 50)
+        needle = group[-4:]
+        found = sum(1 for g in groups if needle in g)
+        print(f"snapshot: {len(groups)} groups, {snap['cluster'].get('topic_count')} topics, "
+              f"{snap['cluster'].get('partition_count')} partitions; detail of group {group}, topic {topic}", flush=True)
+        browser = Browser(args.port + 1)
+        url = f"http://127.0.0.1:{args.port}"
+        reset = f"kpulse reset-offsets --cluster {BENCH_CLUSTER} --group"
+        group_list = ["groups match", "Lag (seconds, worst partition)", reset]
+        cases = [  # (name, url path, page's url_path in the timing log, key texts, action)
+            ("overview", "/", "", ["Brokers up", "Firing alerts", "Problem partitions, last hour"], None),
+            ("brokers", "/brokers", "brokers", ["Partition skew", "Actions"], None),
+            ("topics", "/topics", "topics", ["topics match", "Partitions of", "Configs", "kpulse elect-leaders"], None),
+            ("topic detail", f"/topics?topic={topic}", "topics",
+             [f"Partitions of {topic}", "Configs", f"--topic {topic}"], None),
+            ("groups", "/groups", "groups", group_list, None),
+            ("group detail", f"/groups?group={group}", "groups", [*group_list, f"--group {group}"], None),
+            ("group search", "/groups", "groups", [f"{found} of {len(groups)} groups match", reset],
+             lambda: (browser.type_into("Search groups", needle), browser.press_enter())),
+            ("groups last page", "/groups", "groups", [f"page {pages} of {pages}", reset],
+             lambda: (browser.type_into(f"page (of {pages})", str(pages)), browser.press_enter())),
+            ("streams", "/streams", "streams", ["Streams apps", ("No Kafka Streams application", "Internal topics")],
+             None),
+            ("share groups", "/share-groups", "share-groups", ["Share groups", ("share groups match", "No share groups")],
+             None),
+            ("slos", "/slos", "slos", ["SLOs"], None),
+            ("alerts", "/alerts", "alerts", ["Alerts", "firing"], None),
+            ("operations", "/operations", "operations", ["Operations", "Audit log"], None),
+        ]
+        print(f"\n{'page':<18} {'first (s)':>10} {'median of ' + str(args.runs) + ' (s)':>17} "
+              f"{'server, median (s)':>19}", flush=True)
+        for name, path, page, texts, action in cases:
+            shown, server = [], []
+            for _ in range(1 + args.runs):
+                seconds, since = timed_load(browser, url + path, texts, action=action, before=group_list)
+                shown.append(seconds)
+                time.sleep(0.3)  # the run's timing line is written as the script ends
+                seconds = _server_seconds(timing, page, since)
+                if seconds is not None:
+                    server.append(seconds)
+            again = shown[1:] or shown
+            print(f"{name:<18} {shown[0]:>10.3f} {statistics.median(again):>17.3f} "
+                  f"{statistics.median(server) if server else float('nan'):>19.3f}", flush=True)
+    finally:
+        if browser is not None:
+            browser.close()
+        for process in processes:
+            stop_process(process)
         shutil.rmtree(directory, ignore_errors=True)
 
 

@@ -43,19 +43,18 @@ def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
     if os.environ.get(_SUPERVISED) is None:
         return supervise(config, cluster, out)
 
-    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client import CollectorRegistry
 
-    from exporters.prometheus import SnapshotExporter
+    from exporters.prometheus import SnapshotExporter, serve
     from exporters.slo_status import SloStatusExporter
 
-    exporter = SnapshotExporter()
+    exporter = SnapshotExporter(granularity=config.exporter.granularity)
     service.exporter = exporter
     service.loop_state = loop_state(config, cluster)
     if config.exporter.enabled:
         registry = CollectorRegistry()
-        registry.register(exporter)
         registry.register(SloStatusExporter(config.lake.path))  # what the SLO job last wrote
-        start_http_server(config.exporter.port, addr=config.exporter.host, registry=registry)
+        serve(exporter, port=config.exporter.port, host=config.exporter.host, registry=registry)
         print(f"Prometheus exporter on http://{config.exporter.host}:{config.exporter.port}/metrics", file=out)
     service.gc_settle_cycles = GC_SETTLE_CYCLES  # this process runs the loop: see collectors.runner.settle_gc
     print(f"collecting every {config.intervals.collect_seconds:g}s into {config.lake.path}", file=out, flush=True)

@@ -6,11 +6,14 @@ the data (stale = older than two collection intervals)."""
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from dashboard import auth, components, frame
 from dashboard.services.health import freshness
 
+started = time.perf_counter()
 st.set_page_config(page_title="kpulse", page_icon="📈", layout="wide")  # a :material/ icon loads from Google
 
 PAGES = [
@@ -47,3 +50,4 @@ def _freshness() -> None:
 
 _freshness()
 navigation.run()
+frame.record_run_time(navigation.url_path, started)

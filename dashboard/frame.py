@@ -5,6 +5,7 @@ Pages call these helpers; they never build Kafka clients or read files themselve
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -18,10 +19,11 @@ import streamlit as st
 from dashboard import literal
 from dashboard.services.acks import AckStore, active
 from dashboard.services.alerts import firing_alerts, grouped
+from dashboard.services.groups import groups_frame
 from dashboard.services.kafka_admin import ClusterAdmin
-from dashboard.services.slos import READ_BACK_SECONDS, latest_status
-from dashboard.services.sources import DashboardError, Sources, TableRead, load_sources, one_line
-from dashboard.services.topics import sizes_from_log_dirs
+from dashboard.services.slos import READ_BACK_SECONDS, latest_status, status_table
+from dashboard.services.sources import DashboardError, MissingData, Sources, TableRead, load_sources, one_line
+from dashboard.services.topics import partitions_frame, sizes_from_log_dirs, topics_frame
 
 LOG = logging.getLogger("kpulse.dashboard")
 SOURCES_KEY = "kpulse_sources"
@@ -92,23 +94,57 @@ def snapshot() -> dict[str, Any] | None:
     return _snapshot(src, src.lake_path, name, src.snapshot_stamp(name))
 
 
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _groups_table(_sources: Sources, lake_path: str, cluster_name: str, stamp: float | None) -> pd.DataFrame:
+    return groups_frame(_snapshot(_sources, lake_path, cluster_name, stamp))
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _groups_by_id(_sources: Sources, lake_path: str, cluster_name: str, stamp: float | None) -> dict[str, Any]:
+    snap = _snapshot(_sources, lake_path, cluster_name, stamp) or {}
+    return {g.get("group_id"): g for g in snap.get("consumer_groups") or []}
+
+
+def groups_table() -> pd.DataFrame:
+    """The snapshot's consumer groups as the page's table (``services.groups.groups_frame``), built
+    once per snapshot: at 10,000 groups building it is most of a rerun (read-only: do not mutate)."""
+    src = sources()
+    name = cluster()
+    return _groups_table(src, src.lake_path, name, src.snapshot_stamp(name))
+
+
+def consumer_group(group_id: str) -> dict[str, Any]:
+    """The snapshot's entry of one consumer group (``{}`` when it is not there), found by id."""
+    src = sources()
+    name = cluster()
+    return _groups_by_id(src, src.lake_path, name, src.snapshot_stamp(name)).get(group_id) or {}
+
+
 @st.cache_data(show_spinner=False, ttl=10, max_entries=64)
 def _read(_sources: Sources, lake_path: str, table: str, cluster_name: str, since: float,
-          columns: tuple[str, ...] | None) -> TableRead:
-    return _sources.read_checked(table, cluster_name, since=since, columns=list(columns) if columns else None)
+          columns: tuple[str, ...] | None, where: tuple[tuple[str, str], ...] = ()) -> TableRead:
+    return _sources.read_checked(table, cluster_name, since=since, columns=list(columns) if columns else None,
+                                 where=dict(where))
 
 
-def read(table: str, window_seconds: float, columns: list[str] | None = None) -> pd.DataFrame:
-    """Rows of ``table`` for the chosen cluster over the last ``window_seconds``; a warning on the
+def read(table: str, window_seconds: float, columns: list[str] | None = None,
+         where: dict[str, str] | None = None) -> pd.DataFrame:
+    """Rows of ``table`` for the chosen cluster over the last ``window_seconds`` (only those whose
+    columns equal ``where``'s values, filtered in the scan: one group of 10,000); a warning on the
     page when files holding some of them could not be read."""
     src = sources()
     since = _bucket(now() - window_seconds, src.collect_seconds)
-    result = _read(src, src.lake_path, table, cluster(), since, tuple(columns) if columns else None)
+    result = _read(src, src.lake_path, table, cluster(), since, tuple(columns) if columns else None,
+                   tuple(sorted((where or {}).items())))
+    _warn_missing(result)
+    return result.frame
+
+
+def _warn_missing(result: TableRead) -> None:
     if result.missing is not None:
         LOG.warning("lake: %s", result.missing.line())
         st.warning(result.missing.summary(), icon=":material/warning:")
         st.text(result.missing.first_file())
-    return result.frame
 
 
 def newest_sample_time(snap: dict[str, Any] | None) -> float | None:
@@ -142,6 +178,33 @@ def topic_partitions() -> list[dict[str, Any]]:
     return _partitions(admin(), src.config.source, cluster(), id(src.admin_factory), _bucket(now(), 30))
 
 
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _topic_catalog(_admin_client: ClusterAdmin, source: str, cluster_name: str, factory_id: int,
+                   bucket: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    partitions = partitions_frame(_admin_client.partitions())
+    return partitions, topics_frame(partitions)
+
+
+def topic_catalog() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(every partition, every topic) as the Topics page's frames (``services.topics``), from the
+    Admin API's metadata, built once per 30 s: at 20,000 partitions building them was most of a
+    rerun (read-only: do not mutate)."""
+    src = sources()
+    return _topic_catalog(admin(), src.config.source, cluster(), id(src.admin_factory), _bucket(now(), 30))
+
+
+@st.cache_data(show_spinner=False, ttl=60, max_entries=32)
+def _topic_configs(_admin_client: ClusterAdmin, source: str, cluster_name: str, factory_id: int,
+                   topic_names: tuple[str, ...]) -> dict[str, dict[str, dict[str, Any]]]:
+    return _admin_client.topic_configs(list(topic_names))
+
+
+def topic_configs(topic_names: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The configs of the topics shown (one DescribeConfigs), refreshed every minute."""
+    src = sources()
+    return _topic_configs(admin(), src.config.source, cluster(), id(src.admin_factory), tuple(topic_names))
+
+
 @st.cache_data(show_spinner=False, ttl=60, max_entries=32)
 def _topic_sizes(_admin_client: ClusterAdmin, source: str, cluster_name: str, topic_names: tuple[str, ...]):
     return sizes_from_log_dirs(_admin_client.log_dirs(list(topic_names)))
@@ -173,9 +236,49 @@ def firing_groups(firing_rows: pd.DataFrame, acks: dict | None = None):
     return grouped(firing_rows, alert_acks() if acks is None else acks, now())
 
 
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _slo_latest(_sources: Sources, lake_path: str, cluster_name: str,
+                since: float) -> tuple[pd.DataFrame, pd.DataFrame, MissingData | None]:
+    result = _sources.read_checked("slo_status", cluster_name, since=since)
+    latest = latest_status(result.frame, fresh_since=since + READ_BACK_SECONDS)
+    return latest, status_table(latest), result.missing
+
+
+def _slo_views() -> tuple[pd.DataFrame, pd.DataFrame]:
+    src = sources()
+    # read again once per SLO evaluation interval (the SLO job writes then), not on every rerun
+    since = _bucket(now() - SLO_STATUS_SECONDS - READ_BACK_SECONDS, src.config.intervals.slo_seconds)
+    latest, table, missing = _slo_latest(src, src.lake_path, cluster(), since)
+    _warn_missing(TableRead(latest.iloc[:0], missing))
+    return latest, table
+
+
 def slo_latest() -> pd.DataFrame:
-    rows = read("slo_status", SLO_STATUS_SECONDS + READ_BACK_SECONDS)
-    return latest_status(rows, fresh_since=now() - SLO_STATUS_SECONDS)
+    """The newest status of every SLO and entity (``services.slos.latest_status``), computed once
+    per SLO evaluation interval: at 10,000 SLOs an hour of ``slo_status`` is 600,000 rows (read-only:
+    do not mutate)."""
+    return _slo_views()[0]
+
+
+def slo_table() -> pd.DataFrame:
+    """:func:`slo_latest` as the SLO page's searchable list (``services.slos.status_table``)."""
+    return _slo_views()[1]
+
+
+TIMING_FILE_ENV = "KPULSE_DASHBOARD_TIMING_FILE"
+"""When set, every full script run appends ``{"page", "seconds", "time"}`` as a JSON line to this
+file: the server time of a page (bench/dashboard.py --browser reads it)."""
+
+
+def record_run_time(page: str, started: float) -> None:
+    """Append this script run's duration (since ``started``, ``time.perf_counter()``) to
+    :data:`TIMING_FILE_ENV`'s file, when it is set."""
+    path = os.environ.get(TIMING_FILE_ENV)
+    if not path:
+        return
+    line = json.dumps({"page": page, "seconds": round(time.perf_counter() - started, 4), "time": time.time()})
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(line + "\n")
 
 
 def entity_param(name: str) -> str | None:

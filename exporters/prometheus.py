@@ -17,15 +17,32 @@ Share groups (KIP-932) have no kafka_exporter counterpart: ``kpulse_sharegroup_l
 ``kpulse_sharegroup_start_offset`` per partition are the broker's figures (``kafka-share-groups
 --describe``), ``kpulse_sharegroup_state`` and ``kpulse_sharegroup_status`` are 1 for the group's
 current state and status and 0 for the others, ``kpulse_sharegroup_members`` counts its members.
+
+Granularity (``exporter.granularity``, as kminion's ``minion.consumerGroups.granularity``):
+``partition`` (the default) exports every series above; ``group`` drops the per-partition series of
+consumer and share groups (:data:`PARTITION_SERIES`), which at 10,000 groups of 10 partitions are
+most of the page.
+
+At that scale building prometheus_client's families on every scrape took 8-10 s (55 MB of text):
+:meth:`SnapshotExporter.text` renders the exposition once per snapshot, in a thread of its own as
+soon as the snapshot is in, and every scrape is served the newest rendered bytes (:func:`serve`, the
+server ``kpulse collect`` starts).
+:meth:`SnapshotExporter.collect` still yields the same series as families, for a registry.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from kpulse.config.model import EXPORTER_GRANULARITIES
 
 from kpulse.kafka.group_model import STATES
 from kpulse.lag_contract import STATUS_NAMES
@@ -37,22 +54,62 @@ STREAMS_STATES = ("CREATED", "REBALANCING", "RUNNING", "PENDING_SHUTDOWN", "NOT_
                   "UNREACHABLE")
 SHARE_STATES = STATES["share"]
 """Kafka's share group states; a state outside them (``Unknown``) is exported as 1 with 0 for these."""
+LOG = logging.getLogger("kpulse.exporter")
+GRANULARITIES = EXPORTER_GRANULARITIES
+PARTITION_SERIES = ("kafka_consumergroup_lag", "kafka_consumergroup_current_offset",
+                    "kpulse_consumergroup_partition_lag_seconds", "kpulse_sharegroup_lag", "kpulse_sharegroup_start_offset")
+"""The per-partition series of groups: exported with granularity ``partition`` only."""
 
 
 class SnapshotExporter(Collector):
-    """A prometheus_client collector over the latest snapshots; ``update`` swaps one in."""
+    """A prometheus_client collector over the latest snapshots; ``update`` swaps one in.
 
-    def __init__(self) -> None:
+    ``granularity``: one of :data:`GRANULARITIES` (``group`` leaves out :data:`PARTITION_SERIES`)."""
+
+    def __init__(self, granularity: str = "partition") -> None:
+        if granularity not in GRANULARITIES:
+            raise ValueError(f"granularity must be one of {', '.join(GRANULARITIES)}, got {granularity!r}")
+        self.granularity = granularity
         self._lock = threading.Lock()
+        self._render_lock = threading.Lock()
         self._snapshots: dict[str, Snapshot] = {}
+        self._version = 0
+        self._text: tuple[int, bytes] | None = None
+        self._stale = threading.Event()
+        self._renderer: threading.Thread | None = None
+        self._render_failed = False
 
     def update(self, snapshot: Snapshot) -> None:
         with self._lock:
             self._snapshots[snapshot["cluster_name"]] = snapshot
+            self._version += 1
+        self._stale.set()
+
+    def render_in_background(self) -> None:
+        """From now on render each new snapshot's page in a thread of its own as soon as it is
+        in, so no scrape waits for it (:meth:`served_text`)."""
+        with self._lock:
+            if self._renderer is not None:
+                return
+            self._renderer = threading.Thread(target=self._render_loop, name="kpulse-exporter-render", daemon=True)
+        self._renderer.start()
+
+    def _render_loop(self) -> None:
+        while True:
+            self._stale.wait()
+            self._stale.clear()
+            try:
+                self.text()
+            except Exception:  # noqa: BLE001 - the next scrape renders it again and answers the error
+                self._render_failed = True
+                LOG.exception("exporter: cannot render the snapshot")
+
+    def _current(self) -> tuple[int, list[Snapshot]]:
+        with self._lock:
+            return self._version, list(self._snapshots.values())
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        with self._lock:
-            snapshots = list(self._snapshots.values())
+        _, snapshots = self._current()
         families: dict[str, GaugeMetricFamily] = {}
 
         def emit(name: str, help_text: str, labels: dict[str, str], value) -> None:
@@ -64,11 +121,106 @@ class SnapshotExporter(Collector):
             family.add_metric([str(v) for v in labels.values()], float(value))
 
         for snapshot in snapshots:
-            _emit_snapshot(emit, snapshot)
+            _emit_snapshot(emit, snapshot, self.granularity)
         yield from families.values()
 
+    def text(self) -> bytes:
+        """The exposition (Prometheus text format 0.0.4) of the latest snapshots: rendered on the
+        first call after an :meth:`update`, then the same bytes until the next one."""
+        with self._render_lock:  # one scrape renders, the others wait for its bytes
+            version, snapshots = self._current()
+            if self._text is None or self._text[0] != version:
+                rendered = _TextFamilies()
+                for snapshot in snapshots:
+                    _emit_snapshot(rendered, snapshot, self.granularity)
+                self._text = (version, rendered.exposition())
+                self._render_failed = False
+            return self._text[1]
 
-def _emit_snapshot(emit, snapshot: Snapshot) -> None:
+    def served_text(self) -> bytes:
+        """What a scrape is answered: the newest rendered page, even while the next snapshot's
+        is being rendered (at most one cycle older than :meth:`text`); :meth:`text` before the
+        first, and after a render failed (the scrape then answers the error)."""
+        rendered = self._text
+        return rendered[1] if rendered is not None and not self._render_failed else self.text()
+
+
+class _TextFamilies:
+    """An ``emit`` that writes each sample straight as its exposition line (what
+    ``generate_latest`` prints for a :class:`GaugeMetricFamily`, without building one)."""
+
+    def __init__(self) -> None:
+        self._families: dict[str, tuple[str, list[str]]] = {}
+        self._escaped: dict[str, str] = {}
+        self._last_labels: dict | None = None
+        self._last_text = ""
+
+    def __call__(self, name: str, help_text: str, labels: dict[str, str], value) -> None:
+        if value is None:
+            return
+        family = self._families.get(name)
+        if family is None:
+            family = self._families[name] = (help_text, [])
+        if labels is not self._last_labels:  # a group's or a partition's series share one labels dict
+            self._last_labels, self._last_text = labels, ",".join(  # sorted by name, as generate_latest
+                f'{key}="{self._escape(raw)}"' for key, raw in sorted(labels.items()))
+        # as floatToGoString writes it (what generate_latest prints), without its cost for most ints
+        shown = f"{value}.0" if type(value) is int and -10**15 < value < 1_000_000 else floatToGoString(value)
+        family[1].append(f"{name}{{{self._last_text}}} {shown}\n")
+
+    def _escape(self, raw) -> str:
+        label = raw if type(raw) is str else str(raw)
+        shown = self._escaped.get(label)
+        if shown is None:
+            shown = self._escaped[label] = label.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+        return shown
+
+    def exposition(self) -> bytes:
+        out = []
+        for name, (help_text, lines) in self._families.items():
+            shown_help = help_text.replace("\\", "\\\\").replace("\n", "\\n")
+            out.append(f"# HELP {name} {shown_help}\n# TYPE {name} gauge\n")
+            out.extend(lines)
+        return "".join(out).encode()
+
+
+def serve(exporter: SnapshotExporter, *, port: int, host: str,
+          registry: Collector | None = None) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    """Serve ``/metrics`` on ``host:port`` (0 = any free port: see ``server.server_port``) in a
+    daemon thread: the exporter's rendered bytes (:meth:`SnapshotExporter.served_text`, each
+    snapshot rendered once, in the background), then ``registry``'s series (small, e.g. the SLO
+    statuses) rendered per scrape. Stop with ``server.shutdown()``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if self.path.split("?")[0] not in ("/", "/metrics"):
+                self.send_error(404, "only /metrics is served here")
+                return
+            try:
+                body = exporter.served_text() + (generate_latest(registry) if registry is not None else b"")
+            except Exception as error:  # noqa: BLE001 - one line to the scraper, the traceback in the log
+                LOG.exception("exporter: cannot answer a scrape")
+                self.send_error(500, f"cannot render the metrics: {type(error).__name__}")
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format, *args) -> None:  # noqa: A002 - scrapes are not logged
+            pass
+
+    exporter.render_in_background()
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="kpulse-exporter", daemon=True)
+    thread.start()
+    return server, thread
+
+
+def _emit_snapshot(emit, snapshot: Snapshot, granularity: str = "partition") -> None:
+    per_partition = granularity == "partition"
     c = {"cluster": snapshot["cluster_name"]}
     cluster = snapshot.get("cluster") or {}
     emit("kafka_brokers", "Number of brokers up", c, cluster.get("brokers_up"))
@@ -109,7 +261,7 @@ def _emit_snapshot(emit, snapshot: Snapshot) -> None:
             if group.get("status") is not None:
                 emit("kpulse_consumergroup_status", "1 for the group's current Burrow-style status",
                      {**g, "status": status}, int(group["status"] == status))
-        for p in group.get("partitions", []):
+        for p in group.get("partitions", []) if per_partition else ():
             labels = {**g, "topic": p["topic"], "partition": p["partition"]}
             emit("kafka_consumergroup_lag", "Log end offset minus committed offset", labels, p.get("lag"))
             emit("kafka_consumergroup_current_offset", "Committed offset", labels, p.get("committed_offset"))
@@ -131,7 +283,7 @@ def _emit_snapshot(emit, snapshot: Snapshot) -> None:
                 if instance.get("state") is not None:
                     emit("kpulse_streams_instance_state", "1 for the instance's current client state",
                          {**a, "instance": instance["id"], "state": state}, int(instance["state"] == state))
-    _emit_share_groups(emit, c, snapshot.get("share_groups"))
+    _emit_share_groups(emit, c, snapshot.get("share_groups"), per_partition)
     probe = snapshot.get("probe") or {}
     for key in ("produce_availability", "consume_availability", "latency_p99_ms", "lost", "duplicated"):
         emit(f"kpulse_probe_{key}", f"End-to-end probe: {key.replace('_', ' ')}", c, probe.get(key))
@@ -189,7 +341,7 @@ def _emit_streams_group(emit, a: dict[str, str], app) -> None:
          "--offsets), over those whose lag is known", a, group.get("total_lag"))
 
 
-def _emit_share_groups(emit, c: dict[str, str], section) -> None:
+def _emit_share_groups(emit, c: dict[str, str], section, per_partition: bool = True) -> None:
     emit("kpulse_sharegroups_read_timestamp_seconds", "When the share groups shown were read (epoch seconds): behind "
          "the cycle while the brokers are slow to answer DescribeShareGroupOffsets", c, (section or {}).get("read_at"))
     emit("kpulse_sharegroups_read_duration_seconds", "How long the brokers took to answer that reading", c,
@@ -210,7 +362,7 @@ def _emit_share_groups(emit, c: dict[str, str], section) -> None:
             for status in SHARE_STATUS_NAMES:
                 emit("kpulse_sharegroup_status", "1 for the share group's current status (OK, WARN, STALLED, "
                      "NOT_CONSUMING)", {**g, "status": status}, int(group["status"] == status))
-        for p in group.get("partitions") or []:
+        for p in (group.get("partitions") or []) if per_partition else ():
             labels = {**g, "topic": p["topic"], "partition": p["partition"]}
             emit("kpulse_sharegroup_lag", "Records of the share partition not yet acknowledged, as the broker "
                  "counts them", labels, p.get("lag"))

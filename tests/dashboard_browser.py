@@ -106,6 +106,18 @@ class Browser:
     def open(self, url: str) -> None:
         self._call("Page.navigate", url=url)
 
+    def type_into(self, label: str, text: str) -> None:
+        """Focus the input labelled ``label``, select its text and type ``text`` over it."""
+        found = self.evaluate(f"(() => {{ const e = document.querySelector('input[aria-label={json.dumps(label)}]');"
+                              " if (!e) return false; e.focus(); e.select(); return true; })()")
+        if not found:
+            raise AssertionError(f"no input {label!r} on the page")
+        self._call("Input.insertText", text=text)
+
+    def press_enter(self) -> None:
+        for kind in ("keyDown", "keyUp"):
+            self._call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13)
+
     def text(self) -> str:
         result = self._call("Runtime.evaluate", expression="document.body ? document.body.innerText : ''",
                             returnByValue=True)

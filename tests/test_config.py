@@ -215,6 +215,8 @@ def test_invalid_consumer_group_regex_names_the_pattern():
          "exporter.port: expected an integer, got bool True"),
         ({"clusters": [MINIMAL_CLUSTER], "exporter": {"port": 70000}},
          "exporter.port: must be between 0 and 65535, got 70000"),
+        ({"clusters": [MINIMAL_CLUSTER], "exporter": {"granularity": "topic"}},
+         "exporter.granularity: 'topic' is not one of partition, group"),
         ({"clusters": [{**MINIMAL_CLUSTER, "read_only": "yes please"}]},
          "clusters[0].read_only: expected true or false, got str 'yes please'"),
         ({"clusters": [{"name": "prod"}]}, "clusters[0].bootstrap_servers: required"),

@@ -34,15 +34,6 @@ class Operator(Browser):
     def js(self, expression: str):
         return self._call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
 
-    def type_into(self, label: str, text: str) -> None:
-        assert self.js(f"(() => {{ const e = document.querySelector('input[aria-label={json.dumps(label)}]');"
-                       " if (!e) return false; e.focus(); e.select(); return true; })()"), f"no input {label!r}"
-        self._call("Input.insertText", text=text)
-
-    def press_enter(self) -> None:
-        for kind in ("keyDown", "keyUp"):
-            self._call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13)
-
     def scroll_to(self, selector: str) -> None:
         """Bring an element into view (Streamlit scrolls its own container: a screenshot shows the view)."""
         self.js(f"document.querySelector({json.dumps(selector)})?.scrollIntoView({{block: 'start'}})")

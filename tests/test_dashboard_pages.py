@@ -314,3 +314,24 @@ def test_a_kip848_group_detail_lists_its_members_with_the_reconciling_one_first(
     assert list(members["target_assignment"]) == ["t:1", "t:0"]
     assert any("1 of 2 members reconciling" in c.value for c in test.caption)
     assert not test.exception
+
+
+def test_thousands_of_slos_are_searched_and_paged_on_the_server(tmp_path, monkeypatch):
+    expected = write_lake(str(tmp_path / "lake"), time.time(), groups=120, partitions_per_group=1, history_cycles=2,
+                          slo_for_every_group=True)
+    config = {"clusters": [{"name": CLUSTER, "bootstrap_servers": "127.0.0.1:9"}], "lake": {"path": str(tmp_path / "lake")},
+              "intervals": {"collect_seconds": 600}}
+    (tmp_path / "kpulse.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("KPULSE_CONFIG", str(tmp_path / "kpulse.yaml"))
+    test = AppTest.from_file(str(APP_FILE), default_timeout=60).run()
+    open_page(test, "slos")
+    assert not test.exception
+    table = test.dataframe[0].value
+    assert len(table) == 50  # a page, not all 122
+    assert table["slo"].iloc[0] == expected.slo_page and table["alert"].iloc[0] == "page"  # triage order kept
+    assert any(f"{expected.slo_rows} of {expected.slo_rows} SLOs match" in c.value for c in test.caption)
+    assert {m.label: m.value for m in test.metric}["SLOs evaluated"] == str(expected.slo_rows)
+    test.text_input(key="slos-search").input(expected.groups[7]).run()
+    assert list(test.dataframe[0].value["entity"]) == [expected.groups[7]]
+    assert test.selectbox(key="slos-chosen").value == f"consumer-freshness · {expected.groups[7]}"
+    assert len(test.get("plotly_chart")) == 1  # its burn-down

@@ -35,34 +35,74 @@ def expected_idle_slot(cluster: str, group_id: str, why: str | None) -> None:
             st.rerun()
 
 
-st.title("Consumer groups")
-with frame.shown_errors():
-    snap = frame.snapshot()
-    consumer_groups = frame.sources().config.cluster(frame.cluster()).consumer_groups
-    marks = frame.operations().expected_idle_marks(frame.cluster())
-    table = groups.groups_frame(snap, groups.expected_idle_now(snap, consumer_groups, marks))
-    page = components.searched_list("groups", table, sorts=groups.SORTS, search_column="group_id", noun="groups",
-                                    placeholder="part of a group id")
-    if partial := int(table["partial"].notna().sum()):
-        st.caption(f"⚠ {partial} of {len(table)} groups have partial lag sums (see the partial column): some "
-                   "partitions' lag is unknown (log end not read, e.g. a broker down), so their total lag and "
-                   "lag seconds are a lower bound.")
-    st.dataframe(page.rows.drop(columns=["status_rank"]), hide_index=True, width="stretch",
-                 column_config={"max_lag_seconds": st.column_config.NumberColumn("lag seconds", format="%.0f"),
-                                "expected_idle": st.column_config.CheckboxColumn("expected idle")})
+LIST_KEYS = ("groups-search", "groups-sort", "groups-desc", "groups-page")
+"""The list's widgets: when one changes in a fragment rerun, the detail below must follow (full rerun)."""
+FULL_RUN_KEY = "groups-full-run"
+SHOWN_KEY = "groups-shown"
+"""Session state: the list's widget values and the group ids of its page, as the last full run drew them."""
 
-    names = list(page.rows["group_id"])
+
+
+def idle_settings():
+    """The cluster's ``consumer_groups`` config and its expected-idle marks as they are now."""
+    return (frame.sources().config.cluster(frame.cluster()).consumer_groups,
+            frame.operations().expected_idle_marks(frame.cluster()))
+
+
+def expected_idle_column(table):
+    """``table`` (built once per snapshot, read-only) with ``expected_idle`` as the config and the
+    marks say now: a group marked since the snapshot shows its label at once."""
+    consumer_groups, marks = idle_settings()
+    idle = groups.expected_idle_now(frame.snapshot(), consumer_groups, marks)
+    if set(table.loc[table["expected_idle"], "group_id"]) == idle:
+        return table
+    return table.assign(expected_idle=table["group_id"].isin(idle))
+
+
+st.title("Consumer groups")
+
+
+@st.fragment(run_every=frame.refresh_seconds())
+def group_list() -> None:
+    """The searched, sorted, paged list: redrawn from each new snapshot every collection interval
+    without rerunning the page (as the Overview's tiles); a change of search, sort or page reruns
+    the page so the group detail below follows it."""
+    full_run = st.session_state.pop(FULL_RUN_KEY, False)
+    with frame.shown_errors():
+        table = expected_idle_column(frame.groups_table())
+        page = components.searched_list("groups", table, sorts=groups.SORTS, search_column="group_id",
+                                        noun="groups", placeholder="part of a group id")
+        options = tuple(st.session_state.get(key) for key in LIST_KEYS)
+        if full_run:
+            st.session_state[SHOWN_KEY] = (options, list(page.rows["group_id"]))
+        elif options != st.session_state.get(SHOWN_KEY, (None, []))[0]:
+            st.rerun(scope="app")
+        if partial := int(table["partial"].notna().sum()):
+            st.caption(f"⚠ {partial} of {len(table)} groups have partial lag sums (see the partial column): some "
+                       "partitions' lag is unknown (log end not read, e.g. a broker down), so their total lag and "
+                       "lag seconds are a lower bound.")
+        st.dataframe(page.rows.drop(columns=["status_rank"]), hide_index=True, width="stretch",
+                     column_config={"max_lag_seconds": st.column_config.NumberColumn("lag seconds", format="%.0f"),
+                                    "expected_idle": st.column_config.CheckboxColumn("expected idle")})
+
+
+st.session_state[FULL_RUN_KEY] = True
+group_list()
+with frame.shown_errors():
+    names = list(st.session_state.get(SHOWN_KEY, (None, []))[1])
     wanted = frame.entity_param("group")
-    if wanted and wanted not in set(table["group_id"]):
+    known = bool(wanted) and bool(frame.consumer_group(wanted))
+    if wanted and not known:
         st.warning(f"Consumer group '{literal.markdown(wanted)}' is not in the latest snapshot (unknown, deleted or "
                    "not monitored).")
-    if wanted and wanted not in names and wanted in set(table["group_id"]):
+    if wanted and known and wanted not in names:
         names.insert(0, wanted)
     if names:
         chosen = st.selectbox("Group detail", names, index=names.index(wanted) if wanted in names else 0,
                               key="groups-chosen", format_func=literal.visible)
         st.subheader(literal.markdown(chosen))
-        group = next((g for g in (snap or {}).get("consumer_groups") or [] if g.get("group_id") == chosen), {})
+        group = frame.consumer_group(chosen)
+        consumer_groups, marks = idle_settings()
         why = reason(chosen, consumer_groups, marks)
         if why:
             mark = marks.get(chosen)
@@ -72,9 +112,8 @@ with frame.shown_errors():
         expected_idle_slot(frame.cluster(), chosen, why)
         if note := groups.partial_note(group):
             st.caption(f"Partial: {note}. Each partition's why_null says why its value is unknown.")
-        detail = groups.group_partitions(snap, chosen)
-        if detail is not None:
-            st.dataframe(detail, hide_index=True, width="stretch")
+        if group:
+            st.dataframe(groups.partitions_of(group), hide_index=True, width="stretch")
         if caption := groups.membership_caption(group):
             st.caption(caption)
         members = groups.members_frame(group)
@@ -85,7 +124,8 @@ with frame.shown_errors():
                          or "1 hour"]
         history = groups.lag_history(frame.read("consumer_group", window,
                                                 ["time", "group_id", "total_lag", "max_lag_seconds",
-                                                 "lag_unknown_partitions", "lag_seconds_unknown_partitions"]),
+                                                 "lag_unknown_partitions", "lag_seconds_unknown_partitions"],
+                                                where={"group_id": chosen}),
                                      chosen)
         if partial_points := groups.partial_points(history):
             st.caption(f"{partial_points} of the {len(history)} points below are partial (some partitions' lag "

@@ -19,16 +19,20 @@ with frame.shown_errors():
         a.metric("SLOs evaluated", len(latest))
         b.metric("Paging", paging)
         c.metric("Ticket", ticket)
-        st.dataframe(latest, hide_index=True, width="stretch",
+        page = components.searched_list("slos", frame.slo_table(), sorts=slos.SORTS, search_column="name",
+                                        noun="SLOs", placeholder="part of an SLO or entity name")
+        st.dataframe(page.rows.drop(columns=slos.RANK_COLUMNS), hide_index=True, width="stretch",
                      column_config={"sli": st.column_config.NumberColumn(format="%.4f"),
                                     "objective": st.column_config.NumberColumn(format="%.4f"),
                                     "error_budget_remaining": st.column_config.NumberColumn("budget left",
                                                                                             format="percent")})
-        labels = [slos.label(row) for row in latest.to_dict("records")]
+        labels = list(page.rows["name"])
+    if not latest.empty and labels:
         chosen = st.selectbox("Burn-down", labels, key="slos-chosen")
-        row = latest.iloc[labels.index(chosen)]
+        row = page.rows.iloc[labels.index(chosen)]
         window = WINDOWS[st.segmented_control("Window", list(WINDOWS), default="1 hour", key="slos-window")
                          or "1 hour"]
-        history = frame.read("slo_status", window, ["time", "slo", "entity", "error_budget_remaining", "sli"])
+        history = frame.read("slo_status", window, ["time", "slo", "entity", "error_budget_remaining", "sli"],
+                             where={"slo": row["slo"], "entity": row["entity"]})
         components.burn_down_chart(slos.burn_down(history, row["slo"], row["entity"]),
                                    title=f"Error budget remaining: {chosen}", key="slos-burn-down")

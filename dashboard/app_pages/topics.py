@@ -10,8 +10,7 @@ SORTS = {"name": "topic", "partitions": "partitions", "under-replicated": "under
 
 st.title("Topics")
 with frame.shown_errors():
-    partitions = topics.partitions_frame(frame.topic_partitions())
-    catalog = topics.topics_frame(partitions)
+    partitions, catalog = frame.topic_catalog()
     search_col, sort_col, internal_col = st.columns([3, 2, 1])
     search = search_col.text_input("Search topics", key="topics-search", placeholder="part of a topic name")
     sort = sort_col.selectbox("Sort by", list(SORTS), key="topics-sort")
@@ -24,7 +23,7 @@ with frame.shown_errors():
                             descending=sort != "name", page=number)
     st.caption(f"{page.matching} of {len(catalog)} topics match · page {page.number} of {page.pages} · "
                f"{DEFAULT_PAGE_SIZE} per page · size: one copy of the data, from the brokers' log dirs")
-    configs = frame.admin().topic_configs(list(page.rows["topic"]))
+    configs = frame.topic_configs(list(page.rows["topic"]))
     sizes = None
     with frame.shown_errors("sizes"):
         sizes = frame.topic_sizes(list(page.rows["topic"]))
@@ -40,7 +39,7 @@ with frame.shown_errors():
     if names:
         chosen = st.selectbox("Topic detail", names, index=names.index(wanted) if wanted in names else 0,
                               key="topics-chosen", format_func=literal.visible)
-        chosen_configs = configs.get(chosen) or frame.admin().topic_configs([chosen]).get(chosen, {})
+        chosen_configs = configs.get(chosen) or frame.topic_configs([chosen]).get(chosen, {})
         min_isr_value = (chosen_configs.get("min.insync.replicas") or {}).get("value")
         numbers = list(partitions.loc[partitions["topic"] == chosen, "partition"])
         offsets = frame.admin().offsets(chosen, numbers)

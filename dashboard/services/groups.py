@@ -83,17 +83,22 @@ def group_partitions(snapshot: Snapshot | None, group_id: str) -> pd.DataFrame |
     """Per-partition lag of ``group_id`` in the snapshot; ``None`` when the group is not there."""
     for group in (snapshot or {}).get("consumer_groups") or []:
         if group.get("group_id") == group_id:
-            rows = [{"topic": p.get("topic"), "partition": p.get("partition"),
-                     "committed_offset": p.get("committed_offset"), "log_end_offset": p.get("log_end_offset"),
-                     "lag": p.get("lag"), "lag_seconds": p.get("lag_seconds"), "status": p.get("status"),
-                     "why_null": "; ".join(f"{k}: {v}" for k, v in (p.get("reasons") or {}).items())}
-                    for p in group.get("partitions") or []]
-            frame = pd.DataFrame(rows, columns=["topic", "partition", "committed_offset", "log_end_offset", "lag",
-                                                "lag_seconds", "status", "why_null"])
-            for column in ("committed_offset", "log_end_offset", "lag"):
-                frame[column] = pd.array(frame[column], dtype="Int64")
-            return frame
+            return partitions_of(group)
     return None
+
+
+def partitions_of(group: ConsumerGroup) -> pd.DataFrame:
+    """Per-partition lag of one group (its snapshot entry)."""
+    rows = [{"topic": p.get("topic"), "partition": p.get("partition"),
+             "committed_offset": p.get("committed_offset"), "log_end_offset": p.get("log_end_offset"),
+             "lag": p.get("lag"), "lag_seconds": p.get("lag_seconds"), "status": p.get("status"),
+             "why_null": "; ".join(f"{k}: {v}" for k, v in (p.get("reasons") or {}).items())}
+            for p in group.get("partitions") or []]
+    frame = pd.DataFrame(rows, columns=["topic", "partition", "committed_offset", "log_end_offset", "lag",
+                                        "lag_seconds", "status", "why_null"])
+    for column in ("committed_offset", "log_end_offset", "lag"):
+        frame[column] = pd.array(frame[column], dtype="Int64")
+    return frame
 
 
 TYPE_NAMES = {"classic": "classic group", "consumer": "KIP-848 consumer group", "streams": "Streams group (KIP-1071)"}

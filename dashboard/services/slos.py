@@ -34,6 +34,19 @@ def latest_status(status_rows: pd.DataFrame, fresh_since: float | None = None) -
     return newest[STATUS_COLUMNS].reset_index(drop=True)
 
 
+SORTS = {"triage": "triage_rank", "budget left": "budget_used", "name": "name"}
+"""The SLO list's sorts ("worst first" = descending): triage is :func:`latest_status`'s order."""
+RANK_COLUMNS = ["name", "triage_rank", "budget_used"]
+"""Columns :func:`status_table` adds for searching and sorting (not shown)."""
+
+
+def status_table(latest: pd.DataFrame) -> pd.DataFrame:
+    """:func:`latest_status` with ``name`` (:func:`label`, searched), ``triage_rank`` (its order,
+    worst highest) and ``budget_used`` (minus the budget left) for the paged list."""
+    return latest.assign(name=[f"{slo} · {entity}" for slo, entity in zip(latest["slo"], latest["entity"])],
+                         triage_rank=range(len(latest), 0, -1), budget_used=-latest["error_budget_remaining"])
+
+
 def burn_down(status_rows: pd.DataFrame, slo: str, entity: str) -> pd.DataFrame:
     """(time, error_budget_remaining, sli) of one SLO and entity, oldest first."""
     rows = status_rows[(status_rows["slo"] == slo) & (status_rows["entity"] == entity)]

@@ -99,11 +99,12 @@ class Sources:
         return self.read_checked(table, cluster, since=since, until=until, columns=columns).frame
 
     def read_checked(self, table: str, cluster: str, *, since: float | None = None, until: float | None = None,
-                     columns: list[str] | None = None) -> TableRead:
-        """:meth:`read`, and which data is missing because a file could not be read."""
+                     columns: list[str] | None = None, where: dict[str, str] | None = None) -> TableRead:
+        """:meth:`read` (only the rows whose columns equal ``where``'s values), and which data is
+        missing because a file could not be read."""
         try:
             frame, skipped = read_table_with_problems(self.lake_path, table, since=since, until=until,
-                                                      cluster=cluster, columns=columns)
+                                                      cluster=cluster, columns=columns, where=where)
         except (OSError, ValueError) as error:
             raise DashboardError(f"cannot read lake table {table} at {self.lake_path}: {one_line(error)}") from None
         if skipped and frame.empty:

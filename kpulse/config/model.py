@@ -26,6 +26,8 @@ SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 SSL_PROTOCOLS = ("SSL", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 METRICS_SOURCES = ("jmx_exporter", "prometheus", "none")
+EXPORTER_GRANULARITIES = ("partition", "group")
+"""``exporter.granularity``: ``group`` leaves out the groups' per-partition series (as kminion's)."""
 REDACTED = "***"
 
 
@@ -309,6 +311,9 @@ class ExporterConfig:
     host: str = "127.0.0.1"
     """Address to bind; loopback unless the config says otherwise (as the dashboard's): set
     ``0.0.0.0`` for a Prometheus on another machine or outside the container."""
+    granularity: str = "partition"
+    """One of :data:`EXPORTER_GRANULARITIES`: ``partition`` exports a series per group partition
+    (lag, committed offset, time lag), ``group`` only the group-level ones (``exporters/prometheus.py``)."""
 
     @property
     def enabled(self) -> bool:

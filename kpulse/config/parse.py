@@ -22,9 +22,9 @@ from kpulse.config import envsubst
 from kpulse.config.errors import ConfigError, child_path
 from kpulse.lag_contract import DEFAULT_LAG_SECONDS_THRESHOLD
 from kpulse.config.model import (
-    METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, ClusterConfig, ConsumerGroupsConfig, DashboardConfig,
-    ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig, LakeConfig, MetricsConfig,
-    ProbeConfig, RetentionConfig, SecurityConfig, StreamsAppConfig,
+    EXPORTER_GRANULARITIES, METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, ClusterConfig, ConsumerGroupsConfig,
+    DashboardConfig, ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig, LakeConfig,
+    MetricsConfig, ProbeConfig, RetentionConfig, SecurityConfig, StreamsAppConfig,
 )
 
 _CLUSTER_NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
@@ -54,7 +54,7 @@ def parse_config(
     kafka_sink = _kafka_sink(lake.section("kafka_sink", ("cluster", "topic_prefix", "message_timeout_seconds")),
                              [c.name for c in clusters])
     intervals = reader.section("intervals", ("collect_seconds", "slo_seconds"))
-    exporter = reader.section("exporter", ("port", "host"))
+    exporter = reader.section("exporter", ("port", "host", "granularity"))
     dashboard = reader.section("dashboard", ("port", "host", "users_file"))
     users_file = dashboard.path_or_uri("users_file", local_only=True)
     return KpulseConfig(
@@ -68,6 +68,7 @@ def parse_config(
         exporter=ExporterConfig(
             port=exporter.integer("port", 9308, minimum=0, maximum=65535),
             host=exporter.string("host", "127.0.0.1", non_empty=True),
+            granularity=exporter.choice("granularity", EXPORTER_GRANULARITIES, "partition"),
         ),
         dashboard=DashboardConfig(
             port=dashboard.integer("port", 8501, minimum=1, maximum=65535),

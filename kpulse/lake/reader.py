@@ -31,7 +31,7 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -229,9 +229,11 @@ def data_files(fs: pafs.FileSystem, table_dir: str, first: date | None, last: da
 
 def read_table_with_problems(path: str, table: str, *, since: Any = None, until: Any = None,
                              cluster: str | Iterable[str] | None = None, columns: list[str] | None = None,
-                             filesystem: pafs.FileSystem | None = None) -> LakeRead:
+                             filesystem: pafs.FileSystem | None = None,
+                             where: Mapping[str, Any] | None = None) -> LakeRead:
     """Rows of ``table`` with ``since <= time < until`` (epoch seconds or aware datetimes), of
-    ``cluster`` (a name or several), as a DataFrame of ``columns`` (default: all, in schema order)
+    ``cluster`` (a name or several), whose columns equal ``where``'s values (e.g. one group of
+    thousands: filtered in the scan), as a DataFrame of ``columns`` (default: all, in schema order)
     ordered by ``time``, plus the files that could not be read and why.
 
     Only ``date=`` partitions that can hold the range are listed. No ``date`` column: use ``time``.
@@ -241,13 +243,18 @@ def read_table_with_problems(path: str, table: str, *, since: Any = None, until:
     lake (the table directory cannot be listed) raises ``OSError``."""
     schema = known_table_schema(table)
     wanted = list(columns) if columns is not None else schema.names
-    unknown = [name for name in wanted if name not in schema.names]
+    unknown = [name for name in [*wanted, *(where or {})] if name not in schema.names]
     if unknown:
         raise ValueError(f"lake table {table!r} has no column {', '.join(map(repr, unknown))}")
     fs, base = resolve(path, filesystem)
     low = None if since is None else to_micros(since)
     high = None if until is None else to_micros(until)
     condition = _condition(low, high, cluster)
+    for name, value in (where or {}).items():
+        import pyarrow.dataset as ds
+
+        equal = ds.field(name) == pa.scalar(value, schema.field(name).type)
+        condition = equal if condition is None else condition & equal
     for attempt in range(LISTING_ATTEMPTS):
         skipped: list[UnreadableFile] = []
         files = data_files(fs, f"{base}/{table}", _day(low), _day(high), skipped)
