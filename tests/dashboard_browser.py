@@ -27,6 +27,26 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 """The eight bytes every PNG file starts with."""
 
 
+def dashboard_healthy(port: int) -> bool:
+    """Whether a dashboard answers its health check on ``port``."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
+
+
+def wait_for_dashboard(port: int, process: subprocess.Popen | None = None, timeout: float = 60.0) -> None:
+    """Until the dashboard on ``port`` answers its health check; fails when ``process`` exits first."""
+    deadline = time.monotonic() + timeout
+    while not dashboard_healthy(port):
+        exited = process is not None and process.poll() is not None
+        assert not exited and time.monotonic() < deadline, (
+            f"the dashboard did not answer its health check on port {port}"
+            + (f" (it exited with {process.returncode})" if exited else ""))
+        time.sleep(0.5)
+
+
 def stop_process(process: subprocess.Popen) -> None:
     """SIGTERM a process a test started (a dashboard, a collector), SIGKILL after 30 s."""
     if process.poll() is None:

@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 import yaml
@@ -21,7 +20,7 @@ from dashboard.services.acks import EVERY_ENTITY, AckStore
 from kpulse.expected_idle import FILE_NAME, ExpectedIdleFile
 from operations.audit import AuditLog
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE
-from tests.dashboard_browser import Browser, chromium_path, stop_process
+from tests.dashboard_browser import Browser, chromium_path, stop_process, wait_for_dashboard
 from tests.dashboard_lake import CLUSTER, write_lake
 from tests.dashboard_ops import PASSWORDS, sign_in, write_setup
 from tests.support import APP_FILE, open_page
@@ -156,16 +155,7 @@ def test_overview_and_alerts_pages_stay_readable_in_chromium_with_2000_firing_gr
                                  env={**os.environ, "KPULSE_STATE_DIR": str(tmp_path / "state")})
     browser = None
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{DASHBOARD_PORT}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline and dashboard.poll() is None, "the dashboard did not start"
-            time.sleep(0.5)
+        wait_for_dashboard(DASHBOARD_PORT, dashboard)
         browser = Browser(DEVTOOLS_PORT)
         browser.open(f"http://127.0.0.1:{DASHBOARD_PORT}/")
         text = browser.wait_for(["Overview", "Firing alerts", "2 critical · 3 warning",

@@ -11,7 +11,6 @@ import json
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE, kpulse
-from tests.dashboard_browser import Browser, chromium_path, is_png, stop_process
+from tests.dashboard_browser import Browser, chromium_path, is_png, stop_process, wait_for_dashboard
 from tests.support import APP_FILE, free_port
 
 pytestmark = [pytest.mark.cluster,
@@ -85,14 +84,7 @@ def running(config_file):
     try:
         snapshot = Path(yaml.safe_load(config_file.read_text())["lake"]["path"]) / "_snapshots" / "live.json"
 
-        def healthy():
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{DASHBOARD_PORT}/_stcore/health", timeout=2) as r:
-                    return r.status == 200
-            except OSError:
-                return False
-
-        wait_until(healthy, 60, "the dashboard's health endpoint")
+        wait_for_dashboard(DASHBOARD_PORT, dashboard)
 
         def groups_seen():
             if not snapshot.exists():

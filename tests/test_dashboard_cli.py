@@ -7,11 +7,10 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 
 import yaml
 
+from tests.dashboard_browser import wait_for_dashboard
 from tests.conftest import TEST_PORT_BASE
 
 PORT = TEST_PORT_BASE + 502
@@ -34,15 +33,7 @@ def test_dashboard_serves_on_the_configured_port_and_stops_on_sigterm(tmp_path):
     process = subprocess.Popen([sys.executable, "-m", "cli.main", "--config", str(path), "dashboard"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/_stcore/health", timeout=2) as answer:
-                    assert answer.status == 200
-                    break
-            except OSError:
-                assert time.monotonic() < deadline and process.poll() is None, "the dashboard did not come up"
-                time.sleep(0.5)
+        wait_for_dashboard(PORT, process)
     finally:
         process.send_signal(signal.SIGTERM)
         output = process.communicate(timeout=30)[0]

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE, kpulse
-from tests.dashboard_browser import Browser, chromium_path, stop_process
+from tests.dashboard_browser import Browser, chromium_path, stop_process, wait_for_dashboard
 from tests.support import APP_FILE, admin_for, committed, create_topic, produce
 
 pytestmark = pytest.mark.cluster
@@ -260,16 +259,7 @@ def dashboard(setup):
     process = subprocess.Popen([sys.executable, "-m", "cli.main", "--config", str(setup["config"]), "dashboard"],
                                stdout=open(logs / "hostile-dashboard.log", "w"), stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{DASHBOARD_PORT}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "the dashboard never answered its health check"
-            time.sleep(0.5)
+        wait_for_dashboard(DASHBOARD_PORT, process)
         yield f"http://127.0.0.1:{DASHBOARD_PORT}"
     finally:
         stop_process(process)

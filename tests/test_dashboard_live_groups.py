@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 import yaml
@@ -21,7 +20,7 @@ from dashboard.frame import TIMING_FILE_ENV
 from kpulse.lake.reader import read_table_with_problems
 from kpulse.lake.store import SNAPSHOT_DIR
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE
-from tests.dashboard_browser import Browser, chromium_path, stop_process
+from tests.dashboard_browser import Browser, chromium_path, stop_process, wait_for_dashboard
 from tests.dashboard_lake import CLUSTER, write_lake
 from tests.support import wait_for
 
@@ -57,15 +56,8 @@ def dashboard(tmp_path):
                                 "dashboard"], env={**os.environ, TIMING_FILE_ENV: str(timing)},
                                stdout=open(log, "w"), stderr=subprocess.STDOUT)
 
-    def healthy() -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{DASHBOARD_PORT}/_stcore/health", timeout=2) as answer:
-                return answer.status == 200
-        except OSError:
-            return False
-
     try:
-        wait_for(healthy, timeout=60, what="the dashboard's health endpoint")
+        wait_for_dashboard(DASHBOARD_PORT, process)
         yield lake / SNAPSHOT_DIR / f"{CLUSTER}.json", timing
     finally:
         stop_process(process)

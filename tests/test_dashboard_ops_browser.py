@@ -10,12 +10,11 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE
-from tests.dashboard_browser import Browser, chromium_path
+from tests.dashboard_browser import Browser, chromium_path, wait_for_dashboard
 from tests.dashboard_ops import COUNTS, START, TOPIC, prepare_topic, write_setup
 from tests.support import commit, committed
 
@@ -47,14 +46,6 @@ class Operator(Browser):
         assert clicked, f"no button {text!r} in {within}"
 
 
-def _healthy() -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{DASHBOARD_PORT}/_stcore/health", timeout=2) as answer:
-            return answer.status == 200
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def dashboard(bootstrap, tmp_path_factory):
     admin = prepare_topic(bootstrap)
@@ -64,10 +55,7 @@ def dashboard(bootstrap, tmp_path_factory):
     process = subprocess.Popen([sys.executable, "-m", "cli.main", "--config", str(config), "dashboard"],
                                stdout=open(SCREENSHOTS / "dashboard-ops.log", "w"), stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 60
-        while not _healthy():
-            assert process.poll() is None and time.monotonic() < deadline, "the dashboard did not start"
-            time.sleep(0.5)
+        wait_for_dashboard(DASHBOARD_PORT, process)
         yield admin
     finally:
         process.send_signal(signal.SIGTERM)

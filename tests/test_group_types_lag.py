@@ -154,7 +154,7 @@ def test_a_streams_groups_members_have_their_process_and_the_partitions_of_their
                                "gtl-streams", "--members", "--verbose")
     assert (member["member_id"], member["member_epoch"], member["process_id"]) == (
         official["MEMBER"], int(official["MEMBER-EPOCH"]), official["PROCESS"])
-    assert member["assignment"][f"gtl.orders"] == [0, 1, 2]  # subtopology 0 reads gtl.orders, three tasks
+    assert member["assignment"]["gtl.orders"] == [0, 1, 2]  # subtopology 0 reads gtl.orders, three tasks
 
 
 def test_a_kip848_member_caught_reconciling_is_shown_with_its_target(live_groups, collector, cluster_config,

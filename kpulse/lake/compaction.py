@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from kpulse.config.model import RetentionConfig
 from kpulse.errors import KpulseError
 from kpulse.lake.reader import (
-    COMPACTED_PREFIX, REPLACES_KEY, UnreadableFileError, is_data, partition_files, read_file, replaced_by,
+    COMPACTED_PREFIX, REPLACES_KEY, UnreadableFileError, is_data, partition_files, read_file,
 )
 from kpulse.lake.schema import SCHEMAS
 from kpulse.lake.store import PARTITION_PREFIX

@@ -249,12 +249,8 @@ def read_table_with_problems(path: str, table: str, *, since: Any = None, until:
     fs, base = resolve(path, filesystem)
     low = None if since is None else to_micros(since)
     high = None if until is None else to_micros(until)
-    condition = _condition(low, high, cluster)
-    for name, value in (where or {}).items():
-        import pyarrow.dataset as ds
-
-        equal = ds.field(name) == pa.scalar(value, schema.field(name).type)
-        condition = equal if condition is None else condition & equal
+    condition = _condition(low, high, cluster, {name: pa.scalar(value, schema.field(name).type)
+                                                for name, value in (where or {}).items()})
     for attempt in range(LISTING_ATTEMPTS):
         skipped: list[UnreadableFile] = []
         files = data_files(fs, f"{base}/{table}", _day(low), _day(high), skipped)
@@ -290,11 +286,11 @@ def _day(micros: int | None) -> date | None:
     return None if micros is None else (EPOCH + micros * MICROSECOND).date()
 
 
-def _condition(low: int | None, high: int | None,
-               cluster: str | Iterable[str] | None) -> ds.Expression | None:
+def _condition(low: int | None, high: int | None, cluster: str | Iterable[str] | None,
+               equal: dict[str, pa.Scalar] | None = None) -> ds.Expression | None:
     import pyarrow.dataset as ds
 
-    parts = []
+    parts = [ds.field(name) == value for name, value in (equal or {}).items()]
     if low is not None:
         parts.append(ds.field("time") >= pa.scalar(low, TIME))
     if high is not None:
