@@ -21,7 +21,7 @@ import pytest
 from alerting.rules import rule_by_name
 from alerting.state import AlertState
 from collectors.protocol import CollectContext
-from collectors.share.share_groups import ShareGroupsCollector
+from collectors.share.share_groups import DEFAULT_TIMEOUT_SECONDS, ShareGroupsCollector
 from kpulse.config import load_config
 from kpulse.config.model import ClusterConfig
 from kpulse.lake.reader import read_table
@@ -86,11 +86,13 @@ def collected_members(group: dict) -> dict[str, tuple[str, str, str]]:
 
 
 class Readings:
-    """The share_groups collector on the test cluster, one cycle per :meth:`read`."""
+    """The share_groups collector on the test cluster, one new reading per :meth:`read` (it waits for
+    the brokers' answer: the 1 s budget of a collection cycle, which would show the last reading
+    again, is tested in tests/test_share_logic.py)."""
 
     def __init__(self, bootstrap: str):
         self.cluster = ClusterConfig(name="test", bootstrap_servers=bootstrap)
-        self.collector = ShareGroupsCollector(self.cluster)
+        self.collector = ShareGroupsCollector(self.cluster, read_budget=3 * DEFAULT_TIMEOUT_SECONDS)
 
     def read(self) -> dict:
         section = self.collector.collect(CollectContext(self.cluster, time.time())).sections["share_groups"]
