@@ -39,7 +39,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from concurrent.futures import Future
 from pathlib import Path
 from types import SimpleNamespace
@@ -232,14 +231,6 @@ def _wait(condition, timeout: float, what: str):
     raise SystemExit(f"timed out waiting for {what}")
 
 
-def _healthy(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
-            return answer.status == 200
-    except OSError:
-        return False
-
-
 def _server_seconds(timing: Path, page: str, since: float) -> float | None:
     """The full script runs of ``page`` logged since ``since``, summed (None: none logged)."""
     if not timing.exists():
@@ -276,7 +267,7 @@ def timed_load(browser, url: str, texts, *, action=None, before=(), timeout: flo
 def browser_bench(args) -> None:
     logging.getLogger("streamlit").setLevel(logging.ERROR)
     from dashboard.frame import TIMING_FILE_ENV
-    from tests.dashboard_browser import Browser, stop_process
+    from tests.dashboard_browser import Browser, dashboard_healthy, stop_process
 
     if args.build_topics or args.build_groups:
         print(f"building: {args.build_topics} topics, {args.build_groups} groups on {args.bootstrap} ...", flush=True)
@@ -298,7 +289,7 @@ def browser_bench(args) -> None:
         processes.append(subprocess.Popen([*base, "dashboard"], cwd=ROOT, env=environ,
                                           stdout=open(directory / "dashboard.log", "w"), stderr=subprocess.STDOUT))
         snapshot_file = directory / "lake" / "_snapshots" / f"{BENCH_CLUSTER}.json"
-        _wait(lambda: _healthy(args.port), 120, "the dashboard")
+        _wait(lambda: dashboard_healthy(args.port), 120, "the dashboard")
         print("waiting for the first snapshot with the cluster's groups ...", flush=True)
 
         def groups_in():
