@@ -195,14 +195,7 @@ public final class GroupsBench {
                 closer.start();
                 closers.add(closer);
             }
-            for (Thread closer : closers) {
-                try {
-                    closer.join(CLOSE_TIMEOUT.toMillis() + 5000);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    return;
-                }
-            }
+            joinAll(closers);
         }
     }
 
@@ -317,6 +310,11 @@ public final class GroupsBench {
             classicConsumers.forEach(KafkaConsumer::wakeup);  // their poller closes them
             closers.addAll(pollers);
         }
+        joinAll(closers);
+    }
+
+    /** Wait for each closing thread (a close takes at most CLOSE_TIMEOUT); stop waiting if interrupted. */
+    static void joinAll(List<Thread> closers) {
         for (Thread closer : closers) {
             try {
                 closer.join(CLOSE_TIMEOUT.toMillis() + 5000);
