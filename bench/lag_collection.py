@@ -28,9 +28,13 @@ whose figures stay comparable) add, on the same topics, N Kafka Streams applicat
 ``group.protocol=streams`` (KIP-1071, groups ``bench-streams-NNN``, app i reading topic i) and M
 share groups (KIP-932, ``bench-share-NNN``, group i reading topic i, ``share.auto.offset.reset=
 earliest``), each with one member, all in one JVM (``kpulse.demo.GroupsBench``). The bench then
-measures twice on the same cluster: first classic-only (the modern groups do not exist yet), then
-with them live (after ``kafka-groups --list`` shows each with its type, and another ``--warm-up``),
-and prints both whole cycles and their ratio. Goal: with 200 classic, 50 Streams and 50 share
+measures three times on the same cluster: first classic-only (the modern groups do not exist yet),
+then with them live (after ``kafka-groups --list`` shows each with its type, and another
+``--warm-up``), then, with them still live, kpulse told to see the classic groups only (its
+``consumer_groups`` filter takes ``bench-gNNN`` alone, which every collector obeys). It prints the
+whole cycles and two ratios: with the modern groups against classic-only (the modern groups' clients
+running on the same 2 cores included), and against the classic-only view under the same load (what
+seeing the modern groups costs kpulse itself). Goal: with 200 classic, 50 Streams and 50 share
 groups, the whole cycle within 20 % of the classic-only figure. The group JVM's CPU time during the
 second measurement is printed too: on 2 cores it competes with the collector and the brokers.
 
@@ -134,24 +138,29 @@ CYCLES_PER_FLUSH = 6
 """``kpulse collect`` writes the lake's files once a minute: every 6 cycles at the default 10 s."""
 
 
-def bench_config(bootstrap: str, metrics_urls: list[str]):
+ALL_BENCH_GROUPS = "bench-.*"
+"""The classic groups (bench-gNNN) and the modern ones (bench-streams-NNN, bench-share-NNN) alike;
+not the collector's own groups."""
+CLASSIC_BENCH_GROUPS = "bench-g[0-9]+"
+
+
+def bench_config(bootstrap: str, metrics_urls: list[str], include: str = ALL_BENCH_GROUPS):
     from kpulse.config import parse_config
 
-    # the include filter takes the classic groups (bench-gNNN) and the modern ones (bench-streams-NNN,
-    # bench-share-NNN) alike, and leaves out the collector's own groups
     data = {"clusters": [{"name": "bench", "bootstrap_servers": bootstrap,
-                          "consumer_groups": {"include": ["bench-.*"]},
+                          "consumer_groups": {"include": [include]},
                           "metrics": {"source": "jmx_exporter", "timeout_seconds": 10,
                                       "broker_endpoints": {i + 1: u for i, u in enumerate(metrics_urls)}}}],
             "lake": {"path": tempfile.mkdtemp(prefix="kpulse-bench-lake-")}}
     return parse_config(data, source="bench", base_dir=os.getcwd())
 
 
-def warm_up(bootstrap: str, metrics_urls: list[str], seconds: float, spacing: float) -> None:
+def warm_up(bootstrap: str, metrics_urls: list[str], seconds: float, spacing: float,
+            include: str = ALL_BENCH_GROUPS) -> None:
     """Collect for ``seconds`` (in a process of its own: it must not count in the measured RSS)."""
     from collectors.runner import CollectionService
 
-    service = CollectionService(bench_config(bootstrap, metrics_urls), flush_seconds=60)
+    service = CollectionService(bench_config(bootstrap, metrics_urls, include), flush_seconds=60)
     until = time.monotonic() + seconds
     while time.monotonic() < until:
         service.cycle()
@@ -159,12 +168,13 @@ def warm_up(bootstrap: str, metrics_urls: list[str], seconds: float, spacing: fl
     service.close()
 
 
-def measure(bootstrap: str, metrics_urls: list[str], cycles: int, spacing: float) -> dict:
+def measure(bootstrap: str, metrics_urls: list[str], cycles: int, spacing: float,
+            include: str = ALL_BENCH_GROUPS) -> dict:
     from collectors.lag.consumer_lag import ConsumerLagCollector
     from collectors.protocol import CollectContext
     from collectors.runner import GC_SETTLE_CYCLES, CollectionService
 
-    config = bench_config(bootstrap, metrics_urls)
+    config = bench_config(bootstrap, metrics_urls, include)
     cluster = config.cluster(None)
     lag = ConsumerLagCollector(cluster)
     lag_times, partitions = [], 0
@@ -329,6 +339,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--share-groups", type=int, default=0,
                         help="live share groups (KIP-932) on the bench topics, measured against classic-only")
     parser.add_argument("--port-base", type=int, default=PORT_BASE, help="ports of the bench's own cluster")
+    parser.add_argument("--include", default=ALL_BENCH_GROUPS, help=argparse.SUPPRESS)
     parser.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--warm-up-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--peer-only", action="store_true", help=argparse.SUPPRESS)
@@ -383,7 +394,8 @@ def scale_plan(args: argparse.Namespace):
 
 def subprocess_command(args: argparse.Namespace) -> list[str]:
     return [sys.executable, __file__, "--bootstrap", args.bootstrap, "--cycles", str(args.cycles),
-            "--spacing", str(args.spacing), "--warm-up", str(args.warm_up), "--rounds", str(args.rounds)] + [
+            "--spacing", str(args.spacing), "--warm-up", str(args.warm_up), "--rounds", str(args.rounds),
+            "--include", args.include] + [
                a for u in args.metrics_url for a in ("--metrics-url", u)]
 
 
@@ -467,10 +479,10 @@ def print_figures(title: str, figures: dict, scale: bool = False) -> None:
 def main() -> None:
     args = parse_args()
     if args.warm_up_only:
-        warm_up(args.bootstrap, args.metrics_url, args.warm_up, args.spacing)
+        warm_up(args.bootstrap, args.metrics_url, args.warm_up, args.spacing, args.include)
         return
     if args.measure_only:
-        print(json.dumps(measure(args.bootstrap, args.metrics_url, args.cycles, args.spacing)))
+        print(json.dumps(measure(args.bootstrap, args.metrics_url, args.cycles, args.spacing, args.include)))
         return
     if args.peer_only:
         from lag_peer import interleaved
@@ -530,6 +542,8 @@ def main() -> None:
             before = groups.cpu_seconds()
             with_modern = collect_figures(args)
             groups_cpu = (groups.cpu_seconds() - before) / with_modern["measure_wall_s"]
+            print("the same load, kpulse seeing the classic groups only:", flush=True)
+            classic_view = collect_figures(argparse.Namespace(**{**vars(args), "include": CLASSIC_BENCH_GROUPS}))
         if args.kminion:
             peer = peer_figures(args, broker_pids)
         if args.sustain:
@@ -554,9 +568,13 @@ def main() -> None:
                       with_modern)
         print(f"  the groups JVM used {groups_cpu:.2f} cores during this measurement (on the same cores)")
         ratio = with_modern["full_cycle_median_s"] / classic["full_cycle_median_s"]
+        print_figures("the same load, kpulse seeing the classic groups only", classic_view)
+        same_load = with_modern["full_cycle_median_s"] / classic_view["full_cycle_median_s"]
         print(f"\n{args.topics} classic + {args.streams_groups} Streams + {args.share_groups} share: whole cycle "
               f"{with_modern['full_cycle_median_s']:.3f} s vs classic-only {classic['full_cycle_median_s']:.3f} s "
               f"({ratio:.2f}x; goal <= 1.20x)")
+        print(f"  under the same load, vs kpulse seeing the classic groups only "
+              f"{classic_view['full_cycle_median_s']:.3f} s: {same_load:.2f}x")
     if peer is not None:
         from lag_peer import print_peer
 

@@ -15,9 +15,10 @@ is left out of the snapshot (and logged), the table's rows are refused (``lake_e
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
 from kpulse.errors import KpulseError
@@ -29,6 +30,63 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
+class CycleReadings:
+    """What the collectors of one cycle share while they run: a collector publishes a reading of
+    the cluster (:meth:`publish`) and another waits for it (:meth:`of`) instead of reading the same
+    thing again. The lag collector publishes its groups reading, which the Streams collector takes
+    (``collectors/lag/groups_reading.py``).
+
+    Each collector publishes at most once a cycle; when it returns (or raises) without publishing,
+    the others get None at once and read for themselves. A collector not in the cycle is never
+    waited for."""
+
+    def __init__(self, names: Iterable[str]):
+        self._events = {name: threading.Event() for name in names}
+        self._readings: dict[str, Any] = {}
+        self._running = set(self._events)
+        self._lock = threading.Lock()
+
+    def publish(self, name: str, reading: Any) -> None:
+        """``reading`` is collector ``name``'s for this cycle (the first one published counts)."""
+        event = self._events.get(name)
+        if event is None or event.is_set():
+            return
+        self._readings[name] = reading
+        event.set()
+
+    def of(self, name: str, timeout: float) -> Any:
+        """Collector ``name``'s reading of this cycle, waiting at most ``timeout`` seconds for it;
+        None when that collector is not in the cycle, finished without publishing, or is late."""
+        event = self._events.get(name)
+        if event is None or not event.wait(timeout):
+            return None
+        return self._readings.get(name)
+
+    def finished(self, name: str) -> None:
+        """Collector ``name`` returned: whoever waits for its reading stops waiting."""
+        event = self._events.get(name)
+        if event is not None:
+            event.set()
+        with self._lock:
+            self._running.discard(name)
+
+    def others_running(self, name: str) -> bool:
+        """Whether a collector other than ``name`` is still running in this cycle."""
+        with self._lock:
+            return bool(self._running - {name})
+
+    def wait_for_others(self, name: str, timeout: float, poll: float = 0.02) -> bool:
+        """Wait until every collector but ``name`` has returned, at most ``timeout`` seconds;
+        whether they all had."""
+        until = time.monotonic() + timeout
+        while self.others_running(name):
+            left = until - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(poll, left))
+        return True
+
+
 @dataclass(frozen=True)
 class CollectContext:
     """What every collector gets each cycle."""
@@ -37,6 +95,9 @@ class CollectContext:
     """The ``kpulse.config.ClusterConfig`` being collected."""
     now: float
     """Wall-clock time of this cycle (epoch seconds); collectors stamp samples with it."""
+    shared: CycleReadings | None = None
+    """The readings the collectors of this cycle share (:func:`run_isolated` gives every cycle its
+    own); None when a collector runs alone."""
 
 
 @dataclass
@@ -167,6 +228,9 @@ def run_isolated(collectors: list[Collector], context: CollectContext,
     it, threads are started for this call (each start waits for the new thread to run, which costs
     a cycle noticeably on busy cores: docs/performance.md)."""
 
+    if context.shared is None:
+        context = replace(context, shared=CycleReadings(c.name for c in collectors))
+
     def run(collector: Collector) -> tuple[CollectorResult | None, CollectorStatus]:
         began = clock()
         try:
@@ -174,6 +238,8 @@ def run_isolated(collectors: list[Collector], context: CollectContext,
         except Exception as error:  # noqa: BLE001 - isolation is the point
             first_line = f"{type(error).__name__}: {error}".splitlines()[0]
             return None, CollectorStatus(collector.name, False, clock() - began, first_line)
+        finally:
+            context.shared.finished(collector.name)
         return result, CollectorStatus(collector.name, True, clock() - began)
 
     if pool is not None and len(collectors) > 1:

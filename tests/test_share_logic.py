@@ -5,6 +5,8 @@ Prometheus series rendered from a snapshot section, with hostile names as label 
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -371,6 +373,46 @@ def test_a_slow_share_offsets_answer_does_not_hold_the_cycle_and_is_shown_when_i
     assert late.sections["share_groups"]["read_at"] == 1010.0
     assert late.sections["share_groups"]["read_seconds"] >= 0
     assert [(row["time"], row["lag"]) for row in late.rows["share_partition"]] == [(1010.0, 1)]
+    collector.close()
+
+
+def test_a_cycle_waits_for_the_share_answer_only_while_its_other_collectors_run():
+    from collectors.protocol import CycleReadings
+
+    reader = SlowOffsets(groups={"g": share_group("g", member("m", {"t": (0,)}))}, offsets={"g": offsets(("t", 0, 5, 3))})
+    collector = ShareGroupsCollector(CLUSTER, reader=reader, read_budget=60.0)
+    reader.release.set()
+    collect(collector, now=1000.0)  # the first reading is always waited for
+
+    # the other collectors are done and the brokers have not answered: the last reading, at once
+    # (waiting for the 60 s budget would run into SlowOffsets' 10 s and fail the read)
+    reader.release.clear()
+    reader.offsets = {"g": offsets(("t", 0, 9, 1))}
+    others_done = CycleReadings(["share_groups", "consumer_lag"])
+    others_done.finished("consumer_lag")
+    waiting = collector.collect(CollectContext(CLUSTER, 1010.0, shared=others_done))
+    assert waiting.sections["share_groups"]["read_at"] == 1000.0
+    assert waiting.rows == {"share_group": [], "share_partition": []}
+    reader.release.set()
+    import time as clock
+
+    deadline = clock.monotonic() + 10
+    while collector.reading_in_flight and clock.monotonic() < deadline:
+        clock.sleep(0.01)
+    collect(collector, now=1020.0)  # takes the late answer and asks again at 1020
+
+    # while another collector still runs, the answer that comes meanwhile is this cycle's
+    reader.release.clear()
+    others_running = CycleReadings(["share_groups", "consumer_lag"])
+    answer = threading.Timer(0.3, reader.release.set)
+    answer.start()
+    current = collector.collect(CollectContext(CLUSTER, 1030.0, shared=others_running))
+    answer.join()
+    assert current.sections["share_groups"]["read_at"] in (1020.0, 1030.0)
+    if current.sections["share_groups"]["read_at"] == 1020.0:  # the read asked at 1020 was answered first
+        current = collector.collect(CollectContext(CLUSTER, 1030.0, shared=others_running))
+    assert current.sections["share_groups"]["read_at"] == 1030.0
+    assert [row["lag"] for row in current.rows["share_partition"]] == [1]
     collector.close()
 
 

@@ -308,6 +308,19 @@ def test_one_instance_stops_answering_its_app_degrades_and_the_transition_is_a_r
     assert app["rebalances"] == {"count": 1, "total_seconds": 10.0, "ongoing_seconds": None}
 
 
+def test_discovered_classic_apps_obey_the_consumer_groups_filter():
+    from kpulse.config.model import ConsumerGroupsConfig
+
+    admin = FakeAdmin({"wordcount": ("EMPTY", 0), "staging-wordcount": ("STABLE", 1)},
+                      topics=["wordcount-store-changelog", "staging-wordcount-store-changelog"])
+    config = ClusterConfig(name="prod", bootstrap_servers="node-1:9092",
+                           consumer_groups=ConsumerGroupsConfig(exclude=("staging-.*",)))
+    collector = StreamsAppsCollector(config, http_get=Pages({}), admin_factory=lambda _c: admin,
+                                     streams_readers=no_streams_groups)
+    result = collector.collect(CollectContext(cluster=config, now=1000.0))
+    assert [a["application_id"] for a in result.sections["streams_apps"]] == ["wordcount"]
+
+
 def test_without_the_admin_api_instances_are_still_reported_with_the_group_error():
     pages = Pages({URL_1: exposition("orders-app-1", 2)})
     admin = FakeAdmin({}, fail=RuntimeError("all brokers down"))

@@ -271,6 +271,21 @@ def test_streams_groups_are_apps_with_protocol_streams_their_members_tasks_and_i
     assert fake.log_starts.asked == []  # every assigned partition has a commit
 
 
+def test_discovered_streams_groups_obey_the_consumer_groups_filter_and_configured_apps_are_always_shown():
+    from kpulse.config.model import ConsumerGroupsConfig
+
+    ends = {("orders-by-region", 0): 4}
+    fake = readers({gid: group("Stable", [member("m1", {"0": (0,)})], group_id=gid)
+                    for gid in (APP, "staging-shop", "staging-kept")}, {}, ends)
+    config = ClusterConfig(name="prod", bootstrap_servers="node-1:9092",
+                           consumer_groups=ConsumerGroupsConfig(exclude=("staging-.*",)),
+                           streams_apps=(StreamsAppConfig("staging-kept", (), 0),))
+    collector = StreamsAppsCollector(config, admin_factory=lambda _c: NoClassicGroups(), streams_readers=lambda: fake)
+    result = collector.collect(CollectContext(cluster=config, now=1000.0))
+    assert [(a["application_id"], a["protocol"]) for a in result.sections["streams_apps"]] == [
+        (APP, "streams"), ("staging-kept", "streams")]
+
+
 def test_a_configured_app_that_is_a_streams_group_gets_its_instances_and_its_group():
     fake = readers({APP: group("Stable", [member("m1", {"0": (0,)})])}, {}, {("orders-by-region", 0): 4},
                    starts={("orders-by-region", 0): 1})
@@ -326,14 +341,15 @@ REAL_APP = "kpulse-test-streams-group"
 PREFIX = "sg."
 
 
-def produce_orders(bootstrap: str, counts: dict[int, int]) -> None:
-    """``counts[p]`` orders ("region,customer,amount", what the demo's topology keeps) into partition p."""
+def produce_orders(bootstrap: str, counts: dict[int, int], prefix: str = PREFIX) -> None:
+    """``counts[p]`` orders ("region,customer,amount", what the demo's topology keeps) into partition p
+    of ``<prefix>orders``."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
     for partition, count in counts.items():
         for j in range(count):
-            producer.produce(f"{PREFIX}orders", value=f"eu,customer-{j % 5},{j}".encode(), partition=partition)
+            producer.produce(f"{prefix}orders", value=f"eu,customer-{j % 5},{j}".encode(), partition=partition)
     assert producer.flush(30) == 0
 
 
@@ -545,3 +561,145 @@ def test_a_configured_streams_group_app_gets_its_instance_state_and_its_group(bo
     moves = {(t["instance"], t["to"]) for t in app["transitions"]}
     assert (f"{app_id}-1", "UNREACHABLE") in moves and (GROUP_INSTANCE, "Empty") in moves, app["transitions"]
     assert app["state"] == "NOT_RUNNING" and app["group_state"] == "Empty"
+
+
+# --- the lag collector's reading of the cycle, shared (collectors/streams/shared_readers.py) ---------
+
+def lag_reading(groups, log_end, listed=None):
+    """A ``GroupsReading`` as the lag collector publishes it: ``groups`` (group id -> (description
+    or None, committed dict, error))."""
+    from collectors.lag.groups_reading import GroupsReading
+    from kpulse.kafka.group_listing import Listing, State
+    from kpulse.kafka.group_offsets import ClusterOffsets, GroupOffsets
+
+    listings = [Listing(gid, State("STABLE"), "streams", "streams", "Stable") for gid in (listed or groups)]
+    offsets = ClusterOffsets(groups=[GroupOffsets(gid, "Stable", 1, ("m",), committed, error, "streams", "streams",
+                                                  description)
+                                     for gid, (description, committed, error) in groups.items()],
+                             log_end=dict(log_end))
+    return GroupsReading(listings, offsets)
+
+
+class Asked:
+    """A reader that records what it is asked for, then answers as ``inner``."""
+
+    def __init__(self, inner, asked: list, name: str):
+        self.inner, self.asked, self.name = inner, asked, name
+
+    def list_groups(self, timeout, types=None):
+        self.asked.append((self.name, "list", tuple(types or ())))
+        return self.inner.list_groups(timeout, types)
+
+    def describe(self, listings, timeout):
+        listings = list(listings)
+        self.asked.append((self.name, "describe", tuple(sorted(item.group_id for item in listings))))
+        return self.inner.describe(listings, timeout)
+
+    def read(self, keys, timeout):
+        self.asked.append((self.name, "read", tuple(sorted(keys))))
+        return self.inner.read(keys, timeout)
+
+    @property
+    def client(self):
+        return getattr(self.inner, "client", None)
+
+
+def test_the_shared_readers_take_what_the_lag_collector_read_and_read_only_the_rest():
+    from collectors.streams.shared_readers import SharedGroups, SharedLogEnds, SharedOffsets
+
+    a = group("Stable", [member("m1", {"0": (0, 1)})])
+    b = group("Empty", [])
+    asked: list = []
+    own = readers({"a": a, "b": b, "c": b}, {"b": {("orders", 0): 4}, "c": {("orders", 1): 2}},
+                  {("orders", 0): 10, ("orders", 1): 20, ("orders", 2): 30})
+    reading = lag_reading({"a": (a, {("orders", 0): 7, ("orders", 1): None}, None),  # 1 assigned, never committed
+                           "b": (None, {("orders", 0): 4}, None),                  # listed Empty: not described
+                           "c": (None, {}, "OffsetFetch: NOT_COORDINATOR")},       # its offsets failed
+                          {("orders", 0): 11}, listed=["a", "b", "c"])
+
+    groups = SharedGroups(reading, Asked(own.groups, asked, "groups"))
+    assert [g.group_id for g in groups.list_groups(10, types=["streams"])] == ["a", "b", "c"]
+    described = groups.describe(groups.list_groups(10, types=["streams"]), 10)
+    assert described == {"a": a, "b": b, "c": b}
+    committed = SharedOffsets(reading, Asked(own.offsets, asked, "offsets")).read(["a", "b", "c"], 10)
+    assert committed == {"a": {("orders", 0): 7}, "b": {("orders", 0): 4}, "c": {("orders", 1): 2}}
+    ends = SharedLogEnds(reading, Asked(own.log_ends, asked, "ends")).read([("orders", 0), ("orders", 1)], 10)
+    assert ends.log_end == {("orders", 0): 11, ("orders", 1): 20}  # 11: the reading's, not the own reader's 10
+    assert asked == [("groups", "describe", ("b", "c")), ("offsets", "read", ("c",)),
+                     ("ends", "read", (("orders", 1),))]
+
+
+def test_a_group_the_lag_collector_could_not_read_is_read_here_and_says_why_when_that_fails_too():
+    from collectors.streams.shared_readers import SharedLogEnds, SharedOffsets
+
+    class Unusable:
+        def read(self, keys, timeout):
+            return None
+
+    reading = lag_reading({"a": (None, {("orders", 0): 3}, None), "c": (None, {}, "OffsetFetch: NOT_COORDINATOR")},
+                          {("orders", 0): 5})
+    committed = SharedOffsets(reading, Unusable()).read(["a", "c"], 10)
+    assert committed["a"] == {("orders", 0): 3}
+    assert "not read" in str(committed["c"])
+    assert SharedOffsets(reading, Unusable()).read(["c"], 10) is None  # nothing read at all
+    ends = SharedLogEnds(reading, Unusable()).read([("orders", 0), ("orders", 9)], 10)
+    assert ends.log_end == {("orders", 0): 5} and "not read" in ends.errors[("orders", 9)]
+
+
+@pytest.mark.cluster
+def test_beside_the_lag_collector_a_streams_group_is_read_once_a_cycle_with_the_same_answer(bootstrap, tmp_path):
+    """Run as ``kpulse collect`` runs them, the Streams collector takes the Streams group from the
+    lag collector's reading: it sends no ListGroups, StreamsGroupDescribe or OffsetFetch of its own
+    for it, and shows what a Streams collector reading alone shows."""
+    from collectors.lag.consumer_lag import ConsumerLagCollector
+    from collectors.protocol import run_isolated
+    from kpulse.kafka.batched_client import BatchedClient
+
+    app_id = "kpulse-test-shared-reading"
+    config = ClusterConfig(name="local", bootstrap_servers=bootstrap)
+    asked: list = []
+
+    def counted_readers():
+        own = StreamsGroupReaders.over(BatchedClient(config, client_id="kpulse-test-streams"))
+        return StreamsGroupReaders(Asked(own.groups, asked, "groups"), Asked(own.offsets, asked, "offsets"),
+                                   Asked(own.log_ends, asked, "ends"), Asked(own.log_starts, asked, "starts"))
+
+    shared_streams = StreamsAppsCollector(config, streams_readers=counted_readers)
+    lag = ConsumerLagCollector(config)
+    alone = StreamsAppsCollector(config)
+
+    def app_of(result):
+        return next((a for a in result["streams_apps"] if a["application_id"] == app_id), None)
+
+    def cycle():
+        sections, _, statuses = run_isolated([lag, shared_streams], CollectContext(cluster=config, now=time.time()))
+        assert all(s.up for s in statuses), statuses
+        return app_of(sections)
+
+    try:
+        with start_streams_app(bootstrap, app_id, "sr.", tmp_path, partitions=2):
+            produce_orders(bootstrap, {0: 4, 1: 3}, prefix="sr.")
+            deadline = time.monotonic() + 90
+            app = cycle()
+            while not (app and app["group_state"] == "Stable" and app["group"]["input_partitions"]
+                       and app["group"]["total_lag"] == 0):
+                assert time.monotonic() < deadline, app
+                time.sleep(1)
+                app = cycle()
+            for attempt in range(10):  # the app is idle: two readings agree unless a commit fell between them
+                asked.clear()
+                app = cycle()
+                mine = app_of(alone.collect(CollectContext(cluster=config, now=time.time())).sections)
+                if app["group"] == mine["group"]:
+                    break
+            assert app["group"] == mine["group"]
+            assert (app["protocol"], app["group_state"], app["members"]) == ("streams", "Stable", 1)
+            mentions = [entry for entry in asked if app_id in entry[2] or entry[1] == "list"]
+            assert mentions == [], asked
+            never_committed = {(p["topic"], p["partition"]) for p in app["group"]["input_partitions"]
+                               if p["committed_offset"] is None}  # no group consumes them: not in the lag reading
+            assert {key for name, _, keys in asked if name == "ends" for key in keys} <= never_committed, asked
+    finally:
+        for collector in (lag, shared_streams, alone):
+            getattr(collector, "close", lambda: None)()
+

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from collectors.lag.groups_reading import GroupsReading
 from collectors.lag.lag_arrays import REASONS, STATUS_BY_CODE, LagArrays
 from collectors.lag.lag_math import PartitionTotal, max_over_partitions, sum_over_partitions
 from collectors.protocol import CollectContext, CollectorResult
@@ -64,12 +65,21 @@ class ConsumerLagCollector:
 
     def collect(self, context: CollectContext) -> CollectorResult:
         groups_config = self._cluster.consumer_groups
+        listed: list = []
+
+        def list_groups(timeout: float):
+            found = self.listing.read(timeout)
+            listed.append(found)
+            return found
+
         offsets = self._read_offsets(self._admin.get(), groups_config.monitors, concurrency=self._concurrency,
                                      expected=self._consumed, request_cache=self._requests,
                                      read_committed=self.committed.read if self.committed else None,
                                      read_log_ends=self.log_ends.read if self.log_ends else None,
-                                     list_groups=self.listing.read if self.listing else None,
+                                     list_groups=list_groups if self.listing else None,
                                      describe_groups=self._describe if self.reader else None)
+        if context.shared is not None and listed and listed[0] is not None:  # read through the batched client
+            context.shared.publish(self.name, GroupsReading(listed[0], offsets))
         consumed = {tp for group in offsets.groups for tp in group.committed}
         if consumed != self._consumed_set:
             self._consumed, self._consumed_set = sorted(consumed), consumed

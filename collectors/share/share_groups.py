@@ -34,7 +34,10 @@ SHARE = "share"
 DEFAULT_TIMEOUT_SECONDS = 10.0
 DEFAULT_READ_BUDGET_SECONDS = 1.0
 """A 4.3.1 broker answers DescribeShareGroupOffsets only after asking its share coordinator and the
-partitions' leaders: seconds for 50 groups here. A cycle waits this long, then shows the last reading."""
+partitions' leaders: seconds for 50 groups here. A cycle waits at most this long (and no longer than its
+other collectors run), then shows the last reading."""
+OTHERS_POLL_SECONDS = 0.02
+"""How often a cycle waiting for the share groups' answer looks whether its other collectors are done."""
 
 REASON_NOT_INITIALISED = "not initialised: the group has not fetched from this partition yet"
 REASON_LAG_UNKNOWN = "the broker did not report a lag"
@@ -85,13 +88,15 @@ class ShareGroupsCollector:
         return self._pending is not None and not self._pending.done()
 
     def collect(self, context: CollectContext) -> CollectorResult:
-        """This cycle's reading when the brokers answer within ``read_budget`` (the first reading is
-        always waited for); else the last reading shown again, without lake rows, and the answer is
-        taken, with the time it was asked at, by the first cycle after it comes."""
+        """This cycle's reading when the brokers answer while the cycle's other collectors are still
+        running, and within ``read_budget`` (the first reading is always waited for); else the last
+        reading shown again, without lake rows, and the answer is taken, with the time it was asked
+        at, by the first cycle after it comes. So waiting for the share groups never makes a cycle
+        longer than its other collectors make it, nor longer than the budget."""
         if self._pending is None:
             self._pending = self._worker.submit(self._read, context)
         try:
-            reading = self._pending.result(timeout=None if self._last is None else self.read_budget)
+            reading = self._answer(context)
         except FuturesTimeout:
             return CollectorResult(sections=self._last.sections, rows={table: [] for table in self.tables})
         finally:
@@ -101,6 +106,20 @@ class ShareGroupsCollector:
         if reading.sections["share_groups"]["read_at"] != context.now:  # a late answer: ask again now
             self._pending = self._worker.submit(self._read, context)
         return reading
+
+    def _answer(self, context: CollectContext) -> CollectorResult:
+        """The pending reading's answer, waited for as :meth:`collect` says (``FuturesTimeout``: not yet)."""
+        if self._last is None:
+            return self._pending.result()
+        if context.shared is None:  # run alone: only the budget bounds the wait
+            return self._pending.result(timeout=self.read_budget)
+        until = time.monotonic() + self.read_budget
+        while True:
+            try:
+                return self._pending.result(timeout=max(0.0, min(OTHERS_POLL_SECONDS, until - time.monotonic())))
+            except FuturesTimeout:
+                if time.monotonic() >= until or not context.shared.others_running(self.name):
+                    raise
 
     def _read(self, context: CollectContext) -> CollectorResult:
         """One reading of the cluster (in the worker thread), evaluated with the time it was asked at."""

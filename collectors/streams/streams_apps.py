@@ -6,8 +6,14 @@ the I/O.
 Applications are the configured ones (``ClusterConfig.streams_apps``), the Streams groups
 (KIP-1071, ``group.protocol=streams``: ``protocol: "streams"``) and the classic consumer groups
 recognised as Streams applications by their internal topics (:func:`streams_state.streams_app_ids`,
-``protocol: "classic"``). An application without metrics endpoints has only its group: its
-``state`` is ``None`` and ``expected_instances`` is ``None``.
+``protocol: "classic"``). Discovered applications obey the cluster's ``consumer_groups``
+include/exclude filter, as every type of group does; configured ones are always reported. An
+application without metrics endpoints has only its group: its ``state`` is ``None`` and
+``expected_instances`` is ``None``.
+
+Run beside the lag collector (``kpulse collect``), the Streams groups' listing, descriptions,
+committed offsets and log ends are taken from its reading of the same cycle
+(``collectors/streams/shared_readers.py``) and read here only where it lacks them.
 
 Streams groups are listed (ListGroups with the ``streams`` type) and described (StreamsGroupDescribe)
 through ``kpulse.kafka.group_describe.GroupReader``; their input lag is read with the lag
@@ -47,6 +53,8 @@ from typing import Any
 
 from collectors.brokers.broker_metrics import http_get_text
 from collectors.protocol import CollectContext, CollectorResult
+from collectors.lag.groups_reading import PUBLISHER, GroupsReading
+from collectors.streams.shared_readers import SharedGroups, SharedLogEnds, SharedOffsets
 from collectors.streams.streams_group import (MEMBER_LEFT, InputLag, group_observations, group_view,
                                               input_lag, input_partitions)
 from collectors.streams.streams_state import (InstanceReading, Observation, TransitionTracker, app_state,
@@ -149,8 +157,9 @@ class StreamsAppsCollector:
         configured = {app.application_id: app for app in self._cluster.streams_apps}
         endpoints = sorted({url for app in configured.values() for url in app.metrics_endpoints})
         readings = dict(zip(endpoints, _concurrently(self._read_endpoint, endpoints)))
-        streams = self._read_streams_groups(configured, context.now)
-        groups = self._read_groups(configured, context.now, streams_groups=set(streams.groups))
+        shared = context.shared.of(PUBLISHER, ADMIN_TIMEOUT_SECONDS) if context.shared is not None else None
+        streams = self._read_streams_groups(configured, context.now, shared)
+        groups = self._read_groups(configured, context.now, streams_groups=set(streams.groups), shared=shared)
         apps: list[StreamsApp] = []
         instance_rows, transition_rows = [], []
         for app_id in sorted(set(configured) | set(groups) | set(streams.groups)):
@@ -200,20 +209,27 @@ class StreamsAppsCollector:
                                rows={INSTANCE_TABLE: instance_rows, TRANSITION_TABLE: transition_rows})
 
     # --- Streams groups (KIP-1071) ---------------------------------------------------------------------
-    def _read_streams_groups(self, configured: dict[str, Any], now: float) -> StreamsGroupsRead:
+    def _read_streams_groups(self, configured: dict[str, Any], now: float,
+                             shared: GroupsReading | None = None) -> StreamsGroupsRead:
         """Every Streams group (only those named like a configured application without discovery),
-        described, with its input lag."""
+        described, with its input lag; what the lag collector read this cycle (``shared``) is taken
+        from its reading (``shared_readers``)."""
         try:
             if self._streams_readers is None:
                 self._streams_readers = self._streams_readers_factory()
             readers = self._streams_readers
+            if shared is not None:
+                readers = StreamsGroupReaders(SharedGroups(shared, readers.groups), SharedOffsets(shared, readers.offsets),
+                                              SharedLogEnds(shared, readers.log_ends), readers.log_starts)
             listings = readers.groups.list_groups(ADMIN_TIMEOUT_SECONDS, types=["streams"])
         except Exception as error:  # noqa: BLE001 - classic applications are still reported
             return StreamsGroupsRead({}, {}, f"Streams groups not listed: {_one_line(error)}")
         if listings is None:
             why = getattr(getattr(readers.groups, "client", None), "unavailable_reason", None)
             return StreamsGroupsRead({}, {}, f"Streams groups not listed: {why or 'no broker answered ListGroups'}")
-        listings = [g for g in listings if g.type == "streams" and (self._discover or g.group_id in configured)]
+        monitors = self._cluster.consumer_groups.monitors  # one filter for every type of group
+        listings = [g for g in listings if g.type == "streams"
+                    and (g.group_id in configured or (self._discover and monitors(g.group_id)))]
         if not listings:
             return StreamsGroupsRead({}, {})
         try:
@@ -280,28 +296,39 @@ class StreamsAppsCollector:
             self._ids_by_endpoint[url] = [r.id for r in found]
         return found
 
-    def _read_groups(self, configured: dict[str, Any], now: float,
-                     streams_groups: set[str] = frozenset()) -> dict[str, GroupInfo]:
+    def _read_groups(self, configured: dict[str, Any], now: float, streams_groups: set[str] = frozenset(),
+                     shared: GroupsReading | None = None) -> dict[str, GroupInfo]:
         """Group state and members of every classic-protocol application; discovered applications
-        included. The Streams groups (``streams_groups``) are left out: DescribeGroups calls them Dead."""
+        included. The Streams groups (``streams_groups``) are left out: DescribeGroups calls them Dead.
+        The lag collector's reading of this cycle (``shared``) gives the listing and the groups it
+        read; the others are described through librdkafka."""
         app_ids = set(configured) - streams_groups
+        known: dict[str, GroupInfo] = {}
         try:
             admin = self._admin.get()
             if self._discover:
-                listed = admin.list_consumer_groups(request_timeout=ADMIN_TIMEOUT_SECONDS).result(
-                    timeout=ADMIN_TIMEOUT_SECONDS)
-                group_ids = [g.group_id for g in listed.valid]
+                if shared is not None:
+                    group_ids = [g.group_id for g in shared.listings if g.type != "share"]
+                else:
+                    listed = admin.list_consumer_groups(request_timeout=ADMIN_TIMEOUT_SECONDS).result(
+                        timeout=ADMIN_TIMEOUT_SECONDS)
+                    group_ids = [g.group_id for g in listed.valid]
                 if self._topics.stale(now, group_ids):
                     self._topics.update(now, admin.list_topics(timeout=ADMIN_TIMEOUT_SECONDS).topics)
-                found = streams_app_ids(group_ids, self._topics.names)
+                monitors = self._cluster.consumer_groups.monitors
+                found = streams_app_ids([g for g in group_ids if monitors(g)], self._topics.names)
                 self._topics.recognised(found)
                 app_ids |= found - streams_groups
-            if not app_ids:
-                return {}
-            futures = admin.describe_consumer_groups(sorted(app_ids), request_timeout=ADMIN_TIMEOUT_SECONDS)
+            if shared is not None:
+                known = {g.group_id: GroupInfo(g.state, g.members) for g in shared.offsets.groups
+                         if g.group_id in app_ids and g.error is None}
+            if not app_ids - set(known):
+                return known
+            futures = admin.describe_consumer_groups(sorted(app_ids - set(known)),
+                                                     request_timeout=ADMIN_TIMEOUT_SECONDS)
         except Exception as error:  # noqa: BLE001 - instances are still reported without the group
-            return {app_id: GroupInfo(None, None, _one_line(error)) for app_id in app_ids}
-        groups = {}
+            return {**{app_id: GroupInfo(None, None, _one_line(error)) for app_id in app_ids}, **known}
+        groups = dict(known)
         for app_id, future in futures.items():
             try:
                 description = future.result(timeout=ADMIN_TIMEOUT_SECONDS)
