@@ -7,10 +7,10 @@ again while it moves), never through librdkafka, whose ListConsumerGroupOffsets 
 AlterConsumerGroupOffsets abort the whole process on a moving coordinator (librdkafka #5040); the
 confluent-kafka ``admin`` reads the group's description, metadata and log offsets.
 
-Both refuse a group that is not stopped or whose members kpulse cannot read
-(:func:`refuse_unless_stopped`, shared with the Streams reset): the cluster's listing of every
-group type says whether it is a streams or share group, which librdkafka shows as Dead while it
-runs."""
+Both refuse a group that is not stopped, or that is a streams or share group
+(:func:`refuse_unless_stopped`, shared with the Streams reset; those have resets of their own):
+the cluster's listing of every group type says whether it is one, which librdkafka shows as Dead
+while it runs."""
 
 from __future__ import annotations
 
@@ -62,9 +62,12 @@ def refuse_unless_stopped(view: kafka_reads.GroupView, listing: kafka_reads.Grou
     (librdkafka shows it as Dead, with no members, while it runs), and so is a listed group that
     librdkafka describes as Dead."""
     if listing is not None and not listing.describable:
-        tool = "kafka-streams-groups" if listing.group_type == "streams" else f"kafka-{listing.group_type}-groups"
-        raise Refused(f"{refusal} is a {listing.group_type} group ({listing.state or 'state unknown'}) whose members "
-                      f"kpulse cannot read; nothing changed (use {tool} for {listing.group_type} groups)")
+        kind = listing.group_type
+        own = {"streams": "reset-streams-group", "share": "reset-share-group"}.get(kind)
+        where = (f"kpulse {own} resets {kind} groups, as kafka-{kind}-groups does" if own
+                 else f"kpulse does not reset {kind or 'unknown'} groups")
+        raise Refused(f"{refusal} is a {kind} group ({listing.state or 'state unknown'}), not a classic or consumer "
+                      f"group; nothing changed ({where})")
     if listing is not None and view.state == "Dead":
         raise Refused(f"{refusal} is listed by the cluster ({listing.group_type or 'group'}, "
                       f"{listing.state or 'state unknown'}) but described as Dead: its members cannot be read; "

@@ -19,7 +19,8 @@ topic belongs to the *longest* existing application id its name starts with (fol
 ``kpulse-demo-streams`` exists. The application id must exist as a group (listed, or with
 committed offsets). Refused while the application, or any existing application whose id starts
 with ``<application.id>-`` and could own one of its candidate topics, has active members, or is a
-group whose members kpulse cannot read (a streams- or share-protocol group). The executor checks
+streams- or share-protocol group (this reset reads classic and consumer groups; a Streams group is
+reset by ``reset-streams-group``, which ``reset-streams-app`` picks by the group's type). The executor checks
 all of it again, so a stale, saved or approved plan deletes nothing another application owns.
 
 The group's offsets are read and committed through the group requests (kafka-python, as in

@@ -263,7 +263,7 @@ def test_a_running_streams_protocol_application_is_refused_though_librdkafka_sho
     assert internal <= set(shared_topics.list_topics(timeout=10).topics)
     assert kafka_reads.describe_group(shared_topics, app).state == "Dead"  # what made it look stopped
 
-    with pytest.raises(Refused, match=f"'{app}': it is a streams group \\(Stable\\) whose members kpulse cannot read"):
+    with pytest.raises(Refused, match=f"'{app}': it is a streams group \\(Stable\\), not a classic or consumer group"):
         operations.plan_streams_reset("test", app, [IN], [])
     prefix = app.removesuffix("-app")
     commit(shared_topics, prefix, {(IN, 0): 1})
@@ -292,8 +292,9 @@ def test_an_offset_reset_of_a_running_streams_protocol_group_is_refused_before_a
 
     app = streams_protocol_app
     before = committed_once_it_has(shared_topics, app)
-    refusal = (f"cannot reset the offsets of group '{app}': it is a streams group (Stable) whose members kpulse "
-               "cannot read; nothing changed (use kafka-streams-groups for streams groups)")
+    refusal = (f"cannot reset the offsets of group '{app}': it is a streams group (Stable), not a classic or "
+               "consumer group; nothing changed (kpulse reset-streams-group resets streams groups, as "
+               "kafka-streams-groups does)")
     result = kpulse("--config", cli_config(tmp_path, bootstrap), "reset-offsets", "--group", app, "--all-topics",
                     "--to-earliest", "--execute", check=False)
     after = committed(shared_topics, app)

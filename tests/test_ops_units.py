@@ -232,11 +232,12 @@ def test_a_group_is_stopped_only_when_readable_and_without_active_members():
     running = GroupView("g", "Stable", (Member("m-1", "app-1", "/10.0.0.7"),))
     refused = {
         (dead, GroupListing("g", "share", "Stable")):
-            r"it is a share group \(Stable\) whose members kpulse cannot read; nothing changed "
-            r"\(use kafka-share-groups for share groups\)$",
+            r"it is a share group \(Stable\), not a classic or consumer group; nothing changed "
+            r"\(kpulse reset-share-group resets share groups, as kafka-share-groups does\)$",
         (dead, GroupListing("g", "streams", "Empty")):
-            r"it is a streams group \(Empty\) whose members .* \(use kafka-streams-groups for streams groups\)$",
-        (empty, GroupListing("g", "streams", "")): r"it is a streams group \(state unknown\) whose members",
+            r"it is a streams group \(Empty\), not a classic or consumer group; nothing changed "
+            r"\(kpulse reset-streams-group resets streams groups, as kafka-streams-groups does\)$",
+        (empty, GroupListing("g", "streams", "")): r"it is a streams group \(state unknown\), not a classic",
         (dead, GroupListing("g", "classic", "Empty")):
             r"it is listed by the cluster \(classic, Empty\) but described as Dead: .*plan again$",
         (running, GroupListing("g", "consumer", "Stable")):
