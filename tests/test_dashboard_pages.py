@@ -335,3 +335,26 @@ def test_thousands_of_slos_are_searched_and_paged_on_the_server(tmp_path, monkey
     assert list(test.dataframe[0].value["entity"]) == [expected.groups[7]]
     assert test.selectbox(key="slos-chosen").value == f"consumer-freshness · {expected.groups[7]}"
     assert len(test.get("plotly_chart")) == 1  # its burn-down
+
+
+def test_no_page_renders_a_stray_string_of_its_source():
+    """Streamlit's magic writes every bare string at a page's module level to the page, docstrings
+    of attributes included ("Session-state key of the request being approved ..." opened the
+    Operations page, issue 17). Only the page's own docstring (the first statement) is left alone."""
+    import ast
+    from pathlib import Path
+
+    stray = []
+    for page in sorted((Path(APP_FILE).parent / "app_pages").glob("*.py")):
+        body = ast.parse(page.read_text()).body
+        for statement in body[1:]:
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
+                    and isinstance(statement.value.value, str):
+                stray.append(f"{page.name}:{statement.lineno}")
+    assert stray == []
+
+
+def test_the_operations_page_starts_with_its_title_and_no_stray_line(app):
+    open_page(app, "operations")
+    assert [t.value for t in app.title] == ["Operations"]
+    assert not [m.value for m in app.markdown if "Session-state key" in m.value]

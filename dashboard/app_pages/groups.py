@@ -35,11 +35,12 @@ def expected_idle_slot(cluster: str, group_id: str, why: str | None) -> None:
             st.rerun()
 
 
+# (comments, not attribute docstrings: Streamlit's magic would write a bare string to the page)
+# The list's widgets: when one changes in a fragment rerun, the detail below must follow (full rerun).
 LIST_KEYS = ("groups-search", "groups-sort", "groups-desc", "groups-page")
-"""The list's widgets: when one changes in a fragment rerun, the detail below must follow (full rerun)."""
 FULL_RUN_KEY = "groups-full-run"
+# Session state: the list's widget values and the group ids of its page, as the last full run drew them.
 SHOWN_KEY = "groups-shown"
-"""Session state: the list's widget values and the group ids of its page, as the last full run drew them."""
 
 
 

@@ -11,8 +11,8 @@ from operations.access import APPROVE, allowed
 from operations.registry import operation
 
 WINDOWS = {"1 hour": 3600, "1 day": 86400, "7 days": 7 * 86400, "30 days": 30 * 86400}
-APPROVE_KEY = "ops-approving"
-"""Session-state key of the request being approved (its plan, then its outcome)."""
+# (comments, not attribute docstrings: Streamlit's magic would write a bare string to the page)
+APPROVE_KEY = "ops-approving"  # session-state key of the request being approved (its plan, then its outcome)
 
 st.title("Operations")
 user = auth.user()
