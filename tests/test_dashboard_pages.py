@@ -78,6 +78,20 @@ def test_brokers_page_table_and_balance(app):
     assert app.get("code")[0].value.startswith("kpulse reassign")
 
 
+def test_brokers_table_shows_byte_rates_and_latencies_with_their_units(app):
+    """Not raw floats such as 3926.1377 (issue 17): byte rates in bytes (KB, MB) per second,
+    latencies in ms with one decimal, idle ratios in percent."""
+    import json
+
+    open_page(app, "brokers")
+    columns = json.loads(app.dataframe[0].proto.columns)
+    formats = {name: columns.get(name, {}).get("type_config", {}).get("format") for name in
+               ("bytes_in_per_sec", "bytes_out_per_sec", "produce_p99_ms", "fetch_p99_ms", "request_handler_idle")}
+    assert formats == {"bytes_in_per_sec": "bytes", "bytes_out_per_sec": "bytes", "produce_p99_ms": "%.1f ms",
+                       "fetch_p99_ms": "%.1f ms", "request_handler_idle": "percent"}
+    assert columns["bytes_in_per_sec"]["label"] == "bytes in /s"
+
+
 def test_groups_page_pages_searches_and_sorts_on_the_server(app, lake):
     _, expected = lake
     open_page(app, "groups")

@@ -17,7 +17,11 @@ with frame.shown_errors():
     table = brokers.broker_table(snap, metrics)
     st.dataframe(table, hide_index=True, width="stretch",
                  column_config={"request_handler_idle": st.column_config.NumberColumn(format="percent"),
-                                "network_idle": st.column_config.NumberColumn(format="percent")})
+                                "network_idle": st.column_config.NumberColumn(format="percent"),
+                                "bytes_in_per_sec": st.column_config.NumberColumn("bytes in /s", format="bytes"),
+                                "bytes_out_per_sec": st.column_config.NumberColumn("bytes out /s", format="bytes"),
+                                "produce_p99_ms": st.column_config.NumberColumn("produce p99", format="%.1f ms"),
+                                "fetch_p99_ms": st.column_config.NumberColumn("fetch p99", format="%.1f ms")})
     skew = brokers.balance(table)
     left, right = st.columns(2)
     left.metric("Partition skew (busiest vs mean)", "—" if skew["partitions"] is None else f"{skew['partitions']:.0%}")
