@@ -23,7 +23,7 @@ from dashboard.services.groups import groups_frame
 from dashboard.services.kafka_admin import ClusterAdmin
 from dashboard.services.slos import READ_BACK_SECONDS, latest_status, status_table
 from dashboard.services.sources import DashboardError, MissingData, Sources, TableRead, load_sources, one_line
-from dashboard.services.topics import partitions_frame, sizes_from_log_dirs, topics_frame
+from dashboard.services.topics import consumers_by_topic, partitions_frame, sizes_from_log_dirs, topics_frame
 
 LOG = logging.getLogger("kpulse.dashboard")
 SOURCES_KEY = "kpulse_sources"
@@ -103,6 +103,20 @@ def _groups_table(_sources: Sources, lake_path: str, cluster_name: str, stamp: f
 def _groups_by_id(_sources: Sources, lake_path: str, cluster_name: str, stamp: float | None) -> dict[str, Any]:
     snap = _snapshot(_sources, lake_path, cluster_name, stamp) or {}
     return {g.get("group_id"): g for g in snap.get("consumer_groups") or []}
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _consumers_by_topic(_sources: Sources, lake_path: str, cluster_name: str, stamp: float | None
+                        ) -> dict[str, pd.DataFrame]:
+    return consumers_by_topic(_snapshot(_sources, lake_path, cluster_name, stamp))
+
+
+def topic_consumers(topic: str) -> pd.DataFrame | None:
+    """The groups consuming ``topic`` in the latest snapshot (``services.topics.consumers_by_topic``,
+    built once per snapshot); None when none does (read-only: do not mutate)."""
+    src = sources()
+    name = cluster()
+    return _consumers_by_topic(src, src.lake_path, name, src.snapshot_stamp(name)).get(topic)
 
 
 def groups_table() -> pd.DataFrame:

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
+from localkafka.demo.topology import KIP848_GROUP, STREAMS_APPLICATION_ID
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE, kpulse
 from tests.dashboard_browser import Browser, chromium_path, is_png, stop_process, wait_for_dashboard
 from tests.support import APP_FILE, free_port
@@ -135,13 +136,27 @@ def test_topics_page_numbers_equal_the_admin_api(running, monkeypatch):
     app.selectbox(key="topics-chosen").set_value("demo.orders").run()
     detail = app.dataframe[1].value
     assert list(detail["partition"]) == list(range(6))
-    described = kpulse("kafka-cli", "kafka-get-offsets", "--bootstrap-server",
-                       running and yaml.safe_load(running.read_text())["clusters"][0]["bootstrap_servers"].split(",")[0],
-                       "--topic", "demo.orders").stdout
+    bootstrap = yaml.safe_load(running.read_text())["clusters"][0]["bootstrap_servers"].split(",")[0]
+    described = kpulse("kafka-cli", "kafka-get-offsets", "--bootstrap-server", bootstrap, "--topic",
+                       "demo.orders").stdout
     tool = {int(line.split(":")[1]): int(line.split(":")[2]) for line in described.split() if line.count(":") == 2}
     # the demo producer keeps writing: the page read its offsets just before the tool did
     for partition, latest in zip(detail["partition"], detail["latest_offset"]):
         assert 0 < latest <= tool[partition]
+
+    # the groups consuming it: the classic and KIP-848 ones are those kafka-consumer-groups describes on it
+    consumers = app.dataframe[2].value
+    assert list(consumers.columns[:3]) == ["group_id", "type", "state"]
+    described = kpulse("kafka-cli", "kafka-consumer-groups", "--bootstrap-server", bootstrap, "--describe",
+                       "--all-groups").stdout
+    rows = [line.split() for line in described.splitlines()]
+    header = next(row for row in rows if row[:2] == ["GROUP", "TOPIC"])
+    on_topic = {row[0] for row in rows if len(row) >= len(header) - 3 and row[1] == "demo.orders"
+                and row[header.index("CURRENT-OFFSET")] != "-"}
+    mine = set(consumers.loc[consumers["type"].isin(["classic", "consumer"]), "group_id"])
+    assert on_topic and mine == on_topic, (mine, on_topic)
+    assert {STREAMS_APPLICATION_ID, KIP848_GROUP} <= mine  # the classic-protocol Streams app and the KIP-848 group
+    assert (consumers["lag"].dropna() >= 0).all()
 
 
 def test_a_killed_broker_shows_up_on_the_alerts_page_with_its_runbook(running, browser, local_cluster):

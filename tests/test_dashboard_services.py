@@ -257,3 +257,37 @@ def test_a_classic_group_has_no_epochs_and_a_group_listed_empty_no_member_table(
     assert list(groups.members_frame(classic)["target_assignment"].isna()) == [True]
     assert groups.members_frame({"group_id": "e", "type": "consumer", "member_details": []}) is None
     assert groups.membership_caption({"group_id": "old snapshot"}) is None
+
+
+def test_a_topic_lists_the_groups_consuming_it_with_their_lag_on_that_topic_worst_first():
+    from dashboard.services.topics import consumers_by_topic
+
+    def part(topic, partition, committed, lag, seconds=None, status=None):
+        return {"topic": topic, "partition": partition, "committed_offset": committed, "lag": lag,
+                "lag_seconds": seconds, "status": status}
+
+    snapshot = {
+        "consumer_groups": [
+            {"group_id": "billing", "type": "classic", "state": "Stable", "members": 2, "partitions": [
+                part("orders", 0, 10, 5, 2.0, "OK"), part("orders", 1, 7, None, None, None),  # log end not read
+                part("payments", 0, 3, 100, 40.0, "ERR")]},
+            {"group_id": "<b>shop</b>", "type": "streams", "state": "Empty", "members": 0, "partitions": [
+                part("orders", 0, 15, 0, 0.0, "STOP"), part("orders", 1, 20, 40, 9.5, "WARN")]},
+            {"group_id": "fresh", "type": "consumer", "state": "Stable", "members": 1, "partitions": [
+                part("orders", 2, None, None)]},  # assigned, nothing committed yet: not a consumer of it yet
+        ],
+        "share_groups": {"groups": [
+            {"group_id": "jobs", "state": "Stable", "members": 2, "partitions": [
+                {"topic": "orders", "partition": 0, "start_offset": 3, "lag": 12, "status": "STALLED"}]}]},
+    }
+    by_topic = consumers_by_topic(snapshot)
+    assert set(by_topic) == {"orders", "payments"}
+    orders = by_topic["orders"]
+    assert orders[["group_id", "type", "partitions", "lag", "lag_unknown_partitions", "status"]].values.tolist() == [
+        ["<b>shop</b>", "streams", 2, 40, 0, "STOP"],
+        ["jobs", "share", 1, 12, 0, "STALLED"],
+        ["billing", "classic", 2, 5, 1, "OK"],  # 5 is a lower bound: one partition's lag is unknown
+    ]
+    assert orders.loc[0, "max_lag_seconds"] == 9.5
+    assert by_topic["payments"][["group_id", "lag", "status"]].values.tolist() == [["billing", 100, "ERR"]]
+    assert consumers_by_topic(None) == {}

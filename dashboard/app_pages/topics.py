@@ -1,4 +1,5 @@
-"""Topics: searchable, paged list (server side), partition detail with offsets, and configs."""
+"""Topics: searchable, paged list (server side), partition detail with offsets, the groups consuming
+the topic with their lag on it, and configs."""
 
 import streamlit as st
 
@@ -47,6 +48,18 @@ with frame.shown_errors():
         st.dataframe(topics.partition_detail(partitions, chosen, offsets,
                                              int(min_isr_value) if min_isr_value else None),
                      hide_index=True, width="stretch")
+        st.subheader(f"Groups consuming {literal.markdown(chosen)}")
+        consumers = frame.topic_consumers(chosen)
+        if consumers is None:
+            st.caption("No group has committed offsets on this topic, and no share group reads it, in the "
+                       "latest collection.")
+        else:
+            st.caption("Lag on this topic's partitions only, worst first; where some partitions' lag is unknown "
+                       "(`lag_unknown_partitions`), the sum is a lower bound. Open a group on the Consumer groups "
+                       "or Share groups page for its history.")
+            st.dataframe(consumers, hide_index=True, width="stretch", key="topics-consumers",
+                         column_config={"lag_unknown_partitions": st.column_config.NumberColumn("lag unknown on"),
+                                        "max_lag_seconds": st.column_config.NumberColumn("max lag", format="%.1f s")})
         st.subheader("Configs")
         st.dataframe(topics.config_frame(chosen_configs), hide_index=True, width="stretch")
         actions.slot("topic", frame.cluster(), chosen)

@@ -9,6 +9,9 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from kpulse.lag_contract import STATUS_SEVERITY
+from kpulse.share_contract import SHARE_STATUS_SEVERITY
+
 TOPIC_COLUMNS = ["topic", "partitions", "replication_factor", "under_replicated", "offline", "internal"]
 PARTITION_COLUMNS = ["topic", "partition", "leader", "replicas", "isr", "under_replicated", "offline"]
 STREAMS_INTERNAL_SUFFIXES = ("-repartition", "-changelog")
@@ -89,3 +92,51 @@ def internal_topics(topic_names: Iterable[str], application_id: str) -> list[str
     """The Streams internal topics of ``application_id`` (``<id>-…-repartition``, ``<id>-…-changelog``)."""
     prefix = f"{application_id}-"
     return sorted(t for t in topic_names if t.startswith(prefix) and t.endswith(STREAMS_INTERNAL_SUFFIXES))
+
+
+CONSUMER_COLUMNS = ["group_id", "type", "state", "members", "partitions", "lag", "lag_unknown_partitions",
+                    "max_lag_seconds", "status"]
+
+
+def consumers_by_topic(snapshot: dict[str, Any] | None) -> dict[str, pd.DataFrame]:
+    """Topic -> the groups of the snapshot that consume it (:data:`CONSUMER_COLUMNS`), worst lag
+    first: consumer groups of every type (classic, KIP-848, Streams) by their committed partitions,
+    share groups by the partitions whose start offset the broker reports. ``lag`` sums the lag of
+    the group's partitions on that topic whose lag is known (a lower bound when
+    ``lag_unknown_partitions`` > 0); ``status`` is the worst of those partitions'. Built once per
+    snapshot: one pass over every group partition."""
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
+    snap = snapshot or {}
+    share = (snap.get("share_groups") or {}).get("groups") or []
+    for kind, groups, severity in ((None, snap.get("consumer_groups") or [], STATUS_SEVERITY),
+                                   ("share", share, SHARE_STATUS_SEVERITY)):
+        for group in groups:
+            for partition in group.get("partitions") or []:
+                if kind is None and partition.get("committed_offset") is None:
+                    continue  # assigned, never committed: not consumed yet
+                topic = partition.get("topic")
+                row = rows.setdefault(topic, {}).setdefault(f"{kind or 'consumer'}/{group.get('group_id')}", {
+                    "group_id": group.get("group_id"), "type": kind or group.get("type"), "state": group.get("state"),
+                    "members": group.get("members"), "partitions": 0, "lag": None, "lag_unknown_partitions": 0,
+                    "max_lag_seconds": None, "status": None})
+                row["partitions"] += 1
+                lag = partition.get("lag")
+                if lag is None:
+                    row["lag_unknown_partitions"] += 1
+                else:
+                    row["lag"] = (row["lag"] or 0) + lag
+                seconds = partition.get("lag_seconds")
+                if seconds is not None and (row["max_lag_seconds"] is None or seconds > row["max_lag_seconds"]):
+                    row["max_lag_seconds"] = seconds
+                status = partition.get("status")
+                if status is not None and (row["status"] is None or severity.get(status, -1) > severity.get(row["status"], -1)):
+                    row["status"] = status
+    frames = {}
+    for topic, by_group in rows.items():
+        frame = pd.DataFrame(list(by_group.values()), columns=CONSUMER_COLUMNS)
+        for column in ("members", "partitions", "lag", "lag_unknown_partitions"):
+            frame[column] = pd.array(frame[column], dtype="Int64")
+        frame["max_lag_seconds"] = pd.to_numeric(frame["max_lag_seconds"], errors="coerce")
+        frames[topic] = frame.sort_values(["lag", "group_id"], ascending=[False, True], na_position="last",
+                                          ignore_index=True)
+    return frames
