@@ -39,6 +39,8 @@ from spark_jobs.definitions import SloDefinitions
 from spark_jobs.lake_io import LakeError, day_of_minute
 from spark_jobs.tasks import MINUTES_PER_DAY
 
+MINUTES_PER_HOUR = 60
+
 PROGRESS_SECONDS = 5.0
 _PYTHON_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit): ")
 SHARD_ROWS = 4_000_000
@@ -66,7 +68,7 @@ def plan_run(until_minute: int, previous_minute: int | None, earliest_minute: in
     """Pure. ``previous_minute``: the previous run's evaluation time (None: first or full run);
     ``earliest_minute``: the first sample's minute. None when there is nothing to evaluate."""
     first = earliest_minute if previous_minute is None else min(previous_minute, until_minute) - lateness_minutes
-    start = first - first % MINUTES_PER_DAY
+    start = first - first % (MINUTES_PER_DAY if previous_minute is None else MINUTES_PER_HOUR)
     if until_minute <= start:
         return None
     return RunPlan(start=start, end=until_minute, lookback_start=start - longest_window_minutes - 1,
@@ -139,7 +141,7 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
         status_rows = sum(r["status_rows"] for r in evaluated)
         with progress.step(f"replacing slo_minute ({minute_rows} rows) and slo_status ({status_rows} rows)"):
             for table in ("slo_minute", "slo_status"):  # slo_status last: its newest time marks the run done
-                staging.commit(table, clusters)
+                staging.commit(table, clusters, since=plan.start)
     finally:
         staging.remove()
     latest = sorted((_plain(row) for r in evaluated for row in r["latest"]),

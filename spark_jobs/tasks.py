@@ -132,8 +132,8 @@ def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
     status = windows.status(every, work.definitions, work.start, work.end)
     minute_rows = _as_minute_table(fresh_minutes)
     part = _shard_name(shard, work.shards)
-    work.staging.write("slo_minute", minute_rows, part)
-    work.staging.write("slo_status", status, part)
+    work.staging.write("slo_minute", minute_rows, part, hourly=True)
+    work.staging.write("slo_status", status, part, hourly=True)
     latest = status.filter(pc.equal(pc.cast(status.column("time"), pa.int64()), work.end * MINUTE_MICROS))
     return {"shard": shard, "minute_rows": minute_rows.num_rows, "status_rows": status.num_rows,
             "latest": latest.to_pylist(), "unreadable": unreadable}
