@@ -101,13 +101,14 @@ def time_bound(lake: str, table: str, clusters: list[str] | None, *, newest: boo
 
 def read_days(lake: str, table: str, first: date, last: date, *, columns: list[str] | None = None,
               clusters: list[str] | None = None, dictionary: bool = False, files=None,
-              unreadable: list[UnreadableFile] | None = None) -> pa.Table:
-    """Rows of the date partitions ``first..last`` that exist (:func:`kpulse.lake.reader.read_days`).
+              unreadable: list[UnreadableFile] | None = None, times: tuple[int, int] | None = None) -> pa.Table:
+    """Rows of the date partitions ``first..last`` that exist (:func:`kpulse.lake.reader.read_days`;
+    ``times``: epoch microseconds ``[low, high)``, row groups that cannot hold one are skipped).
     A file that cannot be read is skipped and added to ``unreadable``; without that list it raises
     :class:`LakeError` naming it."""
     with _lake_errors(f"{lake}/{table}"):
         return reader.read_days(lake, table, first, last, columns=columns, clusters=clusters, dictionary=dictionary,
-                                files=files, unreadable=unreadable)
+                                files=files, unreadable=unreadable, times=times)
 
 
 def count_rows(lake: str, table: str, first: date, last: date,

@@ -81,7 +81,8 @@ def _count_day(work: Work, day: date) -> dict[str, Any]:
         margin = SAMPLE_MARGIN_MINUTES if table == "streams_instance" else 0
         rows = lake_io.read_days(work.lake, table, day_of_minute(low - margin), day,
                                  columns=_columns(work.definitions, table), dictionary=True,
-                                 clusters=list(work.clusters or ()) or None, unreadable=unreadable)
+                                 clusters=list(work.clusters or ()) or None, unreadable=unreadable,
+                                 times=((low - margin) * MINUTE_MICROS, high * MINUTE_MICROS))
         read += rows.num_rows
         for slo in work.definitions.slos:
             if slo.table == table:
@@ -112,7 +113,8 @@ def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
     stored = lake_io.read_days(work.lake, "slo_minute", day_of_minute(work.lookback_start),
                                day_of_minute(work.start - 1), dictionary=True,
                                clusters=list(work.clusters or ()) or None,
-                               files=lambda name: may_hold(name, shard, work.shards), unreadable=unreadable)
+                               files=lambda name: may_hold(name, shard, work.shards), unreadable=unreadable,
+                               times=(work.lookback_start * MINUTE_MICROS, work.start * MINUTE_MICROS))
     minute = np.floor_divide(pc.cast(stored.column("time"), pa.int64()).to_numpy(), MINUTE_MICROS)
     key, parts = _keys(stored)
     wanted = (shard_of(parts, work.shards) == shard) & np.isin(parts[1].to_numpy(zero_copy_only=False), names)
