@@ -39,12 +39,13 @@ from spark_jobs.definitions import SloDefinitions
 from spark_jobs.lake_io import LakeError, day_of_minute
 from spark_jobs.tasks import MINUTES_PER_DAY
 
-MINUTES_PER_HOUR = 60
-
 PROGRESS_SECONDS = 5.0
 _PYTHON_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit): ")
 SHARD_ROWS = 4_000_000
 """Rows (stored minutes and samples) per shard of the window computation, at most."""
+MINUTES_PER_HOUR = 60
+OUTPUTS = ("slo_minute", "slo_status")
+"""The job's tables, in the order a run replaces them: ``slo_status`` last."""
 
 
 @dataclass(frozen=True)
@@ -64,11 +65,13 @@ class RunPlan:
 
 
 def plan_run(until_minute: int, previous_minute: int | None, earliest_minute: int, lateness_minutes: int,
-             longest_window_minutes: int) -> RunPlan | None:
+             longest_window_minutes: int, whole_day: bool = False) -> RunPlan | None:
     """Pure. ``previous_minute``: the previous run's evaluation time (None: first or full run);
-    ``earliest_minute``: the first sample's minute. None when there is nothing to evaluate."""
+    ``earliest_minute``: the first sample's minute; ``whole_day``: start an update at its
+    midnight rather than its hour (the day's outputs were written day-wide, by an earlier
+    version). None when there is nothing to evaluate."""
     first = earliest_minute if previous_minute is None else min(previous_minute, until_minute) - lateness_minutes
-    start = first - first % (MINUTES_PER_DAY if previous_minute is None else MINUTES_PER_HOUR)
+    start = first - first % (MINUTES_PER_DAY if previous_minute is None or whole_day else MINUTES_PER_HOUR)
     if until_minute <= start:
         return None
     return RunPlan(start=start, end=until_minute, lookback_start=start - longest_window_minutes - 1,
@@ -118,6 +121,10 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
         earliest = _earliest_minute(lake, definitions, clusters, unreadable) if previous is None else 0
         plan = plan_run(until_minute, None if previous is None else previous // 60_000_000, earliest,
                         definitions.lateness_minutes, definitions.longest_window_minutes)
+        if plan is not None and plan.start % MINUTES_PER_DAY and lake_io.day_wide_files(
+                lake, OUTPUTS, day_of_minute(plan.start)):
+            plan = plan_run(until_minute, previous // 60_000_000, earliest, definitions.lateness_minutes,
+                            definitions.longest_window_minutes, whole_day=True)
     if plan is None:
         progress.note("nothing to evaluate: no complete minute after the previous run")
         return RunResult(None, unreadable=_left_out(lake, unreadable))
@@ -140,7 +147,7 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
         minute_rows = sum(r["minute_rows"] for r in evaluated)
         status_rows = sum(r["status_rows"] for r in evaluated)
         with progress.step(f"replacing slo_minute ({minute_rows} rows) and slo_status ({status_rows} rows)"):
-            for table in ("slo_minute", "slo_status"):  # slo_status last: its newest time marks the run done
+            for table in OUTPUTS:  # slo_status last: its newest time marks the run done
                 staging.commit(table, clusters, since=plan.start)
     finally:
         staging.remove()

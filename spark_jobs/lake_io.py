@@ -278,6 +278,20 @@ def file_minutes(name: str, day_start: int) -> tuple[int, int]:
     return first, first + 60
 
 
+def day_wide_files(lake: str, tables: tuple[str, ...], day: date) -> bool:
+    """Whether a date partition of one of ``tables`` has a file not written by the hour (by a
+    version of the job that replaced whole days)."""
+    fs, base = resolve(lake)
+    for table in tables:
+        directory = f"{base}/{table}/{PARTITION_PREFIX}{day.isoformat()}"
+        with _lake_errors(directory):
+            if fs.get_file_info(directory).type != pafs.FileType.Directory:
+                continue
+            if any(_HOUR_FILE.search(path.rsplit("/", 1)[-1]) is None for path in reader.partition_files(fs, directory)):
+                return True
+    return False
+
+
 def day_of_minute(minute: int) -> date:
     return (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=minute)).date()
 

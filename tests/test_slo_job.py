@@ -132,6 +132,22 @@ def test_incremental_runs_give_exactly_the_rows_of_one_full_run_over_the_same_sa
         assert status_rows == ((status_times >= start) & (status_times <= at(until))).sum() > 0
 
 
+def test_an_update_of_a_day_written_whole_by_an_earlier_version_recomputes_that_day(spark, tmp_path):
+    """Outputs of the version that replaced whole days (files without an hour in their name):
+    the first update recomputes from their midnight, then the rows equal a full run's."""
+    updated, full = tmp_path / "updated", tmp_path / "full"
+    for lake in (updated, full):
+        write_samples(lake, range(0, 150), offline_at={70, 100})
+    run(spark, str(updated), DEFINITIONS, until=at(130).timestamp())
+    for file in (updated / "slo_minute").rglob("*.parquet"):  # as the earlier version named them
+        file.rename(file.with_name(file.name.replace("-part-h", "-day-h").replace("-shard-", "-part-shard-")))
+    result = run(spark, str(updated), DEFINITIONS, until=at(150).timestamp())
+    assert datetime.fromisoformat(result.as_dict()["recomputed_from"]) == datetime(2026, 3, 10, tzinfo=timezone.utc)
+    run(spark, str(full), DEFINITIONS, until=at(150).timestamp(), full=True)
+    for table in ("slo_minute", "slo_status"):
+        pd.testing.assert_frame_equal(lake_rows(updated, table), lake_rows(full, table), check_exact=True)
+
+
 def test_a_run_for_one_cluster_keeps_the_other_clusters_rows(spark, tmp_path):
     write_samples(tmp_path, range(0, 20), cluster="prod")
     write_samples(tmp_path, range(0, 20), offline_at={5}, cluster="edge")
