@@ -1,22 +1,26 @@
 """The SLO job: lake samples -> ``slo_minute`` and ``slo_status`` (extract, transform, load).
 
 Incremental and idempotent. A run evaluates up to ``until`` (the end of its newest complete
-minute, E). It recomputes the minutes from the UTC midnight before ``previous E - lateness`` (the
-previous run's newest ``slo_status`` time; the first sample's day on a first or ``--full`` run),
-so samples that arrived late within the lateness are counted, and it replaces whole date
-partitions of both tables: running twice gives the same rows, never duplicates. Rolling windows
-read the stored minutes from the longest window before that start, not the whole history.
+minute, E). It recomputes the minutes from the start of the UTC hour of ``previous E - lateness``
+(the previous run's newest ``slo_status`` time; the first sample's day on a first or ``--full``
+run), so samples that arrived late within the lateness are counted, and it replaces the rows of
+both tables from that hour on (stored one file per hour: ``lake_io.Staging``): running twice
+gives the same rows, never duplicates, and an hourly run writes an hour or two of rows, not the
+day. A day written whole by an earlier version is recomputed from its midnight once. Rolling
+windows read the stored minutes from the longest window before that start, not the whole history.
 
 A lake file that cannot be read is left out, not fatal: its rows are missing (their minutes are
 no-data, or counted from the other files), the run names it (``RunResult.unreadable``) and records
 it once as a ``lake_gap`` row (``kpulse.lake.reader.record_unreadable``).
 
-Spark distributes the work (``tasks.py``): one task per recomputed day turns samples into
+Spark distributes the work (``tasks.py``): one task per day of the recomputed range turns samples into
 per-minute counts, then one task per shard of ``(cluster, slo, entity)`` keys fills no-data
 minutes and rolls up the windows. Inside a task the arithmetic is vectorised with pyarrow and
 NumPy; on two cores Spark SQL's hash aggregation and window operators took 3-5 times as long
-(README, "SLOs"). Tasks write to a staging area; the driver replaces the partitions only after
-every task succeeded, so a failed run changes nothing.
+(README, "SLOs"). Tasks write to a staging area; the driver replaces the hours only after
+every task succeeded, so a failed run changes nothing. ``slo_status`` is replaced last, hour by
+hour in time order: its newest time is where the next run starts, and a run killed while it
+replaces them leaves every hour before the one it was moving, so the next run completes it.
 """
 
 from __future__ import annotations

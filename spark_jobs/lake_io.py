@@ -1,7 +1,7 @@
 """Spark session and lake I/O for the SLO job (pyarrow, on the driver and inside Spark tasks): read
 date partitions of a lake table through the lake's one reader (``kpulse/lake/reader.py``), stage
-the job's output and then replace whole date partitions of its own tables with it (reruns
-replace, never duplicate), find where the previous run stopped.
+the job's output and then replace the hours of its own tables it recomputed (reruns replace,
+never duplicate), find where the previous run stopped.
 
 A lake file that cannot be read is skipped by the readers given an ``unreadable`` list: it is
 added there (:class:`kpulse.lake.reader.UnreadableFile`) and the job names it and records it as a
@@ -225,7 +225,8 @@ class Staging:
             fs.create_dir(target, recursive=True)
             for path in doomed:
                 fs.delete_file(path)
-            for entry in fs.get_file_info(pafs.FileSelector(day.path)):
+            # Hour by hour: a commit killed midway leaves every hour before the one it was moving.
+            for entry in sorted(fs.get_file_info(pafs.FileSelector(day.path)), key=lambda e: e.base_name):
                 fs.move(entry.path, f"{target}/{self.run}-{entry.base_name}")
         return len(days)
 

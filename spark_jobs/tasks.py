@@ -1,9 +1,10 @@
 """The SLO job's two kinds of Spark task. Each reads the lake with pyarrow, computes with the pure
 transforms (``minutes``, ``windows``) and writes its output to the run's staging area; the driver
-replaces the lake's partitions only once every task has succeeded (``job.py``).
+replaces the hours of the lake's tables only once every task has succeeded (``job.py``).
 
 1. :func:`count_day`, one task per UTC day of the recomputed range: the day's samples of every
-   table the SLOs read -> per-minute good/valid counts of every SLO and entity (minutes with samples).
+   table the SLOs read (only row groups that can hold a recomputed minute) -> per-minute good/valid
+   counts of every SLO and entity (minutes with samples).
 2. :func:`evaluate_shard`, one task per shard of ``(cluster, slo, entity)`` keys: the staged counts
    and the stored minutes the windows look back on -> the ``slo_minute`` rows (no-data minutes
    filled in) and the ``slo_status`` rows of its keys.
