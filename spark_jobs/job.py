@@ -139,8 +139,10 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
                                 unreadable)
     samples = sum(lake_io.count_rows(lake, table, days[0], days[-1], unreadable) for table in definitions.tables)
     shards = tasks.shard_count(spark.sparkContext.defaultParallelism, stored + samples, SHARD_ROWS)
+    merge = tuple(lake_io.hour_file_days(lake, "slo_minute", day_of_minute(plan.lookback_start + MINUTES_PER_DAY - 1),
+                                         day_of_minute(plan.start - MINUTES_PER_DAY)))
     work = tasks.Work(lake, staging, definitions, plan.start, plan.end, plan.first, plan.lookback_start,
-                      tuple(clusters) if clusters else None, shards)
+                      tuple(clusters) if clusters else None, shards, merge)
     try:
         with progress.step(f"computing per-minute good/valid counts ({len(days)} day(s), one Spark task each)"):
             counted = in_tasks(spark, [functools.partial(tasks.count_day, work, day) for day in days], progress)
@@ -148,6 +150,9 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
                            f"samples read, {stored} stored minutes, {shards} shard(s))"):
             evaluated = in_tasks(spark, [functools.partial(tasks.evaluate_shard, work, shard)
                                           for shard in range(shards)], progress)
+        for day in {problem.day for r in evaluated for problem in r["unreadable"] if problem.table == "slo_minute"}:
+            if day in merge:  # its rows are not all there: merged, the unread ones would be lost
+                staging.discard("slo_minute", day)
         minute_rows = sum(r["minute_rows"] for r in evaluated)
         status_rows = sum(r["status_rows"] for r in evaluated)
         with progress.step(f"replacing slo_minute ({minute_rows} rows) and slo_status ({status_rows} rows)"):

@@ -192,8 +192,8 @@ class Staging:
 
     def commit(self, table: str, clusters: list[str] | None = None, since: int | None = None) -> int:
         """Replace, in every date partition of ``table`` that has staged files, the rows with
-        ``time`` from ``since`` on (epoch minutes; None: every row of the partition) with them;
-        the partitions written.
+        ``time`` from ``since`` on (epoch minutes; None, or a staged file not written ``hourly``:
+        every row of the partition) with them; the partitions written.
 
         Only files that can hold such rows are deleted: a file of an hour (``part-h<HH>-``,
         written ``hourly``) wholly before ``since`` stays as it is; the rows before ``since`` of
@@ -212,16 +212,18 @@ class Staging:
                 exists = fs.get_file_info(target).type == pafs.FileType.Directory
                 old = reader.partition_files(fs, target) if exists else []
             doomed, straddling = [], []
+            whole = since is None or any(_HOUR_FILE.search(entry.base_name) is None
+                                         for entry in fs.get_file_info(pafs.FileSelector(day.path)))
             for path in old:
                 first, end = file_minutes(path.rsplit("/", 1)[-1], day_start)
-                if since is None or first >= since:
+                if whole or first >= since:
                     doomed.append(path)
                 elif end > since:
                     doomed.append(path)
                     straddling.append(path)
             if clusters or straddling:
-                self._keep(table, [p for p in doomed if clusters or p in straddling], clusters, since,
-                           hourly=since is not None)
+                self._keep(table, [p for p in doomed if clusters or p in straddling], clusters,
+                           None if whole else since, hourly=not whole)
             fs.create_dir(target, recursive=True)
             for path in doomed:
                 fs.delete_file(path)
@@ -245,6 +247,13 @@ class Staging:
             other = pa.compute.invert(pa.compute.is_in(rows.column("cluster"), value_set=pa.array(clusters)))
             keep = other if keep is None else pa.compute.or_(keep, other)
         self.write(table, rows.filter(keep), "kept", hourly=hourly)
+
+    def discard(self, table: str, day: date) -> None:
+        """Unstage what was staged for one date partition of ``table``: the commit leaves it as it is."""
+        fs, _ = resolve(self.lake)
+        directory = f"{self.root}/{table}/{PARTITION_PREFIX}{day.isoformat()}"
+        if fs.get_file_info(directory).type != pafs.FileType.NotFound:
+            fs.delete_dir(directory)
 
     def remove(self) -> None:
         fs, _ = resolve(self.lake)
@@ -277,6 +286,14 @@ def file_minutes(name: str, day_start: int) -> tuple[int, int]:
         return day_start, day_start + 1440
     first = day_start + 60 * int(match.group(1))
     return first, first + 60
+
+
+def hour_file_days(lake: str, table: str, first: date, last: date) -> list[date]:
+    """The date partitions ``first..last`` of ``table`` that hold a file written by the hour."""
+    fs, base = resolve(lake)
+    with _lake_errors(f"{lake}/{table}"):
+        return [day for day, directory in reader.partitions_between(fs, f"{base}/{table}", first, last)
+                if any(_HOUR_FILE.search(path.rsplit("/", 1)[-1]) for path in reader.partition_files(fs, directory))]
 
 
 def day_wide_files(lake: str, tables: tuple[str, ...], day: date) -> bool:

@@ -57,6 +57,10 @@ class Work:
     clusters: tuple[str, ...] | None
     shards: int
     """How many shards of keys (a power of two): a key's shard is CRC-32 of its names modulo this."""
+    merge: tuple[date, ...] = ()
+    """Closed days of ``slo_minute`` inside the lookback still stored by the hour: each shard writes
+    its rows of them again as one day-wide file (read back on every update, 24 files a day would
+    cost more to open than to read)."""
 
 
 def _one_thread_each() -> None:
@@ -118,7 +122,13 @@ def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
                                times=(work.lookback_start * MINUTE_MICROS, work.start * MINUTE_MICROS))
     minute = np.floor_divide(pc.cast(stored.column("time"), pa.int64()).to_numpy(), MINUTE_MICROS)
     key, parts = _keys(stored)
-    wanted = (shard_of(parts, work.shards) == shard) & np.isin(parts[1].to_numpy(zero_copy_only=False), names)
+    mine = shard_of(parts, work.shards) == shard
+    part = _shard_name(shard, work.shards)
+    for day in work.merge:
+        begin = (day - date(1970, 1, 1)).days * MINUTES_PER_DAY
+        whole = stored.filter(pa.array(mine[key] & (minute >= begin) & (minute < begin + MINUTES_PER_DAY)))
+        work.staging.write("slo_minute", whole.select(lake_io.SCHEMAS["slo_minute"].names), part)
+    wanted = mine & np.isin(parts[1].to_numpy(zero_copy_only=False), names)
     keep = wanted[key] & (minute >= work.lookback_start) & (minute < work.start)
     stored = stored.append_column("minute", pa.array(minute)).filter(pa.array(keep))
     counts = work.staging.read(COUNTS, COUNT_STAGED, files=lambda name: name.endswith(
@@ -134,7 +144,6 @@ def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
     every = pa.concat_tables([stored.select(fresh_minutes.column_names).cast(fresh_minutes.schema), fresh_minutes])
     status = windows.status(every, work.definitions, work.start, work.end)
     minute_rows = _as_minute_table(fresh_minutes)
-    part = _shard_name(shard, work.shards)
     work.staging.write("slo_minute", minute_rows, part, hourly=True)
     work.staging.write("slo_status", status, part, hourly=True)
     latest = status.filter(pc.equal(pc.cast(status.column("time"), pa.int64()), work.end * MINUTE_MICROS))

@@ -124,6 +124,9 @@ def test_incremental_runs_give_exactly_the_rows_of_one_full_run_over_the_same_sa
         expected = lake_rows(full, table)
         assert len(expected) > 400
         pd.testing.assert_frame_equal(lake_rows(incremental, table), expected, check_exact=True)
+    # the run from midnight wrote the closed day's minutes again as one file per shard, no hour files
+    day_one = [p.name for p in (incremental / "slo_minute" / "date=2026-03-09").glob("*.parquet")]
+    assert day_one and not [name for name in day_one if "-part-h" in name]
     # each run wrote the rows of its own minutes (and the evaluations at their ends), no others
     minute_times, status_times = (lake_rows(full, table)["time"] for table in ("slo_minute", "slo_status"))
     for start, until, minute_rows, status_rows in written:
@@ -146,6 +149,21 @@ def test_an_update_of_a_day_written_whole_by_an_earlier_version_recomputes_that_
     run(spark, str(full), DEFINITIONS, until=at(150).timestamp(), full=True)
     for table in ("slo_minute", "slo_status"):
         pd.testing.assert_frame_equal(lake_rows(updated, table), lake_rows(full, table), check_exact=True)
+
+
+def test_a_closed_day_with_an_unreadable_minute_file_is_not_merged(spark, tmp_path):
+    """The update from midnight writes the closed day's minutes again as day files, unless one of
+    that day's files could not be read: merged, its rows would be gone for good."""
+    write_samples(tmp_path, range(0, 110))
+    run(spark, str(tmp_path), DEFINITIONS, until=at(100).timestamp())
+    day_one = tmp_path / "slo_minute" / "date=2026-03-09"
+    bad = sorted(day_one.glob("*-part-h23-*.parquet"))[0]
+    bad.write_bytes(b"PAR1 this is not parquet")
+    before = sorted(p.name for p in day_one.glob("*.parquet"))
+    result = run(spark, str(tmp_path), DEFINITIONS, until=at(110).timestamp())
+    assert datetime.fromisoformat(result.as_dict()["recomputed_from"]) == datetime(2026, 3, 10, tzinfo=timezone.utc)
+    assert any(line.startswith(f"{bad}: ") for line in result.unreadable)
+    assert sorted(p.name for p in day_one.glob("*.parquet")) == before
 
 
 def test_a_run_for_one_cluster_keeps_the_other_clusters_rows(spark, tmp_path):
