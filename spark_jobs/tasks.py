@@ -144,11 +144,25 @@ def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
     every = pa.concat_tables([stored.select(fresh_minutes.column_names).cast(fresh_minutes.schema), fresh_minutes])
     status = windows.status(every, work.definitions, work.start, work.end)
     minute_rows = _as_minute_table(fresh_minutes)
-    work.staging.write("slo_minute", minute_rows, part, hourly=True)
-    work.staging.write("slo_status", status, part, hourly=True)
+    _write_output(work, "slo_minute", minute_rows, part)
+    _write_output(work, "slo_status", status, part)
     latest = status.filter(pc.equal(pc.cast(status.column("time"), pa.int64()), work.end * MINUTE_MICROS))
     return {"shard": shard, "minute_rows": minute_rows.num_rows, "status_rows": status.num_rows,
             "latest": latest.to_pylist(), "unreadable": unreadable}
+
+
+def _write_output(work: Work, table: str, rows: pa.Table, part: str) -> None:
+    """Stage ``rows`` by the hour, but those of whole days that no later update can start in (from
+    the run's start to the day of its end less the lateness) as one file per day."""
+    first = -(-work.start // MINUTES_PER_DAY) * MINUTES_PER_DAY
+    end = (work.end - work.definitions.lateness_minutes) // MINUTES_PER_DAY * MINUTES_PER_DAY
+    if first >= end:
+        work.staging.write(table, rows, part, hourly=True)
+        return
+    minute = np.floor_divide(pc.cast(rows.column("time"), pa.int64()).to_numpy(), MINUTE_MICROS)
+    closed = (minute >= first) & (minute < end)
+    work.staging.write(table, rows.filter(pa.array(closed)), part)
+    work.staging.write(table, rows.filter(pa.array(~closed)), part, hourly=True)
 
 
 def shard_count(parallelism: int, rows: int, rows_per_shard: int, most: int = 256) -> int:

@@ -155,6 +155,7 @@ def test_a_closed_day_with_an_unreadable_minute_file_is_not_merged(spark, tmp_pa
     """The update from midnight writes the closed day's minutes again as day files, unless one of
     that day's files could not be read: merged, its rows would be gone for good."""
     write_samples(tmp_path, range(0, 110))
+    run(spark, str(tmp_path), DEFINITIONS, until=at(55).timestamp())  # before midnight: day one by the hour
     run(spark, str(tmp_path), DEFINITIONS, until=at(100).timestamp())
     day_one = tmp_path / "slo_minute" / "date=2026-03-09"
     bad = sorted(day_one.glob("*-part-h23-*.parquet"))[0]
