@@ -297,15 +297,17 @@ def hour_file_days(lake: str, table: str, first: date, last: date) -> list[date]
 
 
 def day_wide_files(lake: str, tables: tuple[str, ...], day: date) -> bool:
-    """Whether a date partition of one of ``tables`` has a file not written by the hour (by a
-    version of the job that replaced whole days)."""
+    """Whether a date partition of one of ``tables`` has a day-wide file (not written by the hour:
+    a past day of a full run, a merged day, a day of a version that replaced whole days), so that
+    an update cannot replace some of its hours only."""
     fs, base = resolve(lake)
     for table in tables:
         directory = f"{base}/{table}/{PARTITION_PREFIX}{day.isoformat()}"
         with _lake_errors(directory):
             if fs.get_file_info(directory).type != pafs.FileType.Directory:
                 continue
-            if any(_HOUR_FILE.search(path.rsplit("/", 1)[-1]) is None for path in reader.partition_files(fs, directory)):
+            names = [path.rsplit("/", 1)[-1] for path in reader.partition_files(fs, directory)]
+            if any(_HOUR_FILE.search(name) is None for name in names):
                 return True
     return False
 

@@ -461,7 +461,8 @@ def test_a_read_given_times_skips_only_row_groups_that_cannot_hold_one(tmp_path,
     micros = np.sort(base + rng.integers(0, 86_400_000_000, 5_000)) // 1000 * 1000
     times = pa.array(micros, pa.timestamp("us", tz="UTC")).cast(pa.timestamp(unit, tz="UTC"))
     times = pa.concat_arrays([times, pa.nulls(100, times.type)])
-    rows = pa.table({"time": times, "cluster": ["prod"] * len(times), "broker_id": pa.array(range(len(times)), pa.int32())})
+    rows = pa.table({"time": times, "cluster": ["prod"] * len(times),
+                     "broker_id": pa.array(range(len(times)), pa.int32())})
     directory = tmp_path / "broker_metrics" / "date=2024-03-09"
     directory.mkdir(parents=True)
     path = str(directory / "part-20240310T000000Z-00000000.parquet")

@@ -114,7 +114,8 @@ DAY = 1440
 
 
 @pytest.mark.parametrize("until,previous,earliest,whole_day,expected", [
-    pytest.param(20 * DAY + 90, None, 3 * DAY + 500, False, (3 * DAY, 20 * DAY + 90), id="first-run-from-the-first-day"),
+    pytest.param(20 * DAY + 90, None, 3 * DAY + 500, False, (3 * DAY, 20 * DAY + 90),
+                 id="first-run-from-the-first-day"),
     pytest.param(20 * DAY + 150, 20 * DAY + 130, 3 * DAY, False, (20 * DAY + 120, 20 * DAY + 150),
                  id="update-from-its-hour"),
     pytest.param(20 * DAY + 130, 20 * DAY + 125, 3 * DAY, False, (20 * DAY + 60, 20 * DAY + 130),

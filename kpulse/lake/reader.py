@@ -396,9 +396,9 @@ def read_days(lake: str, table: str, first: date | None, last: date | None, *, c
               filesystem: pafs.FileSystem | None = None, times: tuple[int, int] | None = None) -> pa.Table:
     """Rows of the date partitions ``first..last`` (inclusive; None = open) that exist, as an Arrow
     table of the contract schema's ``columns`` (see :func:`read_file`; ``times`` skips the row
-    groups that cannot hold a time of that range). ``files(name) -> bool`` picks files by name. A file that cannot be read is skipped and added to ``unreadable``; without
-    that list it raises :class:`UnreadableFileError`. A directory that cannot be listed raises
-    ``OSError``."""
+    groups that cannot hold a time of that range). ``files(name) -> bool`` picks files by name.
+    A file that cannot be read is skipped and added to ``unreadable``; without that list it raises
+    :class:`UnreadableFileError`. A directory that cannot be listed raises ``OSError``."""
     fs, base = resolve(lake, filesystem)
     schema = SCHEMAS[table]
     wanted = list(columns or schema.names)
