@@ -1,22 +1,26 @@
 """The SLO job: lake samples -> ``slo_minute`` and ``slo_status`` (extract, transform, load).
 
 Incremental and idempotent. A run evaluates up to ``until`` (the end of its newest complete
-minute, E). It recomputes the minutes from the UTC midnight before ``previous E - lateness`` (the
-previous run's newest ``slo_status`` time; the first sample's day on a first or ``--full`` run),
-so samples that arrived late within the lateness are counted, and it replaces whole date
-partitions of both tables: running twice gives the same rows, never duplicates. Rolling windows
-read the stored minutes from the longest window before that start, not the whole history.
+minute, E). It recomputes the minutes from the start of the UTC hour of ``previous E - lateness``
+(the previous run's newest ``slo_status`` time; the first sample's day on a first or ``--full``
+run), so samples that arrived late within the lateness are counted, and it replaces the rows of
+both tables from that hour on (stored one file per hour: ``lake_io.Staging``): running twice
+gives the same rows, never duplicates, and an hourly run writes an hour or two of rows, not the
+day. A day written whole by an earlier version is recomputed from its midnight once. Rolling
+windows read the stored minutes from the longest window before that start, not the whole history.
 
 A lake file that cannot be read is left out, not fatal: its rows are missing (their minutes are
 no-data, or counted from the other files), the run names it (``RunResult.unreadable``) and records
 it once as a ``lake_gap`` row (``kpulse.lake.reader.record_unreadable``).
 
-Spark distributes the work (``tasks.py``): one task per recomputed day turns samples into
+Spark distributes the work (``tasks.py``): one task per day of the recomputed range turns samples into
 per-minute counts, then one task per shard of ``(cluster, slo, entity)`` keys fills no-data
 minutes and rolls up the windows. Inside a task the arithmetic is vectorised with pyarrow and
 NumPy; on two cores Spark SQL's hash aggregation and window operators took 3-5 times as long
-(README, "SLOs"). Tasks write to a staging area; the driver replaces the partitions only after
-every task succeeded, so a failed run changes nothing.
+(README, "SLOs"). Tasks write to a staging area; the driver replaces the hours only after
+every task succeeded, so a failed run changes nothing. ``slo_status`` is replaced last, hour by
+hour in time order: its newest time is where the next run starts, and a run killed while it
+replaces them leaves every hour before the one it was moving, so the next run completes it.
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ PROGRESS_SECONDS = 5.0
 _PYTHON_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit): ")
 SHARD_ROWS = 4_000_000
 """Rows (stored minutes and samples) per shard of the window computation, at most."""
+MINUTES_PER_HOUR = 60
+OUTPUTS = ("slo_minute", "slo_status")
+"""The job's tables, in the order a run replaces them: ``slo_status`` last."""
 
 
 @dataclass(frozen=True)
@@ -62,11 +69,13 @@ class RunPlan:
 
 
 def plan_run(until_minute: int, previous_minute: int | None, earliest_minute: int, lateness_minutes: int,
-             longest_window_minutes: int) -> RunPlan | None:
+             longest_window_minutes: int, whole_day: bool = False) -> RunPlan | None:
     """Pure. ``previous_minute``: the previous run's evaluation time (None: first or full run);
-    ``earliest_minute``: the first sample's minute. None when there is nothing to evaluate."""
+    ``earliest_minute``: the first sample's minute; ``whole_day``: start an update at its
+    midnight rather than its hour (the day's outputs were written day-wide, by an earlier
+    version). None when there is nothing to evaluate."""
     first = earliest_minute if previous_minute is None else min(previous_minute, until_minute) - lateness_minutes
-    start = first - first % MINUTES_PER_DAY
+    start = first - first % (MINUTES_PER_DAY if previous_minute is None or whole_day else MINUTES_PER_HOUR)
     if until_minute <= start:
         return None
     return RunPlan(start=start, end=until_minute, lookback_start=start - longest_window_minutes - 1,
@@ -116,6 +125,10 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
         earliest = _earliest_minute(lake, definitions, clusters, unreadable) if previous is None else 0
         plan = plan_run(until_minute, None if previous is None else previous // 60_000_000, earliest,
                         definitions.lateness_minutes, definitions.longest_window_minutes)
+        if plan is not None and plan.start % MINUTES_PER_DAY and lake_io.day_wide_files(
+                lake, OUTPUTS, day_of_minute(plan.start)):
+            plan = plan_run(until_minute, previous // 60_000_000, earliest, definitions.lateness_minutes,
+                            definitions.longest_window_minutes, whole_day=True)
     if plan is None:
         progress.note("nothing to evaluate: no complete minute after the previous run")
         return RunResult(None, unreadable=_left_out(lake, unreadable))
@@ -126,8 +139,10 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
                                 unreadable)
     samples = sum(lake_io.count_rows(lake, table, days[0], days[-1], unreadable) for table in definitions.tables)
     shards = tasks.shard_count(spark.sparkContext.defaultParallelism, stored + samples, SHARD_ROWS)
+    merge = tuple(lake_io.hour_file_days(lake, "slo_minute", day_of_minute(plan.lookback_start + MINUTES_PER_DAY - 1),
+                                         day_of_minute(plan.start - MINUTES_PER_DAY)))
     work = tasks.Work(lake, staging, definitions, plan.start, plan.end, plan.first, plan.lookback_start,
-                      tuple(clusters) if clusters else None, shards)
+                      tuple(clusters) if clusters else None, shards, merge)
     try:
         with progress.step(f"computing per-minute good/valid counts ({len(days)} day(s), one Spark task each)"):
             counted = in_tasks(spark, [functools.partial(tasks.count_day, work, day) for day in days], progress)
@@ -135,11 +150,14 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
                            f"samples read, {stored} stored minutes, {shards} shard(s))"):
             evaluated = in_tasks(spark, [functools.partial(tasks.evaluate_shard, work, shard)
                                           for shard in range(shards)], progress)
+        for day in {problem.day for r in evaluated for problem in r["unreadable"] if problem.table == "slo_minute"}:
+            if day in merge:  # its rows are not all there: merged, the unread ones would be lost
+                staging.discard("slo_minute", day)
         minute_rows = sum(r["minute_rows"] for r in evaluated)
         status_rows = sum(r["status_rows"] for r in evaluated)
         with progress.step(f"replacing slo_minute ({minute_rows} rows) and slo_status ({status_rows} rows)"):
-            for table in ("slo_minute", "slo_status"):  # slo_status last: its newest time marks the run done
-                staging.commit(table, clusters)
+            for table in OUTPUTS:  # slo_status last: its newest time marks the run done
+                staging.commit(table, clusters, since=plan.start)
     finally:
         staging.remove()
     latest = sorted((_plain(row) for r in evaluated for row in r["latest"]),

@@ -1,7 +1,7 @@
 """Spark session and lake I/O for the SLO job (pyarrow, on the driver and inside Spark tasks): read
 date partitions of a lake table through the lake's one reader (``kpulse/lake/reader.py``), stage
-the job's output and then replace whole date partitions of its own tables with it (reruns
-replace, never duplicate), find where the previous run stopped.
+the job's output and then replace the hours of its own tables it recomputed (reruns replace,
+never duplicate), find where the previous run stopped.
 
 A lake file that cannot be read is skipped by the readers given an ``unreadable`` list: it is
 added there (:class:`kpulse.lake.reader.UnreadableFile`) and the job names it and records it as a
@@ -11,6 +11,7 @@ output is read strictly (a bad staged file fails the run)."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import uuid
 from contextlib import contextmanager
@@ -32,6 +33,8 @@ from kpulse.lake.schema import SCHEMAS
 from kpulse.lake.store import PARTITION_PREFIX, resolve
 
 DAY_MICROS = 86_400_000_000
+HOUR_MICROS = 3_600_000_000
+MINUTE_MICROS = 60_000_000
 SESSION_CONFIG = {
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.showConsoleProgress": "false",  # the job prints its own progress lines
@@ -98,13 +101,14 @@ def time_bound(lake: str, table: str, clusters: list[str] | None, *, newest: boo
 
 def read_days(lake: str, table: str, first: date, last: date, *, columns: list[str] | None = None,
               clusters: list[str] | None = None, dictionary: bool = False, files=None,
-              unreadable: list[UnreadableFile] | None = None) -> pa.Table:
-    """Rows of the date partitions ``first..last`` that exist (:func:`kpulse.lake.reader.read_days`).
+              unreadable: list[UnreadableFile] | None = None, times: tuple[int, int] | None = None) -> pa.Table:
+    """Rows of the date partitions ``first..last`` that exist (:func:`kpulse.lake.reader.read_days`;
+    ``times``: epoch microseconds ``[low, high)``, row groups that cannot hold one are skipped).
     A file that cannot be read is skipped and added to ``unreadable``; without that list it raises
     :class:`LakeError` naming it."""
     with _lake_errors(f"{lake}/{table}"):
         return reader.read_days(lake, table, first, last, columns=columns, clusters=clusters, dictionary=dictionary,
-                                files=files, unreadable=unreadable)
+                                files=files, unreadable=unreadable, times=times)
 
 
 def count_rows(lake: str, table: str, first: date, last: date,
@@ -143,28 +147,35 @@ class Staging:
     def root(self) -> str:
         return f"{resolve(self.lake)[1]}/_staging/{self.run}"
 
-    def write(self, table: str, rows: pa.Table, part: str, compression: str = "snappy") -> list[date]:
-        """Write ``rows`` (with a ``time`` column) into one file per UTC date of ``time``; the dates."""
+    def write(self, table: str, rows: pa.Table, part: str, compression: str = "snappy",
+              hourly: bool = False) -> list[date]:
+        """Write ``rows`` (with a ``time`` column) into one file per UTC date of ``time``, or with
+        ``hourly`` one file per UTC hour (``part-h<HH>-<part>.parquet``: :meth:`commit` can then
+        replace some hours of a date and keep the others); the dates."""
         if rows.num_rows == 0:
             return []
         fs, _ = resolve(self.lake)
-        day = np.floor_divide(pa.compute.cast(rows.column("time"), pa.int64()).to_numpy(), DAY_MICROS)
-        if np.any(day[1:] < day[:-1]):
-            order = np.argsort(day, kind="stable")
-            rows, day = rows.take(pa.array(order)), day[order]
+        bucket = np.floor_divide(pa.compute.cast(rows.column("time"), pa.int64()).to_numpy(),
+                                 HOUR_MICROS if hourly else DAY_MICROS)
+        if np.any(bucket[1:] < bucket[:-1]):
+            order = np.argsort(bucket, kind="stable")
+            rows, bucket = rows.take(pa.array(order)), bucket[order]
         names = [f.name for f in rows.schema if pa.types.is_dictionary(f.type) or pa.types.is_string(f.type)]
-        bounds = np.flatnonzero(np.diff(day)) + 1
+        bounds = np.flatnonzero(np.diff(bucket)) + 1
         written = []
-        for begin, end in zip([0, *bounds], [*bounds, len(day)]):
-            when = date(1970, 1, 1) + timedelta(days=int(day[begin]))
+        for begin, end in zip([0, *bounds], [*bounds, len(bucket)]):
+            hours = int(bucket[begin]) * 24 if not hourly else int(bucket[begin])
+            when = date(1970, 1, 1) + timedelta(days=hours // 24)
             directory = f"{self.root}/{table}/{PARTITION_PREFIX}{when.isoformat()}"
             fs.create_dir(directory, recursive=True)
-            with fs.open_output_stream(f"{directory}/part-{part}.parquet") as sink:
+            name = f"part-h{hours % 24:02d}-{part}.parquet" if hourly else f"part-{part}.parquet"
+            with fs.open_output_stream(f"{directory}/{name}") as sink:
                 # Without the Arrow schema in the footer, dictionary-encoded names read back as strings;
                 # dictionary pages for the names only: trying them on every number column costs more.
                 pq.write_table(rows.slice(begin, end - begin), sink, store_schema=False, use_dictionary=names,
                                compression=compression)
-            written.append(when)
+            if not written or written[-1] != when:
+                written.append(when)
         return written
 
     def read(self, table: str, schema: pa.Schema, files=None) -> pa.Table:
@@ -179,9 +190,16 @@ class Staging:
                     pieces.append(_strict(reader.read_file, fs, entry.path, schema, dictionary=True))
         return pa.concat_tables(pieces) if pieces else reader.arrow_schema(schema, schema.names, True).empty_table()
 
-    def commit(self, table: str, clusters: list[str] | None = None) -> int:
-        """Replace every date partition of ``table`` that has staged files with them (with
-        ``clusters``, the other clusters' rows of those partitions are kept); the partitions replaced."""
+    def commit(self, table: str, clusters: list[str] | None = None, since: int | None = None) -> int:
+        """Replace, in every date partition of ``table`` that has staged files, the rows with
+        ``time`` from ``since`` on (epoch minutes; None, or a staged file not written ``hourly``:
+        every row of the partition) with them; the partitions written.
+
+        Only files that can hold such rows are deleted: a file of an hour (``part-h<HH>-``,
+        written ``hourly``) wholly before ``since`` stays as it is; the rows before ``since`` of
+        a file that straddles it (a day-wide file of an earlier version, an hour cut by
+        ``since``) are kept, written again as hour files. With ``clusters``, the other
+        clusters' rows of the deleted files are kept too."""
         fs, base = resolve(self.lake)
         staged = f"{self.root}/{table}"
         if fs.get_file_info(staged).type == pafs.FileType.NotFound:
@@ -189,22 +207,53 @@ class Staging:
         days = [e for e in fs.get_file_info(pafs.FileSelector(staged)) if e.type == pafs.FileType.Directory]
         for day in sorted(days, key=lambda e: e.base_name):
             target = f"{base}/{table}/{day.base_name}"
+            day_start = (date.fromisoformat(day.base_name[len(PARTITION_PREFIX):]) - date(1970, 1, 1)).days * 1440
             with _lake_errors(target):
                 exists = fs.get_file_info(target).type == pafs.FileType.Directory
                 old = reader.partition_files(fs, target) if exists else []
-            if clusters and old:
-                kept = pa.concat_tables([_strict(reader.read_file, fs, path, SCHEMAS[table]) for path in old])
-                kept = kept.filter(pa.compute.invert(pa.compute.is_in(kept.column("cluster"),
-                                                                      value_set=pa.array(clusters))))
-                if kept.num_rows:
-                    with fs.open_output_stream(f"{day.path}/part-kept.parquet") as sink:
-                        pq.write_table(kept, sink)
-            fs.create_dir(target, recursive=True)
+            doomed, straddling = [], []
+            whole = since is None or any(_HOUR_FILE.search(entry.base_name) is None
+                                         for entry in fs.get_file_info(pafs.FileSelector(day.path)))
             for path in old:
+                first, end = file_minutes(path.rsplit("/", 1)[-1], day_start)
+                if whole or first >= since:
+                    doomed.append(path)
+                elif end > since:
+                    doomed.append(path)
+                    straddling.append(path)
+            if clusters or straddling:
+                self._keep(table, [p for p in doomed if clusters or p in straddling], clusters,
+                           None if whole else since, hourly=not whole)
+            fs.create_dir(target, recursive=True)
+            for path in doomed:
                 fs.delete_file(path)
-            for entry in fs.get_file_info(pafs.FileSelector(day.path)):
+            # Hour by hour: a commit killed midway leaves every hour before the one it was moving.
+            for entry in sorted(fs.get_file_info(pafs.FileSelector(day.path)), key=lambda e: e.base_name):
                 fs.move(entry.path, f"{target}/{self.run}-{entry.base_name}")
         return len(days)
+
+    def _keep(self, table: str, paths: list[str], clusters: list[str] | None, since: int | None,
+              hourly: bool) -> None:
+        """Stage the rows of ``paths`` that the commit keeps: before ``since``, or of another
+        cluster than ``clusters``."""
+        if not paths:
+            return
+        fs, _ = resolve(self.lake)
+        rows = pa.concat_tables([_strict(reader.read_file, fs, path, SCHEMAS[table]) for path in paths])
+        keep = None
+        if since is not None:
+            keep = pa.compute.less(pa.compute.cast(rows.column("time"), pa.int64()), since * MINUTE_MICROS)
+        if clusters:
+            other = pa.compute.invert(pa.compute.is_in(rows.column("cluster"), value_set=pa.array(clusters)))
+            keep = other if keep is None else pa.compute.or_(keep, other)
+        self.write(table, rows.filter(keep), "kept", hourly=hourly)
+
+    def discard(self, table: str, day: date) -> None:
+        """Unstage what was staged for one date partition of ``table``: the commit leaves it as it is."""
+        fs, _ = resolve(self.lake)
+        directory = f"{self.root}/{table}/{PARTITION_PREFIX}{day.isoformat()}"
+        if fs.get_file_info(directory).type != pafs.FileType.NotFound:
+            fs.delete_dir(directory)
 
     def remove(self) -> None:
         fs, _ = resolve(self.lake)
@@ -224,6 +273,43 @@ def _strict(read, *args, **kwargs):
         return read(*args, **kwargs)
     except reader.UnreadableFileError as error:
         raise LakeError(str(error)) from None
+
+
+_HOUR_FILE = re.compile(r"(?:^|-)part-h(\d{2})-")
+
+
+def file_minutes(name: str, day_start: int) -> tuple[int, int]:
+    """The epoch minutes ``[first, end)`` a file of the date partition beginning at ``day_start``
+    can hold rows of: its hour for a file written ``hourly``, else the whole day."""
+    match = _HOUR_FILE.search(name)
+    if match is None:
+        return day_start, day_start + 1440
+    first = day_start + 60 * int(match.group(1))
+    return first, first + 60
+
+
+def hour_file_days(lake: str, table: str, first: date, last: date) -> list[date]:
+    """The date partitions ``first..last`` of ``table`` that hold a file written by the hour."""
+    fs, base = resolve(lake)
+    with _lake_errors(f"{lake}/{table}"):
+        return [day for day, directory in reader.partitions_between(fs, f"{base}/{table}", first, last)
+                if any(_HOUR_FILE.search(path.rsplit("/", 1)[-1]) for path in reader.partition_files(fs, directory))]
+
+
+def day_wide_files(lake: str, tables: tuple[str, ...], day: date) -> bool:
+    """Whether a date partition of one of ``tables`` has a day-wide file (not written by the hour:
+    a past day of a full run, a merged day, a day of a version that replaced whole days), so that
+    an update cannot replace some of its hours only."""
+    fs, base = resolve(lake)
+    for table in tables:
+        directory = f"{base}/{table}/{PARTITION_PREFIX}{day.isoformat()}"
+        with _lake_errors(directory):
+            if fs.get_file_info(directory).type != pafs.FileType.Directory:
+                continue
+            names = [path.rsplit("/", 1)[-1] for path in reader.partition_files(fs, directory)]
+            if any(_HOUR_FILE.search(name) is None for name in names):
+                return True
+    return False
 
 
 def day_of_minute(minute: int) -> date:

@@ -1,9 +1,10 @@
 """The SLO job's two kinds of Spark task. Each reads the lake with pyarrow, computes with the pure
 transforms (``minutes``, ``windows``) and writes its output to the run's staging area; the driver
-replaces the lake's partitions only once every task has succeeded (``job.py``).
+replaces the hours of the lake's tables only once every task has succeeded (``job.py``).
 
 1. :func:`count_day`, one task per UTC day of the recomputed range: the day's samples of every
-   table the SLOs read -> per-minute good/valid counts of every SLO and entity (minutes with samples).
+   table the SLOs read (only row groups that can hold a recomputed minute) -> per-minute good/valid
+   counts of every SLO and entity (minutes with samples).
 2. :func:`evaluate_shard`, one task per shard of ``(cluster, slo, entity)`` keys: the staged counts
    and the stored minutes the windows look back on -> the ``slo_minute`` rows (no-data minutes
    filled in) and the ``slo_status`` rows of its keys.
@@ -56,6 +57,10 @@ class Work:
     clusters: tuple[str, ...] | None
     shards: int
     """How many shards of keys (a power of two): a key's shard is CRC-32 of its names modulo this."""
+    merge: tuple[date, ...] = ()
+    """Closed days of ``slo_minute`` inside the lookback still stored by the hour: each shard writes
+    its rows of them again as one day-wide file (read back on every update, 24 files a day would
+    cost more to open than to read)."""
 
 
 def _one_thread_each() -> None:
@@ -81,7 +86,8 @@ def _count_day(work: Work, day: date) -> dict[str, Any]:
         margin = SAMPLE_MARGIN_MINUTES if table == "streams_instance" else 0
         rows = lake_io.read_days(work.lake, table, day_of_minute(low - margin), day,
                                  columns=_columns(work.definitions, table), dictionary=True,
-                                 clusters=list(work.clusters or ()) or None, unreadable=unreadable)
+                                 clusters=list(work.clusters or ()) or None, unreadable=unreadable,
+                                 times=((low - margin) * MINUTE_MICROS, high * MINUTE_MICROS))
         read += rows.num_rows
         for slo in work.definitions.slos:
             if slo.table == table:
@@ -112,10 +118,17 @@ def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
     stored = lake_io.read_days(work.lake, "slo_minute", day_of_minute(work.lookback_start),
                                day_of_minute(work.start - 1), dictionary=True,
                                clusters=list(work.clusters or ()) or None,
-                               files=lambda name: may_hold(name, shard, work.shards), unreadable=unreadable)
+                               files=lambda name: may_hold(name, shard, work.shards), unreadable=unreadable,
+                               times=(work.lookback_start * MINUTE_MICROS, work.start * MINUTE_MICROS))
     minute = np.floor_divide(pc.cast(stored.column("time"), pa.int64()).to_numpy(), MINUTE_MICROS)
     key, parts = _keys(stored)
-    wanted = (shard_of(parts, work.shards) == shard) & np.isin(parts[1].to_numpy(zero_copy_only=False), names)
+    mine = shard_of(parts, work.shards) == shard
+    part = _shard_name(shard, work.shards)
+    for day in work.merge:
+        begin = (day - date(1970, 1, 1)).days * MINUTES_PER_DAY
+        whole = stored.filter(pa.array(mine[key] & (minute >= begin) & (minute < begin + MINUTES_PER_DAY)))
+        work.staging.write("slo_minute", whole.select(lake_io.SCHEMAS["slo_minute"].names), part)
+    wanted = mine & np.isin(parts[1].to_numpy(zero_copy_only=False), names)
     keep = wanted[key] & (minute >= work.lookback_start) & (minute < work.start)
     stored = stored.append_column("minute", pa.array(minute)).filter(pa.array(keep))
     counts = work.staging.read(COUNTS, COUNT_STAGED, files=lambda name: name.endswith(
@@ -131,12 +144,25 @@ def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
     every = pa.concat_tables([stored.select(fresh_minutes.column_names).cast(fresh_minutes.schema), fresh_minutes])
     status = windows.status(every, work.definitions, work.start, work.end)
     minute_rows = _as_minute_table(fresh_minutes)
-    part = _shard_name(shard, work.shards)
-    work.staging.write("slo_minute", minute_rows, part)
-    work.staging.write("slo_status", status, part)
+    _write_output(work, "slo_minute", minute_rows, part)
+    _write_output(work, "slo_status", status, part)
     latest = status.filter(pc.equal(pc.cast(status.column("time"), pa.int64()), work.end * MINUTE_MICROS))
     return {"shard": shard, "minute_rows": minute_rows.num_rows, "status_rows": status.num_rows,
             "latest": latest.to_pylist(), "unreadable": unreadable}
+
+
+def _write_output(work: Work, table: str, rows: pa.Table, part: str) -> None:
+    """Stage ``rows`` by the hour, but those of whole days that no later update can start in (from
+    the run's start to the day of its end less the lateness) as one file per day."""
+    first = -(-work.start // MINUTES_PER_DAY) * MINUTES_PER_DAY
+    end = (work.end - work.definitions.lateness_minutes) // MINUTES_PER_DAY * MINUTES_PER_DAY
+    if first >= end:
+        work.staging.write(table, rows, part, hourly=True)
+        return
+    minute = np.floor_divide(pc.cast(rows.column("time"), pa.int64()).to_numpy(), MINUTE_MICROS)
+    closed = (minute >= first) & (minute < end)
+    work.staging.write(table, rows.filter(pa.array(closed)), part)
+    work.staging.write(table, rows.filter(pa.array(~closed)), part, hourly=True)
 
 
 def shard_count(parallelism: int, rows: int, rows_per_shard: int, most: int = 256) -> int:

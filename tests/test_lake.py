@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
@@ -444,3 +445,37 @@ def test_spark_reads_the_lake_with_a_date_partition_column(tmp_path, spark):
     assert rows == [(day_one, datetime(2024, 3, 9, 12)), (day_one, datetime(2024, 3, 9, 12, 0, 1)),
                     (day_one, datetime(2024, 3, 9, 23, 59, 59, 500000)),
                     (day_two, datetime(2024, 3, 10, 0, 0, 1))]
+
+
+@pytest.mark.parametrize("unit", ["ms", "us", "ns"])
+def test_a_read_given_times_skips_only_row_groups_that_cannot_hold_one(tmp_path, unit):
+    """The SLO job reads a day's samples for an hour of them: row groups whose ``time`` statistics
+    lie outside the range are skipped, every row inside it is still read (random times, bounds on
+    and between rows, a file of another time unit, a group of nulls)."""
+    import numpy as np
+
+    from kpulse.lake import reader
+
+    rng = np.random.default_rng(len(unit))
+    base = int(datetime(2024, 3, 9, tzinfo=timezone.utc).timestamp() * 1_000_000)
+    micros = np.sort(base + rng.integers(0, 86_400_000_000, 5_000)) // 1000 * 1000
+    times = pa.array(micros, pa.timestamp("us", tz="UTC")).cast(pa.timestamp(unit, tz="UTC"))
+    times = pa.concat_arrays([times, pa.nulls(100, times.type)])
+    rows = pa.table({"time": times, "cluster": ["prod"] * len(times),
+                     "broker_id": pa.array(range(len(times)), pa.int32())})
+    directory = tmp_path / "broker_metrics" / "date=2024-03-09"
+    directory.mkdir(parents=True)
+    path = str(directory / "part-20240310T000000Z-00000000.parquet")
+    pq.write_table(rows, path, row_group_size=500)
+    fs = pafs.LocalFileSystem()
+    everything = reader.read_file(fs, path, SCHEMAS["broker_metrics"])
+    for low, high in [(micros[1200], micros[1800]), (micros[1200] + 1, micros[1200] + 2), (base - 10, base),
+                      (micros[-1], micros[-1] + 1), (base, base + 86_400_000_000)]:
+        some = reader.read_file(fs, path, SCHEMAS["broker_metrics"], times=(int(low), int(high)))
+        inside = lambda t: t.filter(pc.and_(pc.greater_equal(pc.cast(t["time"], pa.int64()), int(low)),  # noqa: E731
+                                            pc.less(pc.cast(t["time"], pa.int64()), int(high))))
+        assert inside(some).equals(inside(everything))
+        if high - low < 86_400_000_000:
+            assert some.num_rows < everything.num_rows
+    assert reader.read_days(str(tmp_path), "broker_metrics", date(2024, 3, 9), date(2024, 3, 9),
+                            times=(base - 10, base)).num_rows == 100  # only the group of nulls: no statistics

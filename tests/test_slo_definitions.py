@@ -113,16 +113,24 @@ def test_durations(text, minutes):
 DAY = 1440
 
 
-@pytest.mark.parametrize("until,previous,earliest,expected", [
-    pytest.param(20 * DAY + 90, None, 3 * DAY + 500, (3 * DAY, 20 * DAY + 90), id="first-run-from-the-first-day"),
-    pytest.param(20 * DAY + 90, 20 * DAY + 30, 3 * DAY, (20 * DAY, 20 * DAY + 90), id="hourly-from-its-midnight"),
-    pytest.param(20 * DAY + 5, 20 * DAY + 3, 3 * DAY, (19 * DAY, 20 * DAY + 5),
+@pytest.mark.parametrize("until,previous,earliest,whole_day,expected", [
+    pytest.param(20 * DAY + 90, None, 3 * DAY + 500, False, (3 * DAY, 20 * DAY + 90),
+                 id="first-run-from-the-first-day"),
+    pytest.param(20 * DAY + 150, 20 * DAY + 130, 3 * DAY, False, (20 * DAY + 120, 20 * DAY + 150),
+                 id="update-from-its-hour"),
+    pytest.param(20 * DAY + 130, 20 * DAY + 125, 3 * DAY, False, (20 * DAY + 60, 20 * DAY + 130),
+                 id="lateness-reaches-back-over-the-hour"),
+    pytest.param(20 * DAY + 5, 20 * DAY + 3, 3 * DAY, False, (20 * DAY - 60, 20 * DAY + 5),
                  id="lateness-reaches-back-over-midnight"),
-    pytest.param(20 * DAY + 90, 20 * DAY + 90, 3 * DAY, (20 * DAY, 20 * DAY + 90), id="rerun-recomputes-the-same"),
+    pytest.param(20 * DAY + 90, 20 * DAY + 90, 3 * DAY, False, (20 * DAY + 60, 20 * DAY + 90),
+                 id="rerun-recomputes-the-same"),
+    pytest.param(20 * DAY + 150, 20 * DAY + 130, 3 * DAY, True, (20 * DAY, 20 * DAY + 150),
+                 id="a-day-written-whole-from-its-midnight"),
 ])
-def test_plan_recomputes_from_the_midnight_before_the_previous_run_minus_lateness(until, previous, earliest,
-                                                                                  expected):
-    plan = plan_run(until, previous, earliest, lateness_minutes=10, longest_window_minutes=30 * DAY)
+def test_plan_recomputes_from_the_hour_before_the_previous_run_minus_lateness(until, previous, earliest, whole_day,
+                                                                              expected):
+    plan = plan_run(until, previous, earliest, lateness_minutes=10, longest_window_minutes=30 * DAY,
+                    whole_day=whole_day)
     assert (plan.start, plan.end) == expected
     assert plan.lookback_start == plan.start - 30 * DAY - 1
     assert plan.first == (earliest if previous is None else plan.start)

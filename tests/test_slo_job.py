@@ -68,17 +68,103 @@ def test_minutes_without_samples_are_no_data_and_late_samples_within_lateness_ar
     assert (health["good_events"], health["valid_events"]) == (39, 40)
 
 
-def test_an_incremental_run_recomputes_from_the_midnight_before_the_previous_run(spark, tmp_path):
+def test_an_incremental_run_recomputes_from_the_hour_before_the_previous_run_less_the_lateness(spark, tmp_path):
     write_samples(tmp_path, range(0, 150), offline_at={10})
-    run(spark, str(tmp_path), DEFINITIONS, until=at(120).timestamp())
-    day_one_files = sorted(p.name for p in (tmp_path / "slo_minute" / "date=2026-03-09").glob("*.parquet"))
+    run(spark, str(tmp_path), DEFINITIONS, until=at(130).timestamp())  # 01:10 on day two
+    before = {table: file_times(tmp_path / table) for table in ("slo_minute", "slo_status")}
     result = run(spark, str(tmp_path), DEFINITIONS, until=at(150).timestamp())
-    assert datetime.fromisoformat(result.as_dict()["recomputed_from"]) == datetime(2026, 3, 10, tzinfo=timezone.utc)
-    # day one was not rewritten (same files), and the windows still see its bad minute
-    assert sorted(p.name for p in (tmp_path / "slo_minute" / "date=2026-03-09").glob("*.parquet")) == day_one_files
+    # previous evaluation 01:10, less the 10 minutes' lateness: from 01:00 on day two
+    assert datetime.fromisoformat(result.as_dict()["recomputed_from"]) == datetime(2026, 3, 10, 1, tzinfo=timezone.utc)
+    after = {table: file_times(tmp_path / table) for table in ("slo_minute", "slo_status")}
+    for table in after:  # the files of the hours before were not rewritten, those from 01:00 were
+        earlier = {name: stamp for name, stamp in before[table].items() if "-part-h01-" not in name}
+        assert earlier and {name: after[table].get(name) for name in earlier} == earlier
+        assert not [name for name in before[table] if "-part-h01-" in name and name in after[table]]
+    # the rows written are those of the minutes 01:00 .. 01:30 and the evaluations at their ends
+    assert result.minute_rows == 2 * 30 and result.status_rows == 2 * 31
     health = next(r for r in result.latest if r["slo"] == "partition-health")
-    assert (health["good_events"], health["valid_events"]) == (149, 150)
+    assert (health["good_events"], health["valid_events"]) == (149, 150)  # the windows still see minute 10
     assert len(health_minutes(tmp_path)) == 150
+
+
+def file_times(table_dir):
+    """``date=…/name -> modification time`` of a table's files."""
+    return {f"{p.parent.name}/{p.name}": p.stat().st_mtime_ns for p in table_dir.rglob("*.parquet")}
+
+
+def lake_rows(lake, table):
+    """Every row of a table, every column, in key and time order."""
+    frame = read_table(str(lake), table)
+    return frame.sort_values(["cluster", "slo", "entity", "time"], kind="stable").reset_index(drop=True)
+
+
+def test_incremental_runs_give_exactly_the_rows_of_one_full_run_over_the_same_samples(spark, tmp_path):
+    """Runs every few minutes, across midnight, with a group that appears late, a minute without
+    samples, bad minutes and samples arriving within the lateness: every row of both tables, every
+    column, equals one full run's."""
+    incremental, full = tmp_path / "incremental", tmp_path / "full"
+    bad, skip = {10, 58, 61, 62, 133}, {40}
+
+    def samples(lake, minutes):
+        write_samples(lake, minutes, offline_at=bad, skip=skip)
+        write_samples(lake, [m for m in minutes if m >= 70], offline_at=bad, skip=skip, cluster="edge")
+
+    runs, written = [17, 45, 61, 66, 119, 125, 181], []
+    for previous, until in zip([0, *runs], runs):
+        arrived = range(previous, until - 3) if until < runs[-1] else range(previous, until)
+        samples(incremental, arrived)
+        result = run(spark, str(incremental), DEFINITIONS, until=at(until).timestamp())
+        if previous:  # from the hour of the previous evaluation less the lateness
+            assert result.plan.start * 60 == (at(previous - 10).timestamp() // 3600) * 3600
+        written.append((result.plan.start, until, result.minute_rows, result.status_rows))
+        samples(incremental, range(until - 3, until) if until < runs[-1] else [])  # late, within the lateness
+    samples(full, range(0, runs[-1]))
+    run(spark, str(full), DEFINITIONS, until=at(runs[-1]).timestamp(), full=True)
+    for table in ("slo_minute", "slo_status"):
+        expected = lake_rows(full, table)
+        assert len(expected) > 400
+        pd.testing.assert_frame_equal(lake_rows(incremental, table), expected, check_exact=True)
+    # the run from midnight wrote the closed day's minutes again as one file per shard, no hour files
+    day_one = [p.name for p in (incremental / "slo_minute" / "date=2026-03-09").glob("*.parquet")]
+    assert day_one and not [name for name in day_one if "-part-h" in name]
+    # each run wrote the rows of its own minutes (and the evaluations at their ends), no others
+    minute_times, status_times = (lake_rows(full, table)["time"] for table in ("slo_minute", "slo_status"))
+    for start, until, minute_rows, status_rows in written:
+        start = pd.Timestamp(start * 60, unit="s", tz="UTC")
+        assert minute_rows == ((minute_times >= start) & (minute_times < at(until))).sum() > 0
+        assert status_rows == ((status_times >= start) & (status_times <= at(until))).sum() > 0
+
+
+def test_an_update_of_a_day_written_whole_by_an_earlier_version_recomputes_that_day(spark, tmp_path):
+    """Outputs of the version that replaced whole days (files without an hour in their name):
+    the first update recomputes from their midnight, then the rows equal a full run's."""
+    updated, full = tmp_path / "updated", tmp_path / "full"
+    for lake in (updated, full):
+        write_samples(lake, range(0, 150), offline_at={70, 100})
+    run(spark, str(updated), DEFINITIONS, until=at(130).timestamp())
+    for file in (updated / "slo_minute").rglob("*.parquet"):  # as the earlier version named them
+        file.rename(file.with_name(file.name.replace("-part-h", "-day-h").replace("-shard-", "-part-shard-")))
+    result = run(spark, str(updated), DEFINITIONS, until=at(150).timestamp())
+    assert datetime.fromisoformat(result.as_dict()["recomputed_from"]) == datetime(2026, 3, 10, tzinfo=timezone.utc)
+    run(spark, str(full), DEFINITIONS, until=at(150).timestamp(), full=True)
+    for table in ("slo_minute", "slo_status"):
+        pd.testing.assert_frame_equal(lake_rows(updated, table), lake_rows(full, table), check_exact=True)
+
+
+def test_a_closed_day_with_an_unreadable_minute_file_is_not_merged(spark, tmp_path):
+    """The update from midnight writes the closed day's minutes again as day files, unless one of
+    that day's files could not be read: merged, its rows would be gone for good."""
+    write_samples(tmp_path, range(0, 110))
+    run(spark, str(tmp_path), DEFINITIONS, until=at(55).timestamp())  # before midnight: day one by the hour
+    run(spark, str(tmp_path), DEFINITIONS, until=at(100).timestamp())
+    day_one = tmp_path / "slo_minute" / "date=2026-03-09"
+    bad = sorted(day_one.glob("*-part-h23-*.parquet"))[0]
+    bad.write_bytes(b"PAR1 this is not parquet")
+    before = sorted(p.name for p in day_one.glob("*.parquet"))
+    result = run(spark, str(tmp_path), DEFINITIONS, until=at(110).timestamp())
+    assert datetime.fromisoformat(result.as_dict()["recomputed_from"]) == datetime(2026, 3, 10, tzinfo=timezone.utc)
+    assert any(line.startswith(f"{bad}: ") for line in result.unreadable)
+    assert sorted(p.name for p in day_one.glob("*.parquet")) == before
 
 
 def test_a_run_for_one_cluster_keeps_the_other_clusters_rows(spark, tmp_path):

@@ -8,6 +8,7 @@ import random
 import zlib
 from datetime import datetime, timezone
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -114,4 +115,42 @@ def test_staging_replaces_only_the_partitions_it_holds_and_keeps_other_clusters_
     assert days == {(9, "edge"): 2, (9, "prod"): 1, (10, "prod"): 1}  # edge's rows of day 9 kept
     assert not (tmp_path / "_staging").exists()
     for file in (tmp_path / "slo_minute").rglob("*.parquet"):
+        assert pq.read_schema(file).remove_metadata() == SCHEMAS["slo_minute"], file
+
+
+def test_staging_replaces_the_rows_from_its_start_and_keeps_earlier_hours_and_day_wide_files_rows(tmp_path):
+    """An update from 10:00 on a day written whole by an earlier version (one day-wide file) and
+    by hour files: the rows before 10:00 stay (the hour files untouched, the day-wide file's early
+    rows written again as hour files), those from 10:00 are the staged ones, and with a cluster
+    given, the other cluster's rows from 10:00 stay as well."""
+    lake = str(tmp_path)
+    legacy = Staging(lake, "run-0")
+    legacy.write("slo_minute", pa.concat_tables([minute_rows("prod", 9, 1440), minute_rows("edge", 9, 1440)]),
+                 "shard-0000-of-0001")  # day-wide, as before hour files
+    legacy.commit("slo_minute")
+    day = tmp_path / "slo_minute" / "date=2026-03-09"
+    since = int(datetime(2026, 3, 9, 10, tzinfo=timezone.utc).timestamp() // 60)
+    first = Staging(lake, "run-1")
+    first.write("slo_minute", minute_rows("prod", 9, 1440).slice(600), "shard-0000-of-0001", hourly=True)
+    first.commit("slo_minute", clusters=["prod"], since=since)
+    files = {p.name: p.stat().st_mtime_ns for p in day.glob("*.parquet")}
+    assert not [name for name in files if name.startswith("run-0-")]  # the day-wide file is gone
+    assert len([name for name in files if "-part-h" in name and "-kept" not in name]) == 14  # 10:00 .. 23:00
+
+    second = Staging(lake, "run-2")
+    later = minute_rows("prod", 9, 1440).slice(690)  # from 11:30, the previous hour files cut at 11:30
+    second.write("slo_minute", later.set_column(4, "good", pa.array([0] * later.num_rows, pa.int64())),
+                 "shard-0000-of-0001", hourly=True)
+    second.commit("slo_minute", clusters=["prod"], since=since + 90)
+    after = {p.name: p.stat().st_mtime_ns for p in day.glob("*.parquet")}
+    unchanged = [name for name in files if "-part-h10-" in name or "-part-h0" in name]
+    assert unchanged and {name: after.get(name) for name in unchanged} == {name: files[name] for name in unchanged}
+    frame = read_table(lake, "slo_minute")
+    minute = (frame["time"] - pd.Timestamp("2026-03-09", tz="UTC")) // pd.Timedelta(minutes=1)
+    assert frame.groupby("cluster").size().to_dict() == {"edge": 1440, "prod": 1440}  # none lost, none twice
+    assert not frame[["cluster", "time"]].duplicated().any()
+    prod = frame["cluster"] == "prod"
+    assert (frame["good"][prod & (minute >= 690)] == 0).all() and (frame["good"][prod & (minute < 690)] == 1).all()
+    assert (frame["good"][~prod] == 1).all()
+    for file in day.glob("*.parquet"):
         assert pq.read_schema(file).remove_metadata() == SCHEMAS["slo_minute"], file

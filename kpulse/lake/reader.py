@@ -332,10 +332,14 @@ def _scan_files(fs: pafs.FileSystem, files: list[str], schema: pa.Schema, column
 # --- reading as Arrow, file by file (the SLO job, on the driver and in Spark tasks) ----------------
 
 def read_file(fs: pafs.FileSystem, path: str, schema: pa.Schema, columns: list[str] | None = None,
-              clusters: list[str] | None = None, dictionary: bool = False) -> pa.Table:
+              clusters: list[str] | None = None, dictionary: bool = False,
+              times: tuple[int, int] | None = None) -> pa.Table:
     """One file as ``columns`` of the contract ``schema`` (a column missing from an older file
     reads as null; with ``dictionary``, string columns stay dictionary-encoded), only the rows of
-    ``clusters`` when given. :class:`UnreadableFileError` when it cannot be read."""
+    ``clusters`` when given. With ``times`` (epoch microseconds ``[low, high)``), only its row
+    groups whose ``time`` statistics can hold such a time (a superset of those rows: the others
+    of such a group are read too; a group without statistics is read).
+    :class:`UnreadableFileError` when it cannot be read."""
     columns = list(columns or schema.names)
     wanted = arrow_schema(schema, columns, dictionary)
     strings = [f.name for f in wanted if pa.types.is_dictionary(f.type)]
@@ -343,7 +347,8 @@ def read_file(fs: pafs.FileSystem, path: str, schema: pa.Schema, columns: list[s
         with fs.open_input_file(path) as source:
             present = pq.ParquetFile(source, read_dictionary=strings)
             names = [name for name in columns if name in present.schema_arrow.names]
-            table = present.read(columns=names)
+            groups = None if times is None else row_groups_within(present, *times)
+            table = present.read(columns=names) if groups is None else present.read_row_groups(groups, columns=names)
     except (OSError, pa.ArrowException) as error:
         raise UnreadableFileError(UnreadableFile(path, one_line(error))) from None
     table = pa.table({f.name: table.column(f.name).cast(f.type) if f.name in names else pa.nulls(table.num_rows, f.type)
@@ -351,6 +356,30 @@ def read_file(fs: pafs.FileSystem, path: str, schema: pa.Schema, columns: list[s
     if clusters and "cluster" in columns:
         table = table.filter(pc.is_in(table.column("cluster"), value_set=pa.array(clusters)))
     return table
+
+
+_MICROS_PER_UNIT = {"milliseconds": 1_000, "microseconds": 1, "nanoseconds": 0.001}
+
+
+def row_groups_within(parquet: pq.ParquetFile, low: int, high: int) -> list[int] | None:
+    """The row groups of a file whose ``time`` statistics overlap ``[low, high)`` (epoch
+    microseconds); None (read all) when the file has no ``time`` column of a known unit."""
+    if "time" not in parquet.schema.names:  # the lake's schemas are flat: a leaf per column
+        return None
+    index = parquet.schema.names.index("time")
+    try:
+        unit = json.loads(parquet.schema.column(index).logical_type.to_json()).get("timeUnit")
+    except ValueError:
+        return None
+    scale = _MICROS_PER_UNIT.get(unit)
+    if scale is None:
+        return None
+    groups = []
+    for group in range(parquet.metadata.num_row_groups):
+        stats = parquet.metadata.row_group(group).column(index).statistics
+        if stats is None or not stats.has_min_max or (stats.max_raw * scale >= low and stats.min_raw * scale < high):
+            groups.append(group)
+    return groups
 
 
 def arrow_schema(schema: pa.Schema, columns: list[str], dictionary: bool = False) -> pa.Schema:
@@ -364,12 +393,12 @@ def arrow_schema(schema: pa.Schema, columns: list[str], dictionary: bool = False
 def read_days(lake: str, table: str, first: date | None, last: date | None, *, columns: list[str] | None = None,
               clusters: list[str] | None = None, dictionary: bool = False,
               files: Callable[[str], bool] | None = None, unreadable: list[UnreadableFile] | None = None,
-              filesystem: pafs.FileSystem | None = None) -> pa.Table:
+              filesystem: pafs.FileSystem | None = None, times: tuple[int, int] | None = None) -> pa.Table:
     """Rows of the date partitions ``first..last`` (inclusive; None = open) that exist, as an Arrow
-    table of the contract schema's ``columns`` (see :func:`read_file`). ``files(name) -> bool``
-    picks files by name. A file that cannot be read is skipped and added to ``unreadable``; without
-    that list it raises :class:`UnreadableFileError`. A directory that cannot be listed raises
-    ``OSError``."""
+    table of the contract schema's ``columns`` (see :func:`read_file`; ``times`` skips the row
+    groups that cannot hold a time of that range). ``files(name) -> bool`` picks files by name.
+    A file that cannot be read is skipped and added to ``unreadable``; without that list it raises
+    :class:`UnreadableFileError`. A directory that cannot be listed raises ``OSError``."""
     fs, base = resolve(lake, filesystem)
     schema = SCHEMAS[table]
     wanted = list(columns or schema.names)
@@ -377,7 +406,7 @@ def read_days(lake: str, table: str, first: date | None, last: date | None, *, c
 
     def read(path: str) -> pa.Table | None:
         if files is None or files(path.rsplit("/", 1)[-1]):
-            return read_file(fs, path, schema, wanted, clusters, dictionary)
+            return read_file(fs, path, schema, wanted, clusters, dictionary, times)
         return None
 
     for _, directory in partitions_between(fs, f"{base}/{table}", first, last):
