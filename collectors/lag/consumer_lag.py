@@ -18,7 +18,7 @@ those arrays in one pass.
 from __future__ import annotations
 
 from itertools import chain, repeat
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 import numpy as np
 
@@ -55,7 +55,7 @@ class ConsumerLagCollector:
         self._consumed: list[tuple[str, int]] = []
         """The partitions consumed at the last reading, sorted: their log ends are asked for first."""
         self._consumed_set: set[tuple[str, int]] = set()
-        self._partitions_of: dict[str, frozenset[tuple[str, int]]] = {}
+        self._partitions_of: dict[str, Collection[tuple[str, int]]] = {}
         """Group -> the partitions it consumed when last read: a group that could not be read this
         cycle (its coordinator down) still consumes them, so their histories are kept."""
         self._requests = RequestCache()
@@ -103,14 +103,15 @@ class ConsumerLagCollector:
         """Turn one reading of the cluster into the snapshot section and lake rows."""
         now = context.now
         self.lag.record(list(offsets.log_end), list(offsets.log_end.values()), now)
-        keys = [(group, sorted(group.committed.items())) for group in offsets.groups]
-        sizes = [len(items) for _, items in keys]
-        items = [item for _, group_items in keys for item in group_items]
-        group_of = list(chain.from_iterable(map(repeat, [group.group_id for group, _ in keys], sizes)))
-        partitions = [tp for tp, _ in items]
-        committed = np.array([_NONE if c is None else c for _, c in items], np.int64)
+        groups_read = offsets.groups
+        consumed = [sorted(group.committed) for group in groups_read]  # each group's partitions, in order
+        sizes = list(map(len, consumed))
+        partitions = list(chain.from_iterable(consumed))
+        group_of = list(chain.from_iterable(map(repeat, [group.group_id for group in groups_read], sizes)))
+        committed = np.array([_NONE if c is None else c for c in chain.from_iterable(
+            map(map, [group.committed.__getitem__ for group in groups_read], consumed))], np.int64)
         log_ends = np.array(list(map(offsets.log_end.get, partitions, repeat(_NONE))), np.int64)
-        members = np.repeat([group.members > 0 for group, _ in keys], sizes).astype(bool)
+        members = np.repeat([group.members > 0 for group in groups_read], sizes).astype(bool)
         answer = self.lag.evaluate(group_of, partitions, committed, log_ends, members, now)
 
         seconds_rounded = answer.lag_seconds.round(3)
@@ -136,43 +137,44 @@ class ConsumerLagCollector:
                             log_end_offset=log_end_or_none, lag=lags, lag_seconds=seconds, status=statuses)
 
         sums = sums_over_runs(sizes, committed, answer.lag, seconds_rounded, answer.status)
-        groups, group_rows = self._groups(keys, rows, sums, now)
-        self.lag.forget_groups_except({group.group_id for group in offsets.groups})
-        self.lag.forget_partitions_except(self._still_consumed(offsets))  # not the partitions read: see the module
+        groups, group_rows = self._groups(groups_read, sizes, rows, sums, now)
+        self.lag.forget_groups_except({group.group_id for group in groups_read})
+        self.lag.forget_partitions_except(self._still_consumed(groups_read, consumed))  # not only those read: see the module
         return CollectorResult(sections={"consumer_groups": groups},
                                rows={"consumer_lag": lake_rows, "consumer_group": group_rows})
 
-    def _still_consumed(self, offsets: ClusterOffsets) -> set[tuple[str, int]]:
-        """The partitions some listed group consumes: read this cycle, or, for a group whose offsets
-        could not be read, when it was last read."""
+    def _still_consumed(self, groups: list, consumed: list[list[tuple[str, int]]]) -> set[tuple[str, int]]:
+        """The partitions some listed group consumes: read this cycle (``consumed[i]`` are
+        ``groups[i]``'s), or, for a group whose offsets could not be read, when it was last read."""
         previous, self._partitions_of = self._partitions_of, {}
-        for group in offsets.groups:
-            partitions = frozenset(group.committed)
+        still = set(chain.from_iterable(consumed))
+        for group, partitions in zip(groups, consumed):
             if group.error is not None:
-                partitions |= previous.get(group.group_id, frozenset())
+                partitions = frozenset(partitions).union(previous.get(group.group_id, ()))
+                still.update(partitions)
             self._partitions_of[group.group_id] = partitions
-        return set().union(*self._partitions_of.values())
+        return still
 
-    def _groups(self, keys, rows: list[GroupPartition], sums: GroupSums,
+    def _groups(self, groups_read: list, sizes: list[int], rows: list[GroupPartition], sums: GroupSums,
                 now: float) -> tuple[list[ConsumerGroup], list[dict]]:
-        """Each group's summary with its partitions (the snapshot) and its ``consumer_group`` row;
-        ``keys`` are (group, its partitions) in the order of ``rows``, ``sums`` their sums."""
+        """Each group's summary with its partitions (the snapshot) and its ``consumer_group`` row:
+        ``groups_read[i]`` has the next ``sizes[i]`` of ``rows``, and ``sums`` entry ``i``."""
         groups_config = self._cluster.consumer_groups
         cluster = self._cluster.name
         no_status = f"not enough readings yet: the status needs {self.lag.min_observations} per partition"
         groups, group_rows = [], []
         start = 0
-        for (group, items), total, lag_unknown, worst, seconds_unknown, counted, code in zip(
-                keys, sums.total_lag, sums.lag_unknown, sums.max_lag_seconds, sums.lag_seconds_unknown,
+        for group, size, total, lag_unknown, worst, seconds_unknown, counted, code in zip(
+                groups_read, sizes, sums.total_lag, sums.lag_unknown, sums.max_lag_seconds, sums.lag_seconds_unknown,
                 sums.committed, sums.status):
-            end = start + len(items)
+            end = start + size
             partitions = rows[start:end]
             status = _STATUS_TEXT[code]
             threshold = groups_config.lag_seconds_threshold_for(group.group_id)
             summary: ConsumerGroup = {
                 "group_id": group.group_id, "type": group.type, "protocol_type": group.protocol_type,
                 "state": group.state, "members": group.members,
-                "partition_count": len(items),
+                "partition_count": size,
                 "total_lag": total, "total_lag_partial": total is not None and lag_unknown > 0,
                 "lag_unknown_partitions": lag_unknown,
                 "max_lag_seconds": worst, "max_lag_seconds_partial": worst is not None and seconds_unknown > 0,
@@ -180,19 +182,19 @@ class ConsumerLagCollector:
                 "status": status, "lag_seconds_threshold": threshold, "error": group.error,
             }
             summary.update(_membership(group.description))
-            if lag_unknown or seconds_unknown or (status is None and items):
+            if lag_unknown or seconds_unknown or (status is None and size):
                 reasons = {}
                 if lag_unknown:
                     reasons["total_lag"] = _left_out(total, lag_unknown, counted, "lag", "log_end_offset", partitions)
                 if seconds_unknown:
                     reasons["max_lag_seconds"] = _left_out(worst, seconds_unknown, counted, "lag_seconds",
                                                            "lag_seconds", partitions)
-                if status is None and items:
+                if status is None and size:
                     reasons["status"] = no_status
                 summary["reasons"] = reasons
             summary["partitions"] = partitions
             groups.append(summary)
-            group_rows.append({"time": now, "cluster": cluster, "partitions": len(items),
+            group_rows.append({"time": now, "cluster": cluster, "partitions": size,
                                "group_id": group.group_id, "type": group.type, "state": group.state,
                                "members": group.members, "total_lag": total, "lag_unknown_partitions": lag_unknown,
                                "max_lag_seconds": worst, "lag_seconds_unknown_partitions": seconds_unknown,
