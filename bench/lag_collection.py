@@ -20,9 +20,9 @@ of the consumer lag collector, and of 20 whole collection cycles as ``kpulse col
 lake buffer and the published snapshot; the lake's once-a-minute file writes are not in a cycle).
 The first cycles of each are warm-up and not counted: connections, metadata caches, the first
 rates and statuses (and the garbage collector is settled after the first, as ``kpulse collect``
-settles it: ``collectors.runner.settle_gc``); and before anything is measured the collectors run for ``--warm-up`` seconds
-(default 90), so that freshly started brokers have compiled the code paths these requests take, as
-a broker that has been up for days has. Goals: <= 0.5 s per cycle, <= 300 MB.
+settles it: ``collectors.runner.settle_gc``); and before anything is measured the collectors run
+for ``--warm-up`` seconds (default 90), so that freshly started brokers have compiled the code paths
+these requests take, as a broker that has been up for days has. Goals: <= 0.5 s per cycle, <= 300 MB.
 
 Modern groups: ``--streams-groups N --share-groups M`` (default 0: the classic-only bench above,
 whose figures stay comparable) add, on the same topics, N Kafka Streams applications on

@@ -1,13 +1,16 @@
 """CPU of the consumer lag collector per cycle, split into reading the cluster and evaluating it.
 
-Run: ``.venv/bin/python bench/lag_cpu.py --bootstrap HOST:PORT [--cycles 10] [--profile]
-[--tracemalloc]`` on a cluster that holds a scale state (``bench/scale_state.py --no-members``).
+Run: ``.venv/bin/python bench/lag_cpu.py --bootstrap HOST:PORT [--cycles 10] [--settle-gc]
+[--profile] [--tracemalloc]`` on a cluster that holds a scale state (``bench/scale_state.py
+--no-members``; groups ``bench-*``).
 Wall time on a shared machine is noisy, so this prints process CPU (``time.process_time``, every
 thread): per cycle, the part spent in ``read_cluster_offsets`` (the requests and the decoding of
 their answers), within it the decoding of every answer (kafka-python's
 ``KafkaProtocol._process_response``, on its I/O thread), and the part spent in
-``ConsumerLagCollector.evaluate`` (the rules, the snapshot section and the lake rows); their
-medians over the cycles after ``--warm-up``, and the peak RSS. ``--profile``: a cProfile top 20
+``ConsumerLagCollector.evaluate`` (the rules, the snapshot section and the lake rows), and the
+garbage collections within all of these; their medians over the cycles after ``--warm-up``, and
+the peak RSS. ``--settle-gc`` settles the garbage collector after the first cycle, as ``kpulse
+collect`` does (without it, full collections are most of a cycle's CPU at 10,000 groups). ``--profile``: a cProfile top 20
 (by own time) of the collector's thread over the measured cycles (the I/O thread's decoding is
 not in it); ``--tracemalloc``: the top allocations alive after the last cycle (both slow the
 cycles down: the figures printed with them are not the ones to quote).
@@ -97,7 +100,7 @@ def main() -> None:
     parser.add_argument("--spacing", type=float, default=1.0, help="seconds between cycles (default 1)")
     parser.add_argument("--settle-gc", action="store_true",
                         help="settle the garbage collector after the first cycle, as `kpulse collect` does "
-                             "(collectors.runner.settle_gc); without it, as bench/lag_collection.py times the lag cycle")
+                             "(collectors.runner.settle_gc)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile top 20 of the measured cycles")
     parser.add_argument("--tracemalloc", action="store_true", help="print the top allocations alive at the end")
     args = parser.parse_args()
@@ -140,7 +143,8 @@ def main() -> None:
     groups = result.sections["consumer_groups"]
     print(f"{len(groups)} groups, {sum(len(g['partitions']) for g in groups)} group partitions, "
           f"{args.cycles} cycles measured")
-    print(f"process CPU per cycle (median): whole collect {statistics.median(total):.3f} s (mean {statistics.mean(total):.3f} s), "
+    print(f"process CPU per cycle (median): whole collect {statistics.median(total):.3f} s "
+          f"(mean {statistics.mean(total):.3f} s), "
           f"reading {statistics.median(reading):.3f} s (decoding the answers {statistics.median(decoded):.3f} s), "
           f"evaluate {statistics.median(evaluating):.3f} s; garbage collection {statistics.median(collected):.3f} s "
           f"(mean {statistics.mean(collected):.3f} s)")

@@ -141,8 +141,10 @@ def test_an_answer_at_scale_many_groups_and_partitions_with_multi_byte_lengths()
     {"throttle": 0, "groups": [("g", 0, [("t", [(0, -1, -1, None, 0), (1, 5, -1, "", 3)])])]},
     {"throttle": 0, "groups": [("g", 0, [("t", [(0, 4, -1, "", 0)]), ("t", [(1, 5, -1, None, 0)])])]},
     {"throttle": 0, "groups": [("g", 0, [("t", [(0, 4, -1, "", 0)])]), ("g", 30, [])]},
+    {"throttle": 0, "groups": [("g", 0, [("t", [(p, p * 3 - 1, -1, "meta" if p == 100 else "", 3 if p % 7 == 0 else 0)
+                                                for p in range(150)])])]},
 ], ids=["no-groups", "no-topics", "no-partitions", "moved", "no-commit-and-partition-error",
-        "a-topic-twice", "a-group-twice"])
+        "a-topic-twice", "a-group-twice", "metadata-after-two-runs-of-64"])
 def test_edge_answers_read_alike(answer):
     data = kafka_python_bytes(answer)
     assert narrow(data) == generic(data)

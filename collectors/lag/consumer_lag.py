@@ -127,10 +127,10 @@ class ConsumerLagCollector:
         numbers = [partition for _, partition in partitions]
         rows: list[GroupPartition] = [
             {"topic": topic, "partition": partition, "committed_offset": c, "log_end_offset": end, "lag": lag,
-             "lag_seconds": lag_seconds, "status": status} if why is None else
+             "lag_seconds": lag_seconds, "status": status} if unknown is None else
             {"topic": topic, "partition": partition, "committed_offset": c, "log_end_offset": end, "lag": lag,
-             "lag_seconds": lag_seconds, "status": status, "reasons": why}
-            for topic, partition, c, end, lag, lag_seconds, status, why
+             "lag_seconds": lag_seconds, "status": status, "reasons": unknown}
+            for topic, partition, c, end, lag, lag_seconds, status, unknown
             in zip(topics, numbers, committed_or_none, log_end_or_none, lags, seconds, statuses, reasons)]
         lake_rows = Columns(len(rows), time=now, cluster=self._cluster.name, group_id=group_of,
                             topic=topics, partition=numbers, committed_offset=committed_or_none,
@@ -139,7 +139,7 @@ class ConsumerLagCollector:
         sums = sums_over_runs(sizes, committed, answer.lag, seconds_rounded, answer.status)
         groups, group_rows = self._groups(groups_read, sizes, rows, sums, now)
         self.lag.forget_groups_except({group.group_id for group in groups_read})
-        self.lag.forget_partitions_except(self._still_consumed(groups_read, consumed))  # not only those read: see the module
+        self.lag.forget_partitions_except(self._still_consumed(groups_read, consumed))  # not only those read
         return CollectorResult(sections={"consumer_groups": groups},
                                rows={"consumer_lag": lake_rows, "consumer_group": group_rows})
 
@@ -235,7 +235,8 @@ def _left_out(value, unknown: int, counted: int, field: str, reason_key: str, pa
     missing = []
     for p in partitions:
         if p[field] is None and p["committed_offset"] is not None:
-            missing.append(f"{p['topic']}[{p['partition']}]: {p.get('reasons', _NO_REASONS).get(reason_key, 'unknown')}")
+            why = p.get("reasons", _NO_REASONS).get(reason_key, "unknown")
+            missing.append(f"{p['topic']}[{p['partition']}]: {why}")
             if len(missing) == _REASONS_SHOWN:
                 break
     more = f"; and {unknown - _REASONS_SHOWN} more" if unknown > _REASONS_SHOWN else ""

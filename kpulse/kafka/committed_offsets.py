@@ -20,6 +20,8 @@ its reason, and the other groups are not held up by it. Where the batched reques
 (``group_offsets``).
 
 The answer parsing (:func:`coordinators_from`, :func:`offsets_from`) is pure; the class does the I/O.
+The OffsetFetch v8 answers are decoded straight into offsets by ``offset_fetch_decoder`` (what
+:func:`offsets_from` reads from kafka-python's decoding of any other version).
 """
 
 from __future__ import annotations

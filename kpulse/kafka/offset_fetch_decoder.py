@@ -25,8 +25,8 @@ unsigned varint of length + 1, and tagged fields after every struct)::
                ErrorCode int16
 
 Tagged fields are skipped (v8 defines none in this answer). A partition record with an empty or
-null ``Metadata`` and no tagged field is 20 bytes: a topic whose records all are is read with one
-``struct`` call, any other record one at a time.
+null ``Metadata`` and no tagged field is 20 bytes: runs of such records are read with one
+``struct`` call each, any other record one at a time.
 """
 
 from __future__ import annotations
@@ -99,24 +99,23 @@ def _decode(view: memoryview) -> tuple[OffsetFetchAnswer, int]:
 def _partitions(view: memoryview, pos: int, topic: str, offsets: dict) -> int:
     """Reads one topic's partitions into ``offsets``; returns the position after them."""
     count, pos = _uvarint(view, pos)
-    count -= 1
-    if count <= 0:
-        return pos
-    layout = _RECORDS.get(count)
-    if layout is None:
-        layout = _RECORDS[count] = struct.Struct(">" + "iqiBhB" * count)
-    if pos + layout.size <= len(view):
+    count -= 1  # a compact array: length + 1
+    while count > 0:  # runs of up to _RUN records of 20 bytes, each with one struct call
+        layout = _layout(min(count, _RUN))
+        if pos + layout.size > len(view):
+            break
         values = layout.unpack_from(view, pos)
-        # every Metadata empty (1) or null (0) and no tagged field: the records were where assumed
-        if max(values[3::6]) <= 1 and not any(values[5::6]):
-            partitions, committed, codes = values[0::6], values[1::6], values[4::6]
-            if not any(codes) and min(committed) >= 0:  # the usual answer: every partition committed
-                offsets.update(zip(zip(repeat(topic), partitions), committed))
-            else:
-                offsets.update(((topic, partition), offset) for partition, offset, code
-                               in zip(partitions, committed, codes) if code == 0 and offset >= 0)
-            return pos + layout.size
-    for _ in range(count):
+        if max(values[3::6]) > 1 or any(values[5::6]):  # a Metadata or a tagged field: not 20 bytes
+            break
+        partitions, committed, codes = values[0::6], values[1::6], values[4::6]
+        if not any(codes) and min(committed) >= 0:  # the usual answer: every partition committed
+            offsets.update(zip(zip(repeat(topic), partitions), committed))
+        else:
+            offsets.update(((topic, partition), offset) for partition, offset, code
+                           in zip(partitions, committed, codes) if code == 0 and offset >= 0)
+        pos += layout.size
+        count -= len(partitions)
+    for _ in range(count):  # the records left, one at a time
         partition, offset = _PARTITION_HEAD.unpack_from(view, pos)
         length, pos = _uvarint(view, pos + 16)  # after the leader epoch
         pos += max(length - 1, 0)  # the metadata (0: null)
@@ -125,6 +124,14 @@ def _partitions(view: memoryview, pos: int, topic: str, offsets: dict) -> int:
         if code == 0 and offset >= 0:
             offsets[(topic, partition)] = offset
     return pos
+
+
+def _layout(records: int) -> struct.Struct:
+    """The layout of ``records`` 20-byte partition records (empty or null Metadata, no tagged field)."""
+    layout = _RECORDS.get(records)
+    if layout is None:
+        layout = _RECORDS[records] = struct.Struct(">" + "iqiBhB" * records)
+    return layout
 
 
 def _uvarint(view: memoryview, pos: int) -> tuple[int, int]:
@@ -167,8 +174,10 @@ def _skip_tags(view: memoryview, pos: int) -> int:
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _PARTITION_HEAD = struct.Struct(">iq")
+_RUN = 64
+"""The most partition records read with one struct call (so at most 64 layouts are kept)."""
 _RECORDS: dict[int, struct.Struct] = {}
-"""Partition count -> the layout of that many 20-byte partition records."""
+"""Record count -> the layout of that many 20-byte partition records."""
 
 
 class NarrowOffsetFetchResponse:
