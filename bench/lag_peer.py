@@ -9,7 +9,8 @@ and ``logDirs`` off, the same groups (``bench-.*``).
 kminion scrape, the order alternating from round to round (so that neither always runs on brokers
 just warmed by the other), and around each measured call the CPU time the three broker JVMs used
 (``/proc/<pid>/stat`` utime + stime). Printed: both medians, the median of the per-round ratios
-(kpulse / kminion, the paired ratio), and both broker CPU figures per cycle.
+(kpulse / kminion, the paired ratio), and both broker CPU figures per cycle. kpulse's garbage
+collector is settled after its first cycle, as ``kpulse collect`` settles it.
 """
 
 from __future__ import annotations
@@ -109,14 +110,19 @@ def interleaved(config, kminion_url: str, broker_pids: list[int], kminion_pid: i
     """Rounds of one kpulse lag cycle and one kminion scrape, alternating which goes first."""
     from collectors.lag.consumer_lag import ConsumerLagCollector
     from collectors.protocol import CollectContext
+    from collectors.runner import settle_gc
 
     cluster = config.cluster(None)
     lag = ConsumerLagCollector(cluster)
+    settled: list[bool] = []
     figures = {"kpulse": {"seconds": [], "broker_cpu": []}, "kminion": {"seconds": [], "broker_cpu": [],
                                                                          "own_cpu": []}}
     counted = {}
 
     def kpulse_cycle():
+        if "kpulse" in counted and not settled:
+            settle_gc()  # after the first cycle, as `kpulse collect` does
+            settled.append(True)
         result = lag.collect(CollectContext(cluster, time.time()))
         counted["kpulse"] = sum(len(g["partitions"]) for g in result.sections["consumer_groups"])
 

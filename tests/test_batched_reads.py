@@ -121,6 +121,20 @@ def test_the_same_offsets_as_reading_group_by_group(reader, bootstrap, committed
 
 
 @pytest.mark.cluster
+def test_the_coordinators_answers_are_read_by_the_narrow_decoder(reader, committed_groups, monkeypatch):
+    import kpulse.kafka.offset_fetch_decoder as decoder
+
+    decoded = []
+    original = decoder.decode_offset_fetch_v8
+    monkeypatch.setattr(decoder, "decode_offset_fetch_v8", lambda data: decoded.append(original(data)) or decoded[-1])
+
+    answers = reader.read(committed_groups, 15.0)
+
+    assert decoded and all(isinstance(answer, decoder.OffsetFetchAnswer) for answer in decoded)
+    assert {group: offsets for answer in decoded for group, offsets in answer.read.items()} == answers
+
+
+@pytest.mark.cluster
 def test_a_group_whose_coordinator_moved_is_looked_up_again_and_read(reader, bootstrap, committed_groups):
     truth = coordinator_ids(bootstrap, committed_groups)
     wrong = {g: next(b for b in (1, 2, 3) if b != node) for g, node in truth.items()}

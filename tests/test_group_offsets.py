@@ -7,6 +7,8 @@ from __future__ import annotations
 from concurrent.futures import Future
 from types import SimpleNamespace
 
+import pytest
+
 from kpulse.kafka import group_offsets
 
 
@@ -47,3 +49,13 @@ def test_groups_without_an_answer_in_time_fail_with_the_reason_sent_or_not():
         assert isinstance(committed[group], TimeoutError), group
         assert "no answer to OffsetFetch in 0.2 s" in str(committed[group])
     assert admin.most_in_flight <= 2
+
+
+@pytest.mark.parametrize("committed", [{("t", 1): 5, ("t", 0): 7}, {}, None,
+                                       Exception("OffsetFetch: GROUP_AUTHORIZATION_FAILED")],
+                         ids=["offsets", "no-offsets", "not-answered", "failed"])
+def test_a_group_listed_empty_is_read_as_a_group_described_with_no_members(committed):
+    listed = {"type": "classic", "protocol_type": "consumer"}
+    no_members = SimpleNamespace(state=SimpleNamespace(name="EMPTY"), members=())
+    assert (group_offsets._empty_group("g", committed, listed)
+            == group_offsets._group("g", no_members, committed, listed))

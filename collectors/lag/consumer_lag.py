@@ -9,16 +9,22 @@ any more. A group's ``total_lag`` and ``max_lag_seconds`` are over the partition
 known and say how many were left out (``lag_math.sum_over_partitions``).
 
 Reading the cluster is in ``kpulse/kafka/group_offsets.py``; the rules are stated in ``lag_math`` and
-``lag_status`` and applied to all group partitions at once by ``lag_arrays``.
+``lag_status`` and applied to all group partitions at once by ``lag_arrays``, and the group sums
+to all groups at once by ``group_sums``. A cycle lays its group partitions out group after group
+(each group's sorted by topic and partition) and builds each snapshot row and lake column from
+those arrays in one pass.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from itertools import chain, repeat
+from typing import Any, Callable, Collection
 
+import numpy as np
+
+from collectors.lag.group_sums import GroupSums, sums_over_runs
 from collectors.lag.groups_reading import GroupsReading
 from collectors.lag.lag_arrays import REASONS, STATUS_BY_CODE, LagArrays
-from collectors.lag.lag_math import PartitionTotal, max_over_partitions, sum_over_partitions
 from collectors.protocol import CollectContext, CollectorResult
 from kpulse.kafka.batched_client import BatchedClient
 from kpulse.kafka.clients import LazyAdmin
@@ -50,7 +56,7 @@ class ConsumerLagCollector:
         self._consumed: list[tuple[str, int]] = []
         """The partitions consumed at the last reading, sorted: their log ends are asked for first."""
         self._consumed_set: set[tuple[str, int]] = set()
-        self._partitions_of: dict[str, frozenset[tuple[str, int]]] = {}
+        self._partitions_of: dict[str, Collection[tuple[str, int]]] = {}
         """Group -> the partitions it consumed when last read: a group that could not be read this
         cycle (its coordinator down) still consumes them, so their histories are kept."""
         self._requests = RequestCache()
@@ -107,89 +113,102 @@ class ConsumerLagCollector:
         """Turn one reading of the cluster into the snapshot section and lake rows."""
         now = context.now
         self.lag.record(list(offsets.log_end), list(offsets.log_end.values()), now)
-        keys = [(group, sorted(group.committed.items())) for group in offsets.groups]
-        group_of = [group.group_id for group, items in keys for _ in items]
-        partitions = [tp for _, items in keys for tp, _ in items]
-        committed = [_NONE if c is None else c for _, items in keys for _, c in items]
-        log_end_of = offsets.log_end.get
-        log_ends = [log_end_of(tp, _NONE) for tp in partitions]
-        members = [group.members > 0 for group, items in keys for _ in items]
+        groups_read = offsets.groups
+        consumed = [sorted(group.committed) for group in groups_read]  # each group's partitions, in order
+        sizes = list(map(len, consumed))
+        partitions = list(chain.from_iterable(consumed))
+        group_of = list(chain.from_iterable(map(repeat, [group.group_id for group in groups_read], sizes)))
+        committed = np.array([_NONE if c is None else c for c in chain.from_iterable(
+            map(map, [group.committed.__getitem__ for group in groups_read], consumed))], np.int64)
+        log_ends = np.array(list(map(offsets.log_end.get, partitions, repeat(_NONE))), np.int64)
+        members = np.repeat([group.members > 0 for group in groups_read], sizes).astype(bool)
         answer = self.lag.evaluate(group_of, partitions, committed, log_ends, members, now)
 
-        lags = [None if lag < 0 else lag for lag in answer.lag.tolist()]
-        seconds = [None if value != value else value for value in answer.lag_seconds.round(3).tolist()]
-        statuses = [_STATUS_TEXT[code] for code in answer.status.tolist()]
-        why_seconds = [REASONS[code] for code in answer.lag_seconds_reason.tolist()]
-        committed_or_none = [None if c < 0 else c for c in committed]
-        log_end_or_none = [None if end < 0 else end for end in log_ends]
-        rows: list[GroupPartition] = []
-        for (topic, partition), c, end, lag, lag_seconds, status, why in zip(
-                partitions, committed_or_none, log_end_or_none, lags, seconds, statuses, why_seconds):
-            row: GroupPartition = {"topic": topic, "partition": partition, "committed_offset": c,
-                                   "log_end_offset": end, "lag": lag, "lag_seconds": lag_seconds, "status": status}
-            if why is not None or end is None:
-                row["reasons"] = _reasons(offsets, topic, partition, c, end, why)
-            rows.append(row)
+        seconds_rounded = answer.lag_seconds.round(3)
+        committed_or_none, log_end_or_none = _or_none(committed, committed < 0), _or_none(log_ends, log_ends < 0)
+        lags = _or_none(answer.lag, answer.lag < 0)
+        seconds = _or_none(seconds_rounded, np.isnan(seconds_rounded))
+        statuses = _STATUS_TEXTS[answer.status].tolist()
+        why = _REASON_TEXTS[answer.lag_seconds_reason].tolist()
+        reasons = [None if text is None else {"lag_seconds": text} for text in why]
+        for i in np.flatnonzero((log_ends < 0) | (committed < 0)).tolist():  # rarely any
+            reasons[i] = _reasons(offsets, partitions[i], committed_or_none[i], log_end_or_none[i], why[i])
+        topics = [topic for topic, _ in partitions]
+        numbers = [partition for _, partition in partitions]
+        rows: list[GroupPartition] = [
+            {"topic": topic, "partition": partition, "committed_offset": c, "log_end_offset": end, "lag": lag,
+             "lag_seconds": lag_seconds, "status": status} if unknown is None else
+            {"topic": topic, "partition": partition, "committed_offset": c, "log_end_offset": end, "lag": lag,
+             "lag_seconds": lag_seconds, "status": status, "reasons": unknown}
+            for topic, partition, c, end, lag, lag_seconds, status, unknown
+            in zip(topics, numbers, committed_or_none, log_end_or_none, lags, seconds, statuses, reasons)]
         lake_rows = Columns(len(rows), time=now, cluster=self._cluster.name, group_id=group_of,
-                            topic=[topic for topic, _ in partitions], partition=[p for _, p in partitions],
-                            committed_offset=committed_or_none, log_end_offset=log_end_or_none, lag=lags,
-                            lag_seconds=seconds, status=statuses)
+                            topic=topics, partition=numbers, committed_offset=committed_or_none,
+                            log_end_offset=log_end_or_none, lag=lags, lag_seconds=seconds, status=statuses)
 
-        groups, group_rows = self._groups(keys, rows, committed_or_none, answer.status.tolist(), now)
-        self.lag.forget_groups_except({group.group_id for group in offsets.groups})
-        self.lag.forget_partitions_except(self._still_consumed(offsets))  # not the partitions read: see the module
+        sums = sums_over_runs(sizes, committed, answer.lag, seconds_rounded, answer.status)
+        groups, group_rows = self._groups(groups_read, sizes, rows, sums, now)
+        self.lag.forget_groups_except({group.group_id for group in groups_read})
+        self.lag.forget_partitions_except(self._still_consumed(groups_read, consumed))  # not only those read
         return CollectorResult(sections={"consumer_groups": groups},
                                rows={"consumer_lag": lake_rows, "consumer_group": group_rows})
 
-    def _still_consumed(self, offsets: ClusterOffsets) -> set[tuple[str, int]]:
-        """The partitions some listed group consumes: read this cycle, or, for a group whose offsets
-        could not be read, when it was last read."""
+    def _still_consumed(self, groups: list, consumed: list[list[tuple[str, int]]]) -> set[tuple[str, int]]:
+        """The partitions some listed group consumes: read this cycle (``consumed[i]`` are
+        ``groups[i]``'s), or, for a group whose offsets could not be read, when it was last read."""
         previous, self._partitions_of = self._partitions_of, {}
-        for group in offsets.groups:
-            partitions = frozenset(group.committed)
+        still = set(chain.from_iterable(consumed))
+        for group, partitions in zip(groups, consumed):
             if group.error is not None:
-                partitions |= previous.get(group.group_id, frozenset())
+                partitions = frozenset(partitions).union(previous.get(group.group_id, ()))
+                still.update(partitions)
             self._partitions_of[group.group_id] = partitions
-        return set().union(*self._partitions_of.values())
+        return still
 
-    def _groups(self, keys, rows: list[GroupPartition], committed: list, status_codes: list[int],
+    def _groups(self, groups_read: list, sizes: list[int], rows: list[GroupPartition], sums: GroupSums,
                 now: float) -> tuple[list[ConsumerGroup], list[dict]]:
-        """Each group's summary with its partitions (the snapshot) and its ``consumer_group`` row;
-        ``keys`` are (group, its partitions) in the order of the per-partition lists."""
+        """Each group's summary with its partitions (the snapshot) and its ``consumer_group`` row:
+        ``groups_read[i]`` has the next ``sizes[i]`` of ``rows``, and ``sums`` entry ``i``."""
         groups_config = self._cluster.consumer_groups
+        cluster = self._cluster.name
+        no_status = f"not enough readings yet: the status needs {self.lag.min_observations} per partition"
         groups, group_rows = [], []
         start = 0
-        for group, items in keys:
-            end = start + len(items)
-            partitions, offsets = rows[start:end], committed[start:end]
-            total = sum_over_partitions([p["lag"] for p in partitions], offsets)
-            worst = max_over_partitions([p["lag_seconds"] for p in partitions], offsets)
-            status = STATUS_BY_CODE[max(status_codes[start:end], default=0)]
+        for group, size, total, lag_unknown, worst, seconds_unknown, counted, code in zip(
+                groups_read, sizes, sums.total_lag, sums.lag_unknown, sums.max_lag_seconds, sums.lag_seconds_unknown,
+                sums.committed, sums.status):
+            end = start + size
+            partitions = rows[start:end]
+            status = _STATUS_TEXT[code]
+            threshold = groups_config.lag_seconds_threshold_for(group.group_id)
             summary: ConsumerGroup = {
                 "group_id": group.group_id, "type": group.type, "protocol_type": group.protocol_type,
                 "state": group.state, "members": group.members,
-                "partition_count": len(items),
-                "total_lag": total.value, "total_lag_partial": total.partial, "lag_unknown_partitions": total.unknown,
-                "max_lag_seconds": worst.value, "max_lag_seconds_partial": worst.partial,
-                "lag_seconds_unknown_partitions": worst.unknown,
-                "status": status.value if status else None,
-                "lag_seconds_threshold": groups_config.lag_seconds_threshold_for(group.group_id),
-                "error": group.error,
+                "partition_count": size,
+                "total_lag": total, "total_lag_partial": total is not None and lag_unknown > 0,
+                "lag_unknown_partitions": lag_unknown,
+                "max_lag_seconds": worst, "max_lag_seconds_partial": worst is not None and seconds_unknown > 0,
+                "lag_seconds_unknown_partitions": seconds_unknown,
+                "status": status, "lag_seconds_threshold": threshold, "error": group.error,
             }
-            reasons = {}
-            if total.unknown:
-                reasons["total_lag"] = _left_out(total, "lag", "log_end_offset", partitions, offsets)
-            if worst.unknown:
-                reasons["max_lag_seconds"] = _left_out(worst, "lag_seconds", "lag_seconds", partitions, offsets)
-            if status is None and items:
-                reasons["status"] = ("not enough readings yet: the status needs "
-                                     f"{self.lag.min_observations} per partition")
             summary.update(_membership(group.description))
-            if reasons:
+            if lag_unknown or seconds_unknown or (status is None and size):
+                reasons = {}
+                if lag_unknown:
+                    reasons["total_lag"] = _left_out(total, lag_unknown, counted, "lag", "log_end_offset", partitions)
+                if seconds_unknown:
+                    reasons["max_lag_seconds"] = _left_out(worst, seconds_unknown, counted, "lag_seconds",
+                                                           "lag_seconds", partitions)
+                if status is None and size:
+                    reasons["status"] = no_status
                 summary["reasons"] = reasons
-            groups.append({**summary, "partitions": partitions})
-            group_rows.append({"time": now, "cluster": self._cluster.name, "partitions": len(items),
-                               **{k: summary[k] for k in _GROUP_ROW_FIELDS}})
+            summary["partitions"] = partitions
+            groups.append(summary)
+            group_rows.append({"time": now, "cluster": cluster, "partitions": size,
+                               "group_id": group.group_id, "type": group.type, "state": group.state,
+                               "members": group.members, "total_lag": total, "lag_unknown_partitions": lag_unknown,
+                               "max_lag_seconds": worst, "lag_seconds_unknown_partitions": seconds_unknown,
+                               "status": status, "lag_seconds_threshold": threshold})
             start = end
         return groups, group_rows
 
@@ -220,36 +239,50 @@ def _membership(description) -> dict:
             "member_details": details}
 
 
-def _left_out(total: PartitionTotal, field: str, reason_key: str, partitions: list[dict], committed: list) -> str:
-    """Why a group's sum is partial (or null): how many partitions were left out, and why (the first few)."""
-    counted = sum(1 for offset in committed if offset is not None)
-    missing = [p for p, offset in zip(partitions, committed) if offset is not None and p[field] is None]
-    shown = "; ".join(f"{p['topic']}[{p['partition']}]: {p.get('reasons', {}).get(reason_key, 'unknown')}"
-                      for p in missing[:_REASONS_SHOWN])
-    more = f"; and {len(missing) - _REASONS_SHOWN} more" if len(missing) > _REASONS_SHOWN else ""
+def _left_out(value, unknown: int, counted: int, field: str, reason_key: str, partitions: list[dict]) -> str:
+    """Why a group's sum is partial (or null): how many of its ``counted`` partitions with a
+    committed offset were left out, and why (the first few)."""
+    missing = []
+    for p in partitions:
+        if p[field] is None and p["committed_offset"] is not None:
+            why = p.get("reasons", _NO_REASONS).get(reason_key, "unknown")
+            missing.append(f"{p['topic']}[{p['partition']}]: {why}")
+            if len(missing) == _REASONS_SHOWN:
+                break
+    more = f"; and {unknown - _REASONS_SHOWN} more" if unknown > _REASONS_SHOWN else ""
     what = "log end could not be read" if field == "lag" else "time lag is unknown"
-    prefix = "partial: over the other partitions only; " if total.partial else ""
-    return f"{prefix}the {what} for {total.unknown} of {counted} partitions ({shown}{more})"
+    prefix = "partial: over the other partitions only; " if value is not None else ""
+    return f"{prefix}the {what} for {unknown} of {counted} partitions ({'; '.join(missing)}{more})"
 
 
-def _reasons(offsets: ClusterOffsets, topic: str, partition: int, committed: int | None, log_end: int | None,
-             why_seconds: str | None) -> dict[str, str]:
+def _reasons(offsets: ClusterOffsets, partition: tuple[str, int], committed: int | None, log_end: int | None,
+             why_seconds: str | None) -> dict[str, str] | None:
+    """Why a partition's values are unknown (None: they are all known)."""
     reasons = {}
     if log_end is None:
-        reasons["log_end_offset"] = offsets.log_end_errors.get((topic, partition), "not read")
+        reasons["log_end_offset"] = offsets.log_end_errors.get(partition, "not read")
     if committed is None:
         reasons["committed_offset"] = "no committed offset"
     if why_seconds is not None:
         reasons["lag_seconds"] = why_seconds
-    return reasons
+    return reasons or None
 
 
-_GROUP_ROW_FIELDS = ("group_id", "type", "state", "members", "total_lag", "lag_unknown_partitions", "max_lag_seconds",
-                     "lag_seconds_unknown_partitions", "status", "lag_seconds_threshold")
-"""The summary's fields that a ``consumer_group`` lake row carries."""
 _REASONS_SHOWN = 3
 """Partitions named in the reason of a partial sum (the partition table has them all)."""
 _NONE = -1
 """An offset not known (no commit, log end not read), as :class:`LagArrays` takes it."""
 _STATUS_TEXT = tuple(None if status is None else status.value for status in STATUS_BY_CODE)
 """Status code -> its text."""
+_STATUS_TEXTS = np.array(_STATUS_TEXT, dtype=object)
+"""The same, indexed by an array of codes."""
+_REASON_TEXTS = np.array(REASONS, dtype=object)
+"""Reason code -> why the time lag is unknown (None: it is known), indexed by an array of codes."""
+_NO_REASONS: dict[str, str] = {}
+
+
+def _or_none(values: np.ndarray, unknown: np.ndarray) -> list:
+    """``values`` as Python numbers, None where ``unknown``."""
+    out = values.astype(object)
+    out[unknown] = None
+    return out.tolist()

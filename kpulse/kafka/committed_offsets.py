@@ -20,6 +20,8 @@ its reason, and the other groups are not held up by it. Where the batched reques
 (``group_offsets``).
 
 The answer parsing (:func:`coordinators_from`, :func:`offsets_from`) is pure; the class does the I/O.
+The OffsetFetch v8 answers are decoded straight into offsets by ``offset_fetch_decoder`` (what
+:func:`offsets_from` reads from kafka-python's decoding of any other version).
 """
 
 from __future__ import annotations
@@ -156,7 +158,7 @@ class BatchedOffsetFetch:
                         self._coordinators.pop(group, None)
                         answers[group] = GroupReadError(f"OffsetFetch to broker {node}: {one_line(error)}")
                     continue
-                read, failed, moved = offsets_from(response.groups)
+                read, failed, moved = _offsets_of(response)
                 answers.update(read)
                 answers.update(failed)
                 for group in moved:
@@ -170,8 +172,16 @@ class BatchedOffsetFetch:
 
 
 def _offset_fetch(groups: list[str]):
-    from kafka.protocol.consumer import OffsetFetchRequest
+    from kpulse.kafka.offset_fetch_decoder import offset_fetch_request
 
-    group = OffsetFetchRequest.OffsetFetchRequestGroup
-    return OffsetFetchRequest(groups=[group(group_id=g, topics=None) for g in groups], require_stable=False,
-                              min_version=OFFSET_FETCH_VERSION, max_version=OFFSET_FETCH_VERSION)
+    return offset_fetch_request(groups)
+
+
+def _offsets_of(response) -> tuple[dict[str, dict[tuple[str, int], int]], dict[str, GroupReadError], set[str]]:
+    """:func:`offsets_from` of an answer: decoded already by ``offset_fetch_decoder`` (v8), or by
+    kafka-python (any other version)."""
+    from kpulse.kafka.offset_fetch_decoder import OffsetFetchAnswer
+
+    if isinstance(response, OffsetFetchAnswer):
+        return response.read, response.failed, response.moved
+    return offsets_from(response.groups)

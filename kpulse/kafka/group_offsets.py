@@ -31,8 +31,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import FIRST_COMPLETED, wait
-from dataclasses import dataclass, field, replace
-from types import SimpleNamespace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 LIST_OFFSETS_CHUNK = 250
@@ -110,14 +109,14 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
     descriptions = _answers(described, timeout)
     for group_id in group_ids:
         listing, committed = listings[group_id], committed_by_group.get(group_id)
+        listed = {"type": _type_of(listing), "protocol_type": getattr(listing, "protocol_type", "") or ""}
         if group_id in empty:
-            group = _group(group_id, _NO_MEMBERS, committed)
+            group = _empty_group(group_id, committed, listed)
         elif typed_answers is not None:
-            group = _typed_group(group_id, typed_answers.get(group_id), committed)
+            group = _typed_group(group_id, typed_answers.get(group_id), committed, listed)
         else:
-            group = _group(group_id, descriptions.get(group_id), committed)
-        result.groups.append(replace(group, type=_type_of(listing),
-                                    protocol_type=getattr(listing, "protocol_type", "") or ""))
+            group = _group(group_id, descriptions.get(group_id), committed, listed)
+        result.groups.append(group)
     consumed = {tp for group in result.groups for tp in group.committed}
     read = set(expected)
     if early is not None:
@@ -171,8 +170,6 @@ def _listed_empty(listing) -> bool:
     classic group refuses, then DescribeGroups)."""
     return getattr(getattr(listing, "state", None), "name", None) == "EMPTY"
 
-
-_NO_MEMBERS = SimpleNamespace(state=SimpleNamespace(name="EMPTY"), members=())
 """What describing a group listed as Empty would say."""
 
 
@@ -209,7 +206,17 @@ def _committed_offsets(admin, group_ids: list[str], concurrency: int, timeout: f
     return committed
 
 
-def _group(group_id: str, description, committed) -> GroupOffsets:
+def _empty_group(group_id: str, committed, listed: dict) -> GroupOffsets:
+    """:func:`_group` for a group ListGroups lists as Empty (no members, nothing assigned): what
+    10,000 idle groups cost every cycle, so without a description to read."""
+    if isinstance(committed, Exception):
+        from kpulse.kafka.clients import error_text
+
+        return GroupOffsets(group_id, "Empty", 0, (), {}, error_text(committed), **listed)
+    return GroupOffsets(group_id, "Empty", 0, (), dict(committed) if committed else {}, None, **listed)
+
+
+def _group(group_id: str, description, committed, listed: dict) -> GroupOffsets:
     from kpulse.kafka.clients import error_text, group_state_name
 
     errors = [error_text(e) for e in (description, committed) if isinstance(e, Exception)]
@@ -224,10 +231,10 @@ def _group(group_id: str, description, committed) -> GroupOffsets:
     if isinstance(committed, dict):
         offsets.update(committed)
     return GroupOffsets(group_id=group_id, state=state, members=len(member_ids), member_ids=member_ids,
-                        committed=offsets, error="; ".join(errors) or None)
+                        committed=offsets, error="; ".join(errors) or None, **listed)
 
 
-def _typed_group(group_id: str, description, committed) -> GroupOffsets:
+def _typed_group(group_id: str, description, committed, listed: dict) -> GroupOffsets:
     """:func:`_group` for a group described by the call of its type (``GroupReader.describe``)."""
     from kpulse.kafka.clients import error_text
     from kpulse.kafka.group_model import GroupReadError, member_partitions
@@ -245,7 +252,7 @@ def _typed_group(group_id: str, description, committed) -> GroupOffsets:
     if isinstance(committed, dict):
         offsets.update(committed)
     return GroupOffsets(group_id=group_id, state=state, members=len(member_ids), member_ids=member_ids,
-                        committed=offsets, error="; ".join(errors) or None, description=description)
+                        committed=offsets, error="; ".join(errors) or None, description=description, **listed)
 
 
 def _type_of(listing) -> str:
