@@ -75,17 +75,6 @@ class CycleReadings:
         with self._lock:
             return bool(self._running - {name})
 
-    def wait_for_others(self, name: str, timeout: float, poll: float = 0.02) -> bool:
-        """Wait until every collector but ``name`` has returned, at most ``timeout`` seconds;
-        whether they all had."""
-        until = time.monotonic() + timeout
-        while self.others_running(name):
-            left = until - time.monotonic()
-            if left <= 0:
-                return False
-            time.sleep(min(poll, left))
-        return True
-
 
 @dataclass(frozen=True)
 class CollectContext:

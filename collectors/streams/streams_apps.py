@@ -52,8 +52,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors.brokers.broker_metrics import http_get_text
-from collectors.protocol import CollectContext, CollectorResult
 from collectors.lag.groups_reading import PUBLISHER, GroupsReading
+from collectors.protocol import CollectContext, CollectorResult
 from collectors.streams.shared_readers import SharedGroups, SharedLogEnds, SharedOffsets
 from collectors.streams.streams_group import (MEMBER_LEFT, InputLag, group_observations, group_view,
                                               input_lag, input_partitions)
