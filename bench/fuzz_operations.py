@@ -55,7 +55,7 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    cluster = None
+    cluster, world = None, None
     workdir = Path(tempfile.mkdtemp(prefix="kpulse-fuzz-"))
     began = time.monotonic()
     tallies, running = [], []
@@ -98,6 +98,8 @@ def main() -> int:
         tallies += running
         print("stopped: counts so far", flush=True)
     finally:
+        if world is not None:
+            world.close()
         if cluster is not None:
             cluster.down(wipe=True)
         shutil.rmtree(workdir, ignore_errors=True)
