@@ -405,6 +405,11 @@ def _group_names(w: World, usual: str) -> st.SearchStrategy[str]:
     return st.one_of(st.just(usual), st.just(usual), st.sampled_from(others), hostile_names([usual]))
 
 
+def _group_flag(draw, group: str) -> list[str]:
+    """``--group=<group>``, now and then left out (argparse: the flag is required)."""
+    return [] if draw(st.integers(0, 11)) == 0 else [f"--group={group}"]
+
+
 def _tail(draw, outputs=OUTPUTS) -> tuple[list[str], bool]:
     """(mode, output and maybe a typo; whether the mode is --execute)."""
     mode, output = draw(st.sampled_from(RESET_MODES)), draw(st.sampled_from(outputs))
@@ -433,7 +438,7 @@ def streams_group_cases(draw, w: World) -> Case:
     flags, bad_value, oracle, files = draw(strategy_args(w, STREAMS_STRATEGIES, csv_topics=[w.streams_in]))
     delete = ["--delete-all-internal-topics"] * (draw(st.integers(0, 3)) == 0)
     tail, execute = _tail(draw)
-    return Case(("--config", w.config, "reset-streams-group", f"--group={group}", *scope, *flags, *delete, *tail),
+    return Case(("--config", w.config, "reset-streams-group", *_group_flag(draw, group), *scope, *flags, *delete, *tail),
                 files=files, execute=execute, group=group, malformed=malformed or bad_value,
                 names_internal=any(t in INTERNAL_TOPICS for t in named), oracle=oracle, operation="reset-streams-group")
 
@@ -448,7 +453,7 @@ def share_group_cases(draw, w: World) -> Case:
     scope, malformed, named = _scope(draw, w, [w.share_topic, w.topic_a], "--all-topics", "--topic")
     flags, bad_value, oracle, files = draw(strategy_args(w, SHARE_STRATEGIES))
     tail, execute = _tail(draw, ((), ("--json",)))
-    return Case(("--config", w.config, "reset-share-group", f"--group={group}", *scope, *flags, *tail),
+    return Case(("--config", w.config, "reset-share-group", *_group_flag(draw, group), *scope, *flags, *tail),
                 files=files, execute=execute, group=group, malformed=malformed or bad_value,
                 names_internal=any(t in INTERNAL_TOPICS for t in named), oracle=oracle, operation="reset-share-group")
 
@@ -467,7 +472,7 @@ def delete_offsets_cases(draw, w: World) -> Case:
     named = draw(st.lists(hostile_names([w.topic_a, w.topic_b, w.share_topic, w.streams_in]), max_size=3))
     tail, _ = _tail(draw, ((), ("--json",)))
     tail, execute = _no_execute_on(w, group, tail)
-    return Case(("--config", w.config, "delete-offsets", f"--group={group}", *[f"--topic={t}" for t in named], *tail),
+    return Case(("--config", w.config, "delete-offsets", *_group_flag(draw, group), *[f"--topic={t}" for t in named], *tail),
                 execute=execute, group=group, names_internal=any(t in INTERNAL_TOPICS for t in named),
                 operation="delete-offsets")
 
@@ -478,7 +483,7 @@ def delete_group_cases(draw, w: World) -> Case:
     delete = ["--delete-all-internal-topics"] * (draw(st.integers(0, 3)) == 0)
     tail, _ = _tail(draw, ((), ("--json",)))
     tail, execute = _no_execute_on(w, group, tail)
-    return Case(("--config", w.config, "delete-group", f"--group={group}", *delete, *tail), execute=execute,
+    return Case(("--config", w.config, "delete-group", *_group_flag(draw, group), *delete, *tail), execute=execute,
                 group=group, operation="delete-group")
 
 

@@ -76,6 +76,7 @@ class World:
         self.streams_topics: dict[str, int] = {}
         """The Streams group's own repartition and changelog topics -> partitions."""
         self._stack = contextlib.ExitStack()
+        self._group_requests = None
         self.baseline[self.app] = {(self.app_in, 0): 5, (self.app_in, 1): 5, (self.app_mid, 0): 2}
         self.baseline[self.app_x] = {(self.app_in, 0): 7}
         self.state = self.workdir / "state"
@@ -166,15 +167,22 @@ class World:
         return next((state for state in ("Empty", "Stable", "NotReady", "Reconciling", "Assigning") if state in text), None)
 
     def close(self) -> None:
-        """Stop the active group's member."""
+        """Stop the active group's member, close the group requests' client."""
         self._stack.close()
+        if self._group_requests is not None:
+            self._group_requests.close()
 
+    @contextlib.contextmanager
     def _requests(self):
+        """The world's one :class:`GroupRequests` (its client connects once; closed by :meth:`close`)."""
         from kafka.admin import KafkaAdminClient
 
         from operations.group_requests import GroupRequests
 
-        return GroupRequests(lambda: KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="kpulse-fuzz"))
+        if self._group_requests is None:
+            self._group_requests = GroupRequests(lambda: KafkaAdminClient(bootstrap_servers=self.bootstrap,
+                                                                          client_id="kpulse-fuzz"))
+        yield self._group_requests
 
     def streams_committed(self) -> dict[tuple[str, int], int]:
         with self._requests() as requests:
