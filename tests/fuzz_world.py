@@ -193,19 +193,21 @@ class World:
             return dict(requests.share_start_offsets(self.share_group))
 
     def snapshot(self) -> dict:
-        """What an operation on the groups may change: the classic and consumer groups listed
-        (confluent-kafka lists no other type: a Streams or share group deleted shows as its offsets
-        gone), the harness's topics, the offsets of every group the group operations are run on."""
+        """What an operation on the groups may change: the harness's classic and consumer groups
+        listed (confluent-kafka lists no other type: a Streams or share group deleted shows as its
+        offsets gone), the harness's topics, the offsets of every group the group operations are run
+        on. Only names with the harness's prefix: other tests' groups and topics come and go."""
         topics = self.admin.list_topics(timeout=15).topics
         with self._requests() as requests:
-            return {"groups": frozenset(self.group_ids()),
+            return {"groups": frozenset(g for g in self.group_ids() if g.startswith(self.prefix)),
                     "topics": {n: len(t.partitions) for n, t in topics.items() if n.startswith(self.prefix)},
                     "offsets": {g: self.committed(g) for g in (self.groups["delete"], self.groups["offsets"], self.live)},
                     "streams": dict(requests.committed(self.streams_group)),
                     "share": dict(requests.share_start_offsets(self.share_group))}
 
     def restore_modern(self) -> None:
-        """The Streams and share groups back to their baseline: offsets, and internal topics recreated."""
+        """The Streams and share groups back to their baseline: offsets (a share group's state on
+        other topics deleted), and internal topics created again."""
         from confluent_kafka.admin import NewTopic
 
         present = 0
@@ -228,7 +230,11 @@ class World:
         with self._requests() as requests:
             if dict(requests.committed(self.streams_group)) != self.streams_baseline:
                 requests.commit(self.streams_group, self.streams_baseline)
-            if dict(requests.share_start_offsets(self.share_group)) != self.share_baseline:
+            now = dict(requests.share_start_offsets(self.share_group))
+            extra = sorted({t for t, _ in now} - {t for t, _ in self.share_baseline})
+            if extra:  # a reset of a topic the group had no state for adds it (as kafka-share-groups does)
+                requests.delete_share_offsets(self.share_group, extra)
+            if now != self.share_baseline:
                 requests.alter_share_offsets(self.share_group, {tp: o for tp, o in self.share_baseline.items()
                                                                 if o is not None})
 
