@@ -6,7 +6,9 @@ Run: ``.venv/bin/python bench/fuzz_operations.py`` (10,000 cases per operation; 
 ``$KPULSE_TEST_PORT_BASE`` (default 48090) + 1..3 in a temporary state directory, builds the
 harness's topics and groups, runs, and stops the cluster. ``--bootstrap`` attacks an existing
 cluster instead (the harness's topics and groups get a fresh prefix there; it executes offset
-resets only on its own groups, and never a Streams reset or a reassignment).
+resets only on its own groups, Streams group resets on its own Streams group (deleting its internal
+topics and creating them again), never a Streams application reset or a reassignment; it starts a
+Streams application and a share consumer of its own there once).
 
 Prints progress while it runs, then per operation: cases tried, tracebacks, wrong changes, one-line
 errors, plans, unclear endings and malformed values accepted, with the first distinct tracebacks

@@ -1,6 +1,9 @@
 """The cases of each operation for the fuzz harness (:mod:`tests.fuzz_operations`): Hypothesis
 strategies drawing a whole ``kpulse`` command line (and the files it names) from the hostile values
-of :mod:`tests.fuzz_inputs`, plus the cases issue 13 reported, run first as seeds.
+of :mod:`tests.fuzz_inputs`, plus the cases issue 13 reported, run first as seeds. Issue 15's
+operations on Kafka 4's group types (:data:`GROUP_OPERATIONS`) draw their group among the world's
+groups of every type (the active one too), mistyped and missing flags, and are seeded with a case
+on the active group, one on a group of another type, a valid dry run and a valid execute.
 
 Command lines use ``--flag=value`` so that values starting with ``-`` stay values. Plan files are a
 valid plan (made by kpulse at setup) edited field by field: deleted keys, values of another type or
@@ -417,7 +420,7 @@ def _tail(draw, outputs=OUTPUTS) -> tuple[list[str], bool]:
     return [*mode, *output, *typo], "--execute" in mode
 
 
-def _scope(draw, w: World, topics: list[str], all_flag: str, topic_flag: str) -> tuple[list[str], bool, list[str]]:
+def _scope(draw, topics: list[str], all_flag: str, topic_flag: str) -> tuple[list[str], bool, list[str]]:
     """(scope flags, malformed, topics named)."""
     kind = draw(st.sampled_from(["all", "all", "topic", "topic", "partitions", "partitions", "multi", "none", "both"]))
     named = [] if kind in ("all", "none") else draw(st.lists(hostile_names(topics), min_size=1,
@@ -434,7 +437,7 @@ def _scope(draw, w: World, topics: list[str], all_flag: str, topic_flag: str) ->
 @st.composite
 def streams_group_cases(draw, w: World) -> Case:
     group = draw(_group_names(w, w.streams_group))
-    scope, malformed, named = _scope(draw, w, [w.streams_in, w.share_topic], "--all-input-topics", "--input-topic")
+    scope, malformed, named = _scope(draw, [w.streams_in, w.share_topic], "--all-input-topics", "--input-topic")
     flags, bad_value, oracle, files = draw(strategy_args(w, STREAMS_STRATEGIES, csv_topics=[w.streams_in]))
     delete = ["--delete-all-internal-topics"] * (draw(st.integers(0, 3)) == 0)
     tail, execute = _tail(draw)
@@ -443,15 +446,15 @@ def streams_group_cases(draw, w: World) -> Case:
                 names_internal=any(t in INTERNAL_TOPICS for t in named), oracle=oracle, operation="reset-streams-group")
 
 
-SHARE_STRATEGIES = ("to-earliest", "to-latest", "to-datetime", "to-datetime", "to-offset", "shift-by")
+SHARE_CASE_STRATEGIES = ("to-earliest", "to-latest", "to-datetime", "to-datetime", "to-offset", "shift-by")
 """kafka-share-groups' three, and two it has not (argparse refuses them)."""
 
 
 @st.composite
 def share_group_cases(draw, w: World) -> Case:
     group = draw(_group_names(w, w.share_group))
-    scope, malformed, named = _scope(draw, w, [w.share_topic, w.topic_a], "--all-topics", "--topic")
-    flags, bad_value, oracle, files = draw(strategy_args(w, SHARE_STRATEGIES))
+    scope, malformed, named = _scope(draw, [w.share_topic, w.topic_a], "--all-topics", "--topic")
+    flags, bad_value, oracle, files = draw(strategy_args(w, SHARE_CASE_STRATEGIES))
     tail, execute = _tail(draw, ((), ("--json",)))
     return Case(("--config", w.config, "reset-share-group", *_group_flag(draw, group), *scope, *flags, *tail),
                 files=files, execute=execute, group=group, malformed=malformed or bad_value,
@@ -558,7 +561,8 @@ def _group_seeds(w: World, operation: str) -> list[Case]:
     valid dry run and a valid execute."""
     def case(group, *args, execute=True):
         return Case(("--config", w.config, operation, f"--group={group}", *args) + ("--execute",) * execute,
-                    execute=execute, group=group, operation=operation)
+                    execute=execute, group=group, operation=operation,
+                    names_internal=any(a.split("=", 1)[-1].startswith("__") for a in args))
 
     if operation == "reset-streams-group":
         return [case(w.live, "--all-input-topics", "--to-earliest"), case(w.share_group, "--all-input-topics", "--to-earliest"),
