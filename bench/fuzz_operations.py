@@ -6,7 +6,9 @@ Run: ``.venv/bin/python bench/fuzz_operations.py`` (10,000 cases per operation; 
 ``$KPULSE_TEST_PORT_BASE`` (default 48090) + 1..3 in a temporary state directory, builds the
 harness's topics and groups, runs, and stops the cluster. ``--bootstrap`` attacks an existing
 cluster instead (the harness's topics and groups get a fresh prefix there; it executes offset
-resets only on its own groups, and never a Streams reset or a reassignment).
+resets only on its own groups, Streams group resets on its own Streams group (deleting its internal
+topics and creating them again), never a Streams application reset or a reassignment; it starts a
+Streams application and a share consumer of its own there once).
 
 Prints progress while it runs, then per operation: cases tried, tracebacks, wrong changes, one-line
 errors, plans, unclear endings and malformed values accepted, with the first distinct tracebacks
@@ -55,7 +57,7 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    cluster = None
+    cluster, world = None, None
     workdir = Path(tempfile.mkdtemp(prefix="kpulse-fuzz-"))
     began = time.monotonic()
     tallies, running = [], []
@@ -98,6 +100,8 @@ def main() -> int:
         tallies += running
         print("stopped: counts so far", flush=True)
     finally:
+        if world is not None:
+            world.close()
         if cluster is not None:
             cluster.down(wipe=True)
         shutil.rmtree(workdir, ignore_errors=True)

@@ -1,6 +1,9 @@
 """The cases of each operation for the fuzz harness (:mod:`tests.fuzz_operations`): Hypothesis
 strategies drawing a whole ``kpulse`` command line (and the files it names) from the hostile values
-of :mod:`tests.fuzz_inputs`, plus the cases issue 13 reported, run first as seeds.
+of :mod:`tests.fuzz_inputs`, plus the cases issue 13 reported, run first as seeds. Issue 15's
+operations on Kafka 4's group types (:data:`GROUP_OPERATIONS`) draw their group among the world's
+groups of every type (the active one too), mistyped and missing flags, and are seeded with a case
+on the active group, one on a group of another type, a valid dry run and a valid execute.
 
 Command lines use ``--flag=value`` so that values starting with ``-`` stay values. Plan files are a
 valid plan (made by kpulse at setup) edited field by field: deleted keys, values of another type or
@@ -24,7 +27,11 @@ if TYPE_CHECKING:
     from tests.fuzz_world import World
 
 OPERATIONS = ("reset-offsets", "reset-offsets-plan", "from-file", "reset-streams-app", "elect-leaders",
-              "reassign-generate", "reassign-execute", "audit-show", "approvals-approve")
+              "reassign-generate", "reassign-execute", "audit-show", "approvals-approve", "reset-streams-group",
+              "reset-share-group", "delete-offsets", "delete-group")
+GROUP_OPERATIONS = ("reset-streams-group", "reset-share-group", "delete-offsets", "delete-group")
+"""Issue 15's operations on Kafka 4's group types: the harness reads the groups and topics they may
+change before and after every case (:meth:`tests.fuzz_world.World.snapshot`)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,8 @@ class Case:
     """("offset" | "shift" | "timestamp" | "duration", value): where the strategy must land."""
     approval: tuple[str, str] | None = None
     """(requester, plan JSON) of an approval request created before the run."""
+    operation: str | None = None
+    """One of :data:`GROUP_OPERATIONS`: the case is checked against the world's snapshot."""
 
 
 RESET_MODES = ((), ("--dry-run",), ("--execute",), ("--execute",))
@@ -55,8 +64,9 @@ PARTITION_LISTS = (("0,2", False), ("0", False), ("1,2", False), ("0, 2", False)
 
 
 @st.composite
-def strategy_args(draw, w: World, names: tuple[str, ...], streams: bool = False):
-    """(flags, malformed, oracle, files) for one reset strategy."""
+def strategy_args(draw, w: World, names: tuple[str, ...], streams: bool = False, csv_topics: list[str] | None = None):
+    """(flags, malformed, oracle, files) for one reset strategy (a ``--from-file`` CSV naming
+    ``csv_topics``, by default those of the reset kind)."""
     name = draw(st.sampled_from(names))
     if name in ("to-earliest", "to-latest", "to-current"):
         return [f"--{name}"], False, None, ()
@@ -70,7 +80,7 @@ def strategy_args(draw, w: World, names: tuple[str, ...], streams: bool = False)
     if name == "by-duration":
         value = draw(durations())
         return [f"--by-duration={value.text}"], value.malformed, (None if value.meaning is None else ("duration", value.meaning)), ()
-    content, malformed = draw(csv_files(w, [w.app_in] if streams else [w.topic_a, w.topic_b]))
+    content, malformed = draw(csv_files(w, csv_topics or ([w.app_in] if streams else [w.topic_a, w.topic_b])))
     return ["--from-file={file:plan.csv}"], malformed, None, (("plan.csv", content),)
 
 
@@ -384,10 +394,110 @@ def approval_cases(draw, w: World) -> Case:
     return Case(tuple(argv), execute=True, group=group, approval=(requester, plan.decode()))
 
 
+# --- issue 15's group operations ---------------------------------------------------------------------
+
+TYPOS = ("--excute", "--dryrun", "--to-earlist", "--all-topic=x", "--topics=x", "--group", "--execute=yes", "-x",
+         "--delete-all-internal-topic=1")
+"""Mistyped or misplaced flags (argparse's exit 2 with one usage line; abbreviations it accepts are
+not typos)."""
+
+
+def _group_names(w: World, usual: str) -> st.SearchStrategy[str]:
+    """Mostly ``usual``; then a group of another type, the active group, hostile names."""
+    others = [w.streams_group, w.share_group, w.groups["delete"], w.groups["offsets"], w.live]
+    return st.one_of(st.just(usual), st.just(usual), st.sampled_from(others), hostile_names([usual]))
+
+
+def _group_flag(draw, group: str) -> list[str]:
+    """``--group=<group>``, now and then left out (argparse: the flag is required)."""
+    return [] if draw(st.integers(0, 11)) == 0 else [f"--group={group}"]
+
+
+def _tail(draw, outputs=OUTPUTS) -> tuple[list[str], bool]:
+    """(mode, output and maybe a typo; whether the mode is --execute)."""
+    mode, output = draw(st.sampled_from(RESET_MODES)), draw(st.sampled_from(outputs))
+    typo = [draw(st.sampled_from(TYPOS))] if draw(st.integers(0, 7)) == 0 else []
+    return [*mode, *output, *typo], "--execute" in mode
+
+
+def _scope(draw, topics: list[str], all_flag: str, topic_flag: str) -> tuple[list[str], bool, list[str]]:
+    """(scope flags, malformed, topics named)."""
+    kind = draw(st.sampled_from(["all", "all", "topic", "topic", "partitions", "partitions", "multi", "none", "both"]))
+    named = [] if kind in ("all", "none") else draw(st.lists(hostile_names(topics), min_size=1,
+                                                             max_size=3 if kind == "multi" else 1))
+    malformed, flags = False, [all_flag] if kind in ("all", "both") else []
+    if kind == "partitions":
+        parts, malformed = draw(st.sampled_from(PARTITION_LISTS))
+        flags.append(f"{topic_flag}={named[0]}:{parts}")
+    else:
+        flags += [f"{topic_flag}={t}" for t in named]
+    return flags, malformed, named
+
+
+@st.composite
+def streams_group_cases(draw, w: World) -> Case:
+    group = draw(_group_names(w, w.streams_group))
+    scope, malformed, named = _scope(draw, [w.streams_in, w.share_topic], "--all-input-topics", "--input-topic")
+    flags, bad_value, oracle, files = draw(strategy_args(w, STREAMS_STRATEGIES, csv_topics=[w.streams_in]))
+    delete = ["--delete-all-internal-topics"] * (draw(st.integers(0, 3)) == 0)
+    tail, execute = _tail(draw)
+    return Case(("--config", w.config, "reset-streams-group", *_group_flag(draw, group), *scope, *flags, *delete, *tail),
+                files=files, execute=execute, group=group, malformed=malformed or bad_value,
+                names_internal=any(t in INTERNAL_TOPICS for t in named), oracle=oracle, operation="reset-streams-group")
+
+
+SHARE_CASE_STRATEGIES = ("to-earliest", "to-latest", "to-datetime", "to-datetime", "to-offset", "shift-by")
+"""kafka-share-groups' three, and two it has not (argparse refuses them)."""
+
+
+@st.composite
+def share_group_cases(draw, w: World) -> Case:
+    group = draw(_group_names(w, w.share_group))
+    scope, malformed, named = _scope(draw, [w.share_topic, w.topic_a], "--all-topics", "--topic")
+    flags, bad_value, oracle, files = draw(strategy_args(w, SHARE_CASE_STRATEGIES))
+    tail, execute = _tail(draw, ((), ("--json",)))
+    return Case(("--config", w.config, "reset-share-group", *_group_flag(draw, group), *scope, *flags, *tail),
+                files=files, execute=execute, group=group, malformed=malformed or bad_value,
+                names_internal=any(t in INTERNAL_TOPICS for t in named), oracle=oracle, operation="reset-share-group")
+
+
+def _no_execute_on(w: World, group: str, tail: list[str]) -> tuple[list[str], bool]:
+    """Deleting a Streams or share group, or their offsets, is planned but never executed by the
+    harness (the world could not be rebuilt in time): ``--execute`` becomes ``--dry-run``."""
+    if group in (w.streams_group, w.share_group) and "--execute" in tail:
+        tail = ["--dry-run" if t == "--execute" else t for t in tail]
+    return tail, "--execute" in tail
+
+
+@st.composite
+def delete_offsets_cases(draw, w: World) -> Case:
+    group = draw(_group_names(w, w.groups["offsets"]))
+    real = [w.topic_a, w.topic_b, w.share_topic, w.streams_in]
+    named = draw(st.one_of(st.lists(st.sampled_from(real), min_size=1, max_size=2),
+                           st.lists(hostile_names(real), max_size=3)))
+    tail, _ = _tail(draw, ((), ("--json",)))
+    tail, execute = _no_execute_on(w, group, tail)
+    return Case(("--config", w.config, "delete-offsets", *_group_flag(draw, group), *[f"--topic={t}" for t in named], *tail),
+                execute=execute, group=group, names_internal=any(t in INTERNAL_TOPICS for t in named),
+                operation="delete-offsets")
+
+
+@st.composite
+def delete_group_cases(draw, w: World) -> Case:
+    group = draw(_group_names(w, w.groups["delete"]))
+    delete = ["--delete-all-internal-topics"] * (draw(st.integers(0, 3)) == 0)
+    tail, _ = _tail(draw, ((), ("--json",)))
+    tail, execute = _no_execute_on(w, group, tail)
+    return Case(("--config", w.config, "delete-group", *_group_flag(draw, group), *delete, *tail), execute=execute,
+                group=group, operation="delete-group")
+
+
 CASES: dict[str, Callable[[World], st.SearchStrategy[Case]]] = {
     "reset-offsets": reset_offsets_cases, "reset-offsets-plan": reset_plan_cases, "from-file": from_file_cases,
     "reset-streams-app": streams_cases, "elect-leaders": election_cases, "reassign-generate": reassign_generate_cases,
     "reassign-execute": reassign_execute_cases, "audit-show": audit_cases, "approvals-approve": approval_cases,
+    "reset-streams-group": streams_group_cases, "reset-share-group": share_group_cases,
+    "delete-offsets": delete_offsets_cases, "delete-group": delete_group_cases,
 }
 
 
@@ -441,4 +551,34 @@ def seeds(w: World, operation: str) -> list[Case]:
         base = json.dumps(w.base_reset_plans[w.groups["approve"]][0])
         return [Case(("--config", cfg, "approvals", "approve", "{request}"), execute=True, group=w.groups["approve"],
                      approval=(who, base)) for who in ("mallory", "victor")]
+    if operation in GROUP_OPERATIONS:
+        return _group_seeds(w, operation)
     raise KeyError(operation)
+
+
+def _group_seeds(w: World, operation: str) -> list[Case]:
+    """Each of issue 15's operations: on the active group (refused), on a group of another type, a
+    valid dry run and a valid execute."""
+    def case(group, *args, execute=True):
+        return Case(("--config", w.config, operation, f"--group={group}", *args) + ("--execute",) * execute,
+                    execute=execute, group=group, operation=operation,
+                    names_internal=any(a.split("=", 1)[-1].startswith("__") for a in args))
+
+    if operation == "reset-streams-group":
+        return [case(w.live, "--all-input-topics", "--to-earliest"), case(w.share_group, "--all-input-topics", "--to-earliest"),
+                case(w.streams_group, "--all-input-topics", "--to-earliest", "--delete-all-internal-topics", execute=False),
+                case(w.streams_group, f"--input-topic={w.streams_in}:0", "--to-datetime=2020-09-13T12:30:00.000"),
+                case(w.streams_group, "--all-input-topics", "--shift-by=-2", "--delete-all-internal-topics")]
+    if operation == "reset-share-group":
+        return [case(w.live, "--all-topics", "--to-earliest"), case(w.streams_group, "--all-topics", "--to-latest"),
+                case(w.groups["delete"], f"--topic={w.topic_a}", "--to-earliest"),
+                case(w.share_group, "--all-topics", "--to-latest", execute=False),
+                case(w.share_group, f"--topic={w.share_topic}:1", "--to-earliest")]
+    if operation == "delete-offsets":
+        return [case(w.live, f"--topic={w.topic_b}"), case(w.groups["offsets"], "--topic=__consumer_offsets"),
+                case(w.share_group, f"--topic={w.share_topic}", execute=False),
+                case(w.streams_group, f"--topic={w.streams_in}", execute=False),
+                case(w.groups["offsets"], f"--topic={w.topic_b}")]
+    return [case(w.live), case(w.groups["delete"], "--delete-all-internal-topics"),
+            case(w.streams_group, "--delete-all-internal-topics", execute=False), case(w.share_group, execute=False),
+            case(w.groups["delete"])]

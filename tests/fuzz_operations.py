@@ -27,8 +27,23 @@ and, independently, checked:
 - ``malformed accepted``: exit 0 for a value the official tools refuse (underscores in numbers,
   non-ASCII digits, impossible dates).
 
+Issue 15's operations on the group types of Kafka 4 (``reset-streams-group``, ``reset-share-group``,
+``delete-offsets``, ``delete-group``) are checked against the world's snapshot (the groups listed,
+the harness's topics, the offsets of the groups they act on), read before and after every case,
+also a refused one. ``wrong`` as well: any change by a case that failed or was not executed; an
+executed case on a group the operation must refuse (the active one, another type); a change to
+another group's offsets, another group deleted; a topic deleted without
+``--delete-all-internal-topics``, or one that is not the Streams group's own internal topic; a
+delete-group execute that leaves the group listed or its offsets; a delete-offsets execute that
+changes offsets of a topic it does not name, or keeps one; a reset that changes a partition its
+plan does not name, deletes offsets or puts one outside the log; a plan that would delete topics
+without the flag or not the group's own.
+
 What the harness must never do to the cluster it runs on: it executes offset resets only on its own
-groups (restored to their baseline after each case) and elections; Streams resets are dry runs; and
+groups (restored to their baseline after each case) and elections; Streams application resets are
+dry runs; Streams group and share group resets are executed on the world's groups and undone after
+(offsets committed again, internal topics created again); deleting a Streams or share group or
+their offsets is only planned (the cases turn such an ``--execute`` into ``--dry-run``); and
 ``reassign execute`` runs its executor with the reassignment client replaced by one that records
 the reassignment instead of sending it, and the throttles left unset.
 
@@ -145,6 +160,10 @@ class Harness:
         replaced = {"plan_reset_offsets": planned("reset", "plan_reset_offsets"),
                     "plan_streams_reset": planned("streams", "plan_streams_reset"),
                     "plan_reassignment": planned("reassign", "plan_reassignment"),
+                    "plan_streams_group_reset": planned("reset", "plan_streams_group_reset"),
+                    "plan_share_reset": planned("reset", "plan_share_reset"),
+                    "plan_delete_offsets": planned("group-change", "plan_delete_offsets"),
+                    "plan_delete_group": planned("group-change", "plan_delete_group"),
                     "reset_offsets": reset_offsets, "reset_streams_app": never}
         unsent = {"_legacy_admin": lambda reassigner: Unsent(reassigner._legacy_factory), "_set_throttles": lambda reassigner, *args: None,
                   "remove_throttles": lambda reassigner, *args: None}
@@ -190,7 +209,8 @@ class Harness:
             (self.case_dir / name).write_bytes(content)
         request_id = self._create_request(case.approval) if case.approval else None
         argv = [self._substitute(a, request_id) for a in case.argv]
-        before = w.committed(case.group) if case.execute and case.group is not None else None
+        before = w.committed(case.group) if case.execute and case.group is not None and not case.operation else None
+        snapshot = w.snapshot() if case.operation else None
         self.captured.clear()
         started = time.time()
         code, out, err, error = run_cli(argv)
@@ -209,7 +229,20 @@ class Harness:
         if code == 0:
             result.problems += self._plan_problems(case, out, argv, started, finished)
             result.malformed_accepted = case.malformed
-        if case.execute and case.group is not None:
+        if snapshot is not None:
+            later = w.snapshot()
+            result.problems += sorted(set(self._group_problems(case, argv, snapshot, later, code)))
+            for _ in range(20):  # until the world is as before the case (a deletion may still be under way)
+                if later == snapshot:
+                    break
+                for group in (w.groups["delete"], w.groups["offsets"]):
+                    w.restore(group)
+                w.restore_modern()
+                time.sleep(0.5)
+                later = w.snapshot()
+            else:
+                raise AssertionError(f"the harness cannot restore its world after {argv}")
+        elif case.execute and case.group is not None:
             after = w.committed(case.group)
             result.problems += self._committed_problems(case, before, after, code)
             w.restore(case.group)
@@ -255,13 +288,19 @@ class Harness:
                 shown = json.loads(out)
                 if isinstance(shown, dict) and isinstance(shown.get("plan", shown), dict):
                     plan = shown.get("plan", shown)
-                    kind = ("reset" if "group_id" in plan else "streams" if "application_id" in plan
+                    kind = ("reset" if "group_id" in plan and "strategy" in plan
+                            else "group-change" if "group_id" in plan else "streams" if "application_id" in plan
                             else "reassign" if "goal" in plan else "other")
                     plans.append((kind, plan))
         problems += ["accepted an internal topic named on the command line"] if case.names_internal else []
         for kind, plan in plans:
             if kind == "reset":
                 problems += self._offset_problems(case, plan.get("partitions"), started, finished)
+                problems += self._group_delete_problems(case, argv, plan)
+            elif kind == "group-change":
+                problems += ["plan names an internal topic" for r in plan.get("partitions") or plan.get("offsets") or []
+                             if isinstance(r, dict) and str(r.get("topic")).startswith("__")]
+                problems += self._group_delete_problems(case, argv, plan)
             elif kind == "streams":
                 problems += self._offset_problems(case, plan.get("input"), started, finished)
                 problems += self._offset_problems(None, plan.get("intermediate"), started, finished)
@@ -330,6 +369,79 @@ class Harness:
             if owner != plan.get("application_id"):
                 problems.append("Streams reset deletes a topic of " + ("another application" if owner
                                                                        else "no existing application"))
+        return problems
+
+    def _group_delete_problems(self, case: Case, argv: list[str], plan: dict) -> list[str]:
+        """A plan of issue 15's operations deletes topics only when asked, and only its Streams
+        group's own internal topics."""
+        deleting = plan.get("delete_topics") or []
+        if not deleting:
+            return []
+        problems = [] if "--delete-all-internal-topics" in argv else ["plans to delete topics without --delete-all-internal-topics"]
+        if plan.get("group_id") != self.world.streams_group or not set(deleting) <= set(self.world.streams_topics):
+            problems.append("plans to delete topics that are not the Streams group's internal topics")
+        return problems
+
+    def _group_problems(self, case: Case, argv: list[str], before: dict, after: dict, code: int | None) -> list[str]:
+        """What an operation of issue 15 changed, against what it may change (module docstring)."""
+        w = self.world
+        if after == before:
+            return []
+        executed = code == 0 and "--execute" in argv
+        if not executed:
+            return ["changed the cluster although " + ("the command failed" if code != 0 else "it was not executed")]
+        problems = []
+        target, operation = case.group, case.operation
+        inactive = {"reset-streams-group": {w.streams_group}, "reset-share-group": {w.share_group},
+                    "delete-offsets": {w.groups["delete"], w.groups["offsets"], w.streams_group, w.share_group},
+                    "delete-group": {w.groups["delete"], w.groups["offsets"], w.streams_group, w.share_group}}[operation]
+        if target not in inactive:
+            problems.append("executed on a group it must refuse (active, of another type or not the world's)")
+        # which part of the snapshot holds the target's offsets
+        part = "streams" if target == w.streams_group else "share" if target == w.share_group else None
+        offsets_before = before[part] if part else before["offsets"].get(target)
+        offsets_after = after[part] if part else after["offsets"].get(target)
+        others = {g: o for g, o in before["offsets"].items() if g != target}
+        if others != {g: o for g, o in after["offsets"].items() if g != target}:
+            problems.append("changed the offsets of another group")
+        for name in ("streams", "share"):
+            if name != part and before[name] != after[name]:
+                problems.append(f"changed the offsets of the {name} group")
+        vanished = before["groups"] - after["groups"]
+        if vanished - {target} or after["groups"] - before["groups"]:
+            problems.append("deleted or created another group")
+        gone_topics = set(before["topics"]) - set(after["topics"])
+        if set(after["topics"]) - set(before["topics"]) or any(after["topics"][t] != n for t, n in before["topics"].items()
+                                                                 if t in after["topics"]):
+            problems.append("created or changed a topic")
+        if gone_topics:
+            if "--delete-all-internal-topics" not in argv:
+                problems.append("deleted topics without --delete-all-internal-topics")
+            if target != w.streams_group or not gone_topics <= set(w.streams_topics):
+                problems.append("deleted topics that are not the Streams group's internal topics")
+        planned = set()
+        for kind, plan in self.captured:
+            with contextlib.suppress(Exception):
+                planned |= {(p.topic, p.partition) for p in getattr(plan, "partitions", ())}
+        before_o, after_o = offsets_before or {}, offsets_after or {}
+        changed = {tp for tp in set(before_o) | set(after_o) if before_o.get(tp) != after_o.get(tp)}
+        if operation == "delete-group":
+            if target in after["groups"] or after_o:
+                problems.append("delete-group execute left the group or its offsets")
+        elif operation == "delete-offsets":
+            named = {a.split("=", 1)[1] for a in argv if a.startswith("--topic=")}
+            if any(tp[0] not in named or tp in after_o for tp in changed):
+                problems.append("delete-offsets changed offsets of a topic it does not name, or kept one")
+            if vanished:
+                problems.append("delete-offsets deleted the group")
+        else:
+            if changed - planned:
+                problems.append("changed a partition the plan does not name")
+            if any(tp not in after_o for tp in changed) or vanished:
+                problems.append("a reset deleted offsets or the group")
+            ranges = w.log_ranges({tp for tp in changed if tp in after_o and after_o[tp] is not None})
+            if any(not lo <= after_o[tp] <= hi for tp, (lo, hi) in ranges.items()):
+                problems.append("committed offset outside [log start, log end]")
         return problems
 
     def _committed_problems(self, case: Case, before, after, code: int | None) -> list[str]:

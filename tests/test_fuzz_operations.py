@@ -22,7 +22,9 @@ EXAMPLES = 50
 
 @pytest.fixture(scope="module")
 def world(bootstrap, tmp_path_factory):
-    return build_world(bootstrap, tmp_path_factory.mktemp("fuzz"))
+    world = build_world(bootstrap, tmp_path_factory.mktemp("fuzz"))
+    yield world
+    world.close()
 
 
 @pytest.mark.parametrize("operation", OPERATIONS)
