@@ -254,5 +254,6 @@ def test_an_offset_reset_of_a_running_share_group_is_refused_in_one_line(operati
         result = kpulse("--config", cli, "reset-offsets", "--group", group, "--topic", B, "--to-earliest",
                         "--execute", check=False)
         assert one_error_line(result) == (
-            f"kpulse: error: cannot reset the offsets of group '{group}': it is a share group (Stable) whose "
-            "members kpulse cannot read; nothing changed (use kafka-share-groups for share groups)")
+            f"kpulse: error: cannot reset the offsets of group '{group}': it is a share group (Stable), not a "
+            "classic or consumer group; nothing changed (kpulse reset-share-group resets share groups, as "
+            "kafka-share-groups does)")
