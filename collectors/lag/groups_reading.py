@@ -11,9 +11,10 @@ requests a second time in the same cycle.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Sequence
 
-from kpulse.kafka.group_offsets import ClusterOffsets
+from kpulse.kafka.group_offsets import ClusterOffsets, GroupOffsets
 
 PUBLISHER = "consumer_lag"
 """The name of the collector that publishes the reading."""
@@ -29,3 +30,9 @@ class GroupsReading:
     offsets: ClusterOffsets
     """The groups the filter keeps (share groups left out), described, with their committed
     offsets, and the log ends of the partitions they consume."""
+
+    @cached_property
+    def by_id(self) -> dict[str, GroupOffsets]:
+        """Group id -> its entry in ``offsets.groups``, made on first use: a reader asks about a few
+        groups (the Streams ones) of what may be 10,000."""
+        return {group.group_id: group for group in self.offsets.groups}

@@ -40,11 +40,13 @@ class SharedGroups:
         return [listing for listing in self.reading.listings if types is None or listing.type in types]
 
     def describe(self, listings: Iterable[Any], timeout: float) -> dict:
-        found = {group.group_id: group.description for group in self.reading.offsets.groups
-                 if isinstance(group.description, StreamsGroup)}
-        listings = list(listings)
-        answers = {listing.group_id: found[listing.group_id] for listing in listings if listing.group_id in found}
-        rest = [listing for listing in listings if listing.group_id not in found]
+        answers, rest = {}, []
+        for listing in listings:
+            group = self.reading.by_id.get(listing.group_id)
+            if group is not None and isinstance(group.description, StreamsGroup):
+                answers[listing.group_id] = group.description
+            else:
+                rest.append(listing)
         if rest:
             answers.update(self.own.describe(rest, timeout))
         return answers
@@ -62,10 +64,13 @@ class SharedOffsets:
         return getattr(self.own, "client", None)
 
     def read(self, group_ids: Sequence[str], timeout: float) -> dict | None:
-        read = {group.group_id: {key: offset for key, offset in group.committed.items() if offset is not None}
-                for group in self.reading.offsets.groups if group.error is None}
-        answers = {group_id: read[group_id] for group_id in group_ids if group_id in read}
-        rest = [group_id for group_id in group_ids if group_id not in read]
+        answers, rest = {}, []
+        for group_id in group_ids:
+            group = self.reading.by_id.get(group_id)
+            if group is not None and group.error is None:
+                answers[group_id] = {key: offset for key, offset in group.committed.items() if offset is not None}
+            else:
+                rest.append(group_id)
         if not rest:
             return answers
         own = self.own.read(rest, timeout)

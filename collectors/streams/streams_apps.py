@@ -320,8 +320,9 @@ class StreamsAppsCollector:
                 self._topics.recognised(found)
                 app_ids |= found - streams_groups
             if shared is not None:
-                known = {g.group_id: GroupInfo(g.state, g.members) for g in shared.offsets.groups
-                         if g.group_id in app_ids and g.error is None}
+                read = {app_id: shared.by_id.get(app_id) for app_id in app_ids}
+                known = {app_id: GroupInfo(g.state, g.members) for app_id, g in read.items()
+                         if g is not None and g.error is None}
             if not app_ids - set(known):
                 return known
             futures = admin.describe_consumer_groups(sorted(app_ids - set(known)),
