@@ -12,7 +12,8 @@ up: setup
 down:
 	@.venv/bin/kpulse down
 
-# The tests drive the dashboard in a headless Chromium: setup installs Debian's chromium.
+# The tests drive the dashboard in a headless Chromium and start a real Prometheus and Alertmanager:
+# setup installs Debian's chromium, prometheus and prometheus-alertmanager.
 test:
 	@KPULSE_WITH_BROWSER=1 scripts/setup.sh
 	@.venv/bin/python -m pytest

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets kpulse up on a fresh machine, idempotently, printing each step:
-#   1. system packages when missing (a JDK 17+, Maven, python3-venv; Chromium with KPULSE_WITH_BROWSER=1, as `make test` sets)
+#   1. system packages when missing (a JDK 17+, Maven, python3-venv; with KPULSE_WITH_BROWSER=1, as
+#      `make test` sets: Chromium, and the Prometheus, promtool and Alertmanager the tests start)
 #   2. the virtualenv .venv and the pinned Python packages (skipped while requirements are unchanged)
 #   3. the Java runtime: Kafka and the JMX exporter from Maven Central, the demo Streams app compiled
 set -euo pipefail
@@ -13,6 +14,11 @@ command -v mvn >/dev/null || missing+=(maven)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 # Chromium (headless) drives the dashboard tests; `make test` sets KPULSE_WITH_BROWSER=1.
 if [ "${KPULSE_WITH_BROWSER:-0}" = 1 ] && ! command -v chromium >/dev/null; then missing+=(chromium fonts-dejavu-core); fi
+# A real Prometheus (with promtool) and Alertmanager, started on loopback by the on-call tests.
+if [ "${KPULSE_WITH_BROWSER:-0}" = 1 ]; then
+  command -v promtool >/dev/null || missing+=(prometheus)
+  command -v prometheus-alertmanager >/dev/null || missing+=(prometheus-alertmanager)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   step "installing system packages: ${missing[*]}"
   sudo=""
