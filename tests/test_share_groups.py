@@ -87,12 +87,13 @@ def collected_members(group: dict) -> dict[str, tuple[str, str, str]]:
 
 class Readings:
     """The share_groups collector on the test cluster, one new reading per :meth:`read` (it waits for
-    the brokers' answer: the 1 s budget of a collection cycle, which would show the last reading
-    again, is tested in tests/test_share_logic.py)."""
+    the brokers' answer and asks at once, unpaced: the 1 s budget of a collection cycle and the
+    pacing of slow readings, which would show the last reading again, are tested in
+    tests/test_share_logic.py)."""
 
     def __init__(self, bootstrap: str):
         self.cluster = ClusterConfig(name="test", bootstrap_servers=bootstrap)
-        self.collector = ShareGroupsCollector(self.cluster, read_budget=3 * DEFAULT_TIMEOUT_SECONDS)
+        self.collector = ShareGroupsCollector(self.cluster, read_budget=3 * DEFAULT_TIMEOUT_SECONDS, read_pacing=0)
 
     def read(self) -> dict:
         section = self.collector.collect(CollectContext(self.cluster, time.time())).sections["share_groups"]

@@ -150,7 +150,7 @@ def collect(collector: ShareGroupsCollector, now: float = 1000.0):
 def test_a_stuck_consumer_becomes_stalled_after_the_minimum_readings_and_the_rule_fires():
     reader = FakeReader(groups={"jobs": share_group("jobs", member("m1", {"orders": (0, 1)}))},
                         offsets={"jobs": offsets(("orders", 1, 40, 2), ("orders", 0, 10, 5))})
-    collector = ShareGroupsCollector(CLUSTER, reader=reader)
+    collector = ShareGroupsCollector(CLUSTER, reader=reader, read_pacing=0)
     first = collect(collector).sections["share_groups"]
     assert reader.asked == [("list", ("share",)), ("describe", ("jobs",)), ("offsets", ("jobs",))]
     [group] = first["groups"]
@@ -179,7 +179,7 @@ def test_a_stuck_consumer_becomes_stalled_after_the_minimum_readings_and_the_rul
 
 def test_a_group_that_acknowledges_stays_ok_and_one_without_members_is_not_consuming():
     reader = FakeReader(groups={"busy": share_group("busy", member("m1", {"t": (0,)})), "idle": share_group("idle")})
-    collector = ShareGroupsCollector(CLUSTER, reader=reader)
+    collector = ShareGroupsCollector(CLUSTER, reader=reader, read_pacing=0)
     for step in range(4):
         reader.offsets = {"busy": offsets(("t", 0, 100 + 10 * step, 3)), "idle": offsets(("t", 0, 7, 4 + step))}
         result = collect(collector, 1000.0 + step)
@@ -227,7 +227,7 @@ def test_a_cluster_that_cannot_be_listed_puts_the_collector_down_in_one_line():
 
 def test_a_deleted_group_loses_its_windows():
     reader = FakeReader(groups={"g": share_group("g")}, offsets={"g": offsets(("t", 0, 1, 1))})
-    collector = ShareGroupsCollector(CLUSTER, reader=reader)
+    collector = ShareGroupsCollector(CLUSTER, reader=reader, read_pacing=0)
     collect(collector)
     assert len(collector.windows) == 1
     reader.groups, reader.offsets = {}, {}
@@ -238,7 +238,7 @@ def test_a_deleted_group_loses_its_windows():
 def test_a_cycle_where_the_offsets_could_not_be_read_keeps_the_windows():
     reader = FakeReader(groups={"g": share_group("g", member("m", {"t": (0,)}))},
                         offsets={"g": offsets(("t", 0, 1, 4))})
-    collector = ShareGroupsCollector(CLUSTER, reader=reader)
+    collector = ShareGroupsCollector(CLUSTER, reader=reader, read_pacing=0)
     collect(collector)
     collect(collector)
     reader.offsets = {"g": GroupReadError("g", "COORDINATOR_LOAD_IN_PROGRESS")}
@@ -350,7 +350,7 @@ class SlowOffsets(FakeReader):
 
 def test_a_slow_share_offsets_answer_does_not_hold_the_cycle_and_is_shown_when_it_comes():
     reader = SlowOffsets(groups={"g": share_group("g", member("m", {"t": (0,)}))}, offsets={"g": offsets(("t", 0, 5, 3))})
-    collector = ShareGroupsCollector(CLUSTER, reader=reader, read_budget=0.05)
+    collector = ShareGroupsCollector(CLUSTER, reader=reader, read_budget=0.05, read_pacing=0)  # about the wait
     reader.release.set()
     first = collect(collector, now=1000.0)  # answered within the budget: this cycle's reading
     assert first.sections["share_groups"]["read_at"] == 1000.0
@@ -380,7 +380,7 @@ def test_a_cycle_waits_for_the_share_answer_only_while_its_other_collectors_run(
     from collectors.protocol import CycleReadings
 
     reader = SlowOffsets(groups={"g": share_group("g", member("m", {"t": (0,)}))}, offsets={"g": offsets(("t", 0, 5, 3))})
-    collector = ShareGroupsCollector(CLUSTER, reader=reader, read_budget=60.0)
+    collector = ShareGroupsCollector(CLUSTER, reader=reader, read_budget=60.0, read_pacing=0)  # about the wait
     reader.release.set()
     collect(collector, now=1000.0)  # the first reading is always waited for
 
@@ -413,6 +413,56 @@ def test_a_cycle_waits_for_the_share_answer_only_while_its_other_collectors_run(
         current = collector.collect(CollectContext(CLUSTER, 1030.0, shared=others_running))
     assert current.sections["share_groups"]["read_at"] == 1030.0
     assert [row["lag"] for row in current.rows["share_partition"]] == [1]
+    collector.close()
+
+
+class TimedReader(FakeReader):
+    """A FakeReader whose DescribeShareGroupOffsets takes ``seconds`` on the collector's (fake) clock."""
+
+    def __init__(self, clock: list, seconds: float, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.clock, self.seconds = clock, seconds
+
+    def share_offsets(self, group_ids, timeout):
+        self.clock[0] += self.seconds
+        return super().share_offsets(group_ids, timeout)
+
+
+def test_a_slow_reading_is_paced_out_so_the_brokers_are_not_kept_busy_answering_it():
+    clock = [100.0]
+    reader = TimedReader(clock, 5.0, groups={"g": share_group("g", member("m", {"t": (0,)}))},
+                         offsets={"g": offsets(("t", 0, 5, 3))})
+    collector = ShareGroupsCollector(CLUSTER, reader=reader, read_pacing=3.0, clock=lambda: clock[0])
+    first = collect(collector, now=1000.0)  # took 5 s (100 -> 105): none before 105 + 3 x 5 = 120
+    assert first.sections["share_groups"]["read_at"] == 1000.0
+    asked = len(reader.asked)
+
+    for at in (110.0, 119.9):
+        clock[0] = at
+        shown = collect(collector, now=1000.0 + at)
+        assert len(reader.asked) == asked, f"asked again at {at}, inside the pacing"
+        assert shown.sections["share_groups"]["read_at"] == 1000.0  # the last reading, with its time
+        assert shown.rows == {"share_group": [], "share_partition": []}
+
+    clock[0] = 120.0
+    reader.offsets = {"g": offsets(("t", 0, 9, 1))}
+    paced_out = collect(collector, now=1120.0)
+    assert [kind for kind, _ in reader.asked[asked:]] == ["list", "describe", "offsets"]
+    assert paced_out.sections["share_groups"]["read_at"] == 1120.0
+    assert [row["lag"] for row in paced_out.rows["share_partition"]] == [1]
+    collector.close()
+
+
+def test_a_fast_reading_is_asked_every_cycle():
+    clock = [100.0]
+    reader = TimedReader(clock, 0.3, groups={"g": share_group("g", member("m", {"t": (0,)}))},
+                         offsets={"g": offsets(("t", 0, 5, 3))})
+    collector = ShareGroupsCollector(CLUSTER, reader=reader, clock=lambda: clock[0])
+    for cycle in range(3):  # 10 s cycles, as `kpulse collect` runs them; a reading takes 0.3 s
+        clock[0] = 100.0 + 10 * cycle
+        reading = collect(collector, now=1000.0 + 10 * cycle)
+        assert reading.sections["share_groups"]["read_at"] == 1000.0 + 10 * cycle
+    assert [kind for kind, _ in reader.asked].count("offsets") == 3
     collector.close()
 
 
