@@ -130,7 +130,7 @@ class ConsumerLagCollector:
         seconds = _or_none(seconds_rounded, np.isnan(seconds_rounded))
         statuses = _STATUS_TEXTS[answer.status].tolist()
         why = _REASON_TEXTS[answer.lag_seconds_reason].tolist()
-        reasons = [None if text is None else {"lag_seconds": text} for text in why]
+        reasons = _REASON_DICTS[answer.lag_seconds_reason].tolist()  # shared dicts, one per text: never mutated
         for i in np.flatnonzero((log_ends < 0) | (committed < 0)).tolist():  # rarely any
             reasons[i] = _reasons(offsets, partitions[i], committed_or_none[i], log_end_or_none[i], why[i])
         topics = [topic for topic, _ in partitions]
@@ -147,7 +147,12 @@ class ConsumerLagCollector:
                             log_end_offset=log_end_or_none, lag=lags, lag_seconds=seconds, status=statuses)
 
         sums = sums_over_runs(sizes, committed, answer.lag, seconds_rounded, answer.status)
-        groups, group_rows = self._groups(groups_read, sizes, rows, sums, now)
+        ends = np.cumsum(sizes)
+        left_out = {"lag": _named(_first_rows((answer.lag < 0) & (committed >= 0), ends), partitions, reasons,
+                                  "log_end_offset"),
+                    "lag_seconds": _named(_first_rows(np.isnan(seconds_rounded) & (committed >= 0), ends), partitions,
+                                          reasons, "lag_seconds")}
+        groups, group_rows = self._groups(groups_read, sizes, rows, sums, now, left_out)
         self.lag.forget_groups_except({group.group_id for group in groups_read})
         self.lag.forget_partitions_except(self._still_consumed(groups_read, consumed))  # not only those read
         return CollectorResult(sections={"consumer_groups": groups},
@@ -166,17 +171,18 @@ class ConsumerLagCollector:
         return still
 
     def _groups(self, groups_read: list, sizes: list[int], rows: list[GroupPartition], sums: GroupSums,
-                now: float) -> tuple[list[ConsumerGroup], list[dict]]:
+                now: float, left_out: dict[str, dict[int, list[str]]]) -> tuple[list[ConsumerGroup], list[dict]]:
         """Each group's summary with its partitions (the snapshot) and its ``consumer_group`` row:
-        ``groups_read[i]`` has the next ``sizes[i]`` of ``rows``, and ``sums`` entry ``i``."""
+        ``groups_read[i]`` has the next ``sizes[i]`` of ``rows``, and ``sums`` entry ``i``;
+        ``left_out[field][i]`` names the first partitions of group ``i`` whose ``field`` is unknown."""
         groups_config = self._cluster.consumer_groups
         cluster = self._cluster.name
         no_status = f"not enough readings yet: the status needs {self.lag.min_observations} per partition"
         groups, group_rows = [], []
         start = 0
-        for group, size, total, lag_unknown, worst, seconds_unknown, counted, code in zip(
+        for index, (group, size, total, lag_unknown, worst, seconds_unknown, counted, code) in enumerate(zip(
                 groups_read, sizes, sums.total_lag, sums.lag_unknown, sums.max_lag_seconds, sums.lag_seconds_unknown,
-                sums.committed, sums.status):
+                sums.committed, sums.status)):
             end = start + size
             partitions = rows[start:end]
             status = _STATUS_TEXT[code]
@@ -195,10 +201,10 @@ class ConsumerLagCollector:
             if lag_unknown or seconds_unknown or (status is None and size):
                 reasons = {}
                 if lag_unknown:
-                    reasons["total_lag"] = _left_out(total, lag_unknown, counted, "lag", "log_end_offset", partitions)
+                    reasons["total_lag"] = _left_out(total, lag_unknown, counted, "lag", left_out["lag"].get(index, ()))
                 if seconds_unknown:
                     reasons["max_lag_seconds"] = _left_out(worst, seconds_unknown, counted, "lag_seconds",
-                                                           "lag_seconds", partitions)
+                                                           left_out["lag_seconds"].get(index, ()))
                 if status is None and size:
                     reasons["status"] = no_status
                 summary["reasons"] = reasons
@@ -239,16 +245,34 @@ def _membership(description) -> dict:
             "member_details": details}
 
 
-def _left_out(value, unknown: int, counted: int, field: str, reason_key: str, partitions: list[dict]) -> str:
+def _first_rows(unknown: np.ndarray, ends: np.ndarray, limit: int | None = None) -> dict[int, list[int]]:
+    """Group index -> the first ``limit`` (``_REASONS_SHOWN``) of its rows where ``unknown``; group
+    ``i`` has the rows ``ends[i-1]`` to ``ends[i] - 1``. Found with NumPy: at 10,000 groups whose time
+    lag is unknown, walking every group's rows took a seventh of the cycle."""
+    limit = _REASONS_SHOWN if limit is None else limit
+    rows = np.flatnonzero(unknown)
+    if not rows.size:
+        return {}
+    groups = np.searchsorted(ends, rows, side="right")
+    rank = np.arange(rows.size) - np.searchsorted(groups, groups, side="left")  # among its group's unknown rows
+    kept = rank < limit
+    first: dict[int, list[int]] = {}
+    for group, row in zip(groups[kept].tolist(), rows[kept].tolist()):
+        first.setdefault(group, []).append(row)
+    return first
+
+
+def _named(first: dict[int, list[int]], partitions: list[tuple[str, int]], reasons: list, reason_key: str
+           ) -> dict[int, list[str]]:
+    """:func:`_first_rows`' rows as a partial sum's reason names them: ``topic[partition]: why``."""
+    return {group: [f"{partitions[row][0]}[{partitions[row][1]}]: "
+                    f"{(reasons[row] or _NO_REASONS).get(reason_key, 'unknown')}" for row in rows]
+            for group, rows in first.items()}
+
+
+def _left_out(value, unknown: int, counted: int, field: str, missing: list[str]) -> str:
     """Why a group's sum is partial (or null): how many of its ``counted`` partitions with a
-    committed offset were left out, and why (the first few)."""
-    missing = []
-    for p in partitions:
-        if p[field] is None and p["committed_offset"] is not None:
-            why = p.get("reasons", _NO_REASONS).get(reason_key, "unknown")
-            missing.append(f"{p['topic']}[{p['partition']}]: {why}")
-            if len(missing) == _REASONS_SHOWN:
-                break
+    committed offset were left out, and why (``missing``: the first few, named)."""
     more = f"; and {unknown - _REASONS_SHOWN} more" if unknown > _REASONS_SHOWN else ""
     what = "log end could not be read" if field == "lag" else "time lag is unknown"
     prefix = "partial: over the other partitions only; " if value is not None else ""
@@ -278,6 +302,10 @@ _STATUS_TEXTS = np.array(_STATUS_TEXT, dtype=object)
 """The same, indexed by an array of codes."""
 _REASON_TEXTS = np.array(REASONS, dtype=object)
 """Reason code -> why the time lag is unknown (None: it is known), indexed by an array of codes."""
+_REASON_DICTS = np.array([None if text is None else {"lag_seconds": text} for text in REASONS], dtype=object)
+"""The same as a partition's ``reasons``: one dict per text, shared by every partition it is the
+reason of (100,000 partitions a cycle at scale, most with the same reason), so never mutated: a
+partition with another reason gets a dict of its own (``_reasons``)."""
 _NO_REASONS: dict[str, str] = {}
 
 

@@ -141,10 +141,8 @@ class ConsumerGroupsConfig:
     no group alert (``alerting/rules.py``). The Consumer groups page marks more (``kpulse/expected_idle.py``)."""
 
     def monitors(self, group_id: str) -> bool:
-        """Whether ``group_id`` is monitored (``re`` caches the compiled patterns)."""
-        return any(re.fullmatch(p, group_id, re.DOTALL) for p in self.include) and not any(
-            re.fullmatch(p, group_id, re.DOTALL) for p in self.exclude
-        )
+        """Whether ``group_id`` is monitored (the answers cached: asked for every group every cycle)."""
+        return _monitored(self.include, self.exclude, group_id)
 
     def expected_idle_by_config(self, group_id: str) -> bool:
         """Whether ``expected_idle`` names ``group_id`` (exactly, or a regex matching its whole id)."""
@@ -158,6 +156,13 @@ class ConsumerGroupsConfig:
         if override is not None and override.lag_seconds_threshold is not None:
             return override.lag_seconds_threshold
         return self.lag_seconds_threshold
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _monitored(include: tuple[str, ...], exclude: tuple[str, ...], group_id: str) -> bool:
+    """:meth:`ConsumerGroupsConfig.monitors` (``re`` caches the compiled patterns)."""
+    return any(re.fullmatch(p, group_id, re.DOTALL) for p in include) and not any(
+        re.fullmatch(p, group_id, re.DOTALL) for p in exclude)
 
 
 @functools.lru_cache(maxsize=64)
