@@ -72,11 +72,21 @@ def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
 
 
 _SUPERVISED = "KPULSE_COLLECT_SUPERVISED"
-LOOP_ENVIRONMENT = {"MALLOC_ARENA_MAX": "2"}
-"""Set for the collection loop's process unless already set: glibc gives each thread that allocates
-a malloc arena of its own (up to 8 per core) and memory freed in one stays with it; the collectors
-and librdkafka run many threads, so two arenas keep the loop's peak memory lower at no cost in
-cycle time (docs/performance.md)."""
+LOOP_ENVIRONMENT = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072",
+                    "ARROW_DEFAULT_MEMORY_POOL": "system"}
+"""Set for the collection loop's process unless already set, to keep its peak memory low at no cost
+in cycle time (docs/performance.md):
+
+- glibc gives each thread that allocates a malloc arena of its own (up to 8 per core) and memory
+  freed in one stays with it; the collectors and librdkafka run many threads: two arenas;
+- a cycle at 10,000 groups allocates and frees many large blocks (100,000-element arrays and lists):
+  from 128 KiB up they are mapped and unmapped on their own, and a free heap top above 128 KiB is
+  given back, instead of glibc's adaptive thresholds keeping them;
+- pyarrow's own allocator (mimalloc) keeps freed memory for reuse; the lake writes a few files a
+  minute, for which the system allocator does as well.
+
+Measured at 10,000 groups, nine cycles of the whole collection: peak RSS 534 MB with two arenas
+alone, 413 MB with all four."""
 RESTART_DELAY_SECONDS = 5.0
 
 

@@ -278,7 +278,8 @@ def test_a_crashed_collector_process_is_restarted_and_the_crash_recorded(config_
     try:
         wait(serving)
         [first] = psutil.Process(supervisor.pid).children()
-        assert first.environ().get("MALLOC_ARENA_MAX") == "2"  # the loop's environment (cli.collect)
+        environ = first.environ()  # the loop's environment (cli.collect)
+        assert environ.get("MALLOC_ARENA_MAX") == "2" and environ.get("ARROW_DEFAULT_MEMORY_POOL") == "system"
         first.send_signal(signal.SIGSEGV)  # what a crash in the native client library looks like
         wait(lambda: [c.pid for c in psutil.Process(supervisor.pid).children()] not in ([], [first.pid]))
         wait(serving)
