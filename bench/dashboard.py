@@ -14,7 +14,9 @@ Goal: 1 s or less per page.
 **In a browser** (``--browser --bootstrap HOST:PORT``): the real thing on a real cluster, already
 built (e.g. by part of the lag bench: ``bench/scale_state.py --bootstrap B --groups 10000``; or
 ``--build-topics 200 --build-groups 1000`` here builds a small state of empty groups with a few
-lines). It starts ``kpulse collect`` (10 s cycles) and ``kpulse dashboard`` on a config of its own
+lines; topics at replication factor 1 unless ``--build-replication-factor``). At the issue's scale
+(2,000 topics, 20,000 partitions, 10,000 groups): the lag bench's state (1,000 topics), then
+``--build-topics 1000`` adds 1,000 more (``bench-topic-NNNN``). It starts ``kpulse collect`` (10 s cycles) and ``kpulse dashboard`` on a config of its own
 (lake in a temporary directory), waits for a snapshot with the cluster's groups, then opens each
 page in headless Chromium (``tests/dashboard_browser.py``) ``1 + --runs`` times, each a fresh
 session, and times from navigation until the page's key text (its last section) is shown and Streamlit no
@@ -106,6 +108,9 @@ def main() -> None:
     parser.add_argument("--build-topics", type=int, default=0, help="with --browser: first create this many topics")
     parser.add_argument("--build-groups", type=int, default=0,
                         help="with --browser: first commit offsets for this many groups (10 partitions each)")
+    parser.add_argument("--build-replication-factor", type=int, default=1,
+                        help="with --build-topics: of the topics created (default 1: at 3, 1,000 more topics "
+                             "overloaded the bench's three 1 GB brokers; the pages read the same either way)")
     parser.add_argument("--collect-seconds", type=float, default=10.0)
     args = parser.parse_args()
     if args.browser:
@@ -164,7 +169,7 @@ def main() -> None:
 BENCH_CLUSTER = "bench"
 
 
-def build_state(bootstrap: str, topics: int, groups: int) -> None:
+def build_state(bootstrap: str, topics: int, groups: int, replication_factor: int = 1) -> None:
     """``topics`` topics of 10 partitions with 10 records each, and ``groups`` groups without members,
     each committed at offset 5 on the 10 partitions of one topic (group i on topic i mod topics).
     Every delivery and every commit is checked."""
@@ -176,7 +181,8 @@ def build_state(bootstrap: str, topics: int, groups: int) -> None:
     admin = admin_client({"bootstrap.servers": bootstrap})
     names = [f"bench-topic-{t:04d}" for t in range(topics)]
     existing = set(admin.list_topics(timeout=30).topics)
-    new = [NewTopic(n, 10, 3) for n in names if n not in existing]
+    new = [NewTopic(n, 10, replication_factor, config={"min.insync.replicas": str(min(2, replication_factor))})
+           for n in names if n not in existing]
     for start in range(0, len(new), 100):
         for name, future in admin.create_topics(new[start:start + 100], request_timeout=60).items():
             future.result(timeout=120)
@@ -271,7 +277,7 @@ def browser_bench(args) -> None:
 
     if args.build_topics or args.build_groups:
         print(f"building: {args.build_topics} topics, {args.build_groups} groups on {args.bootstrap} ...", flush=True)
-        build_state(args.bootstrap, max(1, args.build_topics), args.build_groups)
+        build_state(args.bootstrap, max(1, args.build_topics), args.build_groups, args.build_replication_factor)
     directory = Path(tempfile.mkdtemp(prefix="kpulse-bench-browser-"))
     config = {"clusters": [{"name": BENCH_CLUSTER, "bootstrap_servers": args.bootstrap}],
               "lake": {"path": str(directory / "lake")}, "intervals": {"collect_seconds": args.collect_seconds},
