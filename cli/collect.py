@@ -74,8 +74,8 @@ def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
 _SUPERVISED = "KPULSE_COLLECT_SUPERVISED"
 LOOP_ENVIRONMENT = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072",
                     "ARROW_DEFAULT_MEMORY_POOL": "system"}
-"""Set for the collection loop's process unless already set, to keep its peak memory low at no cost
-in cycle time (docs/performance.md):
+"""Set for the collection loop's process unless already set, to keep its peak memory low
+(docs/performance.md):
 
 - glibc gives each thread that allocates a malloc arena of its own (up to 8 per core) and memory
   freed in one stays with it; the collectors and librdkafka run many threads: two arenas;
@@ -85,8 +85,9 @@ in cycle time (docs/performance.md):
 - pyarrow's own allocator (mimalloc) keeps freed memory for reuse; the lake writes a few files a
   minute, for which the system allocator does as well.
 
-Measured at 10,000 groups, nine cycles of the whole collection: peak RSS 534 MB with two arenas
-alone, 413 MB with all four."""
+Measured at 10,000 groups, nine cycles of the whole collection, one run each on a loaded machine:
+peak RSS 534 MB with two arenas alone (one cycle of that run fell back to librdkafka), 479 MB with
+pyarrow on the system allocator too, 413 MB with all four."""
 RESTART_DELAY_SECONDS = 5.0
 
 
