@@ -55,7 +55,7 @@ class ConsumerLagCollector:
         """Log end histories and status windows between cycles (the rules: ``lag_math``, ``lag_status``)."""
         self._consumed: list[tuple[str, int]] = []
         """The partitions consumed at the last reading, sorted: their log ends are asked for first."""
-        self._consumed_set: set[tuple[str, int]] = set()
+        self._consumed_set: frozenset[tuple[str, int]] = frozenset()
         self._partitions_of: dict[str, Collection[tuple[str, int]]] = {}
         """Group -> the partitions it consumed when last read: a group that could not be read this
         cycle (its coordinator down) still consumes them, so their histories are kept."""
@@ -86,7 +86,7 @@ class ConsumerLagCollector:
                                      describe_groups=self._describe if self.reader else None)
         if context.shared is not None and listed and listed[0] is not None:  # read through the batched client
             context.shared.publish(self.name, GroupsReading(listed[0], offsets))
-        consumed = {tp for group in offsets.groups for tp in group.committed}
+        consumed = offsets.consumed
         if consumed != self._consumed_set:
             self._consumed, self._consumed_set = sorted(consumed), consumed
         return self.evaluate(offsets, context)
@@ -154,21 +154,22 @@ class ConsumerLagCollector:
                                           reasons, "lag_seconds")}
         groups, group_rows = self._groups(groups_read, sizes, rows, sums, now, left_out)
         self.lag.forget_groups_except({group.group_id for group in groups_read})
-        self.lag.forget_partitions_except(self._still_consumed(groups_read, consumed))  # not only those read
+        self.lag.forget_partitions_except(self._still_consumed(groups_read, consumed, offsets.consumed))
         return CollectorResult(sections={"consumer_groups": groups},
                                rows={"consumer_lag": lake_rows, "consumer_group": group_rows})
 
-    def _still_consumed(self, groups: list, consumed: list[list[tuple[str, int]]]) -> set[tuple[str, int]]:
-        """The partitions some listed group consumes: read this cycle (``consumed[i]`` are
+    def _still_consumed(self, groups: list, consumed: list[list[tuple[str, int]]],
+                        read: frozenset[tuple[str, int]]) -> frozenset[tuple[str, int]]:
+        """The partitions some listed group consumes: read this cycle (``read``; ``consumed[i]`` are
         ``groups[i]``'s), or, for a group whose offsets could not be read, when it was last read."""
         previous, self._partitions_of = self._partitions_of, {}
-        still = set(chain.from_iterable(consumed))
+        kept: set[tuple[str, int]] = set()
         for group, partitions in zip(groups, consumed):
             if group.error is not None:
                 partitions = frozenset(partitions).union(previous.get(group.group_id, ()))
-                still.update(partitions)
+                kept.update(partitions)
             self._partitions_of[group.group_id] = partitions
-        return still
+        return read.union(kept) if kept else read
 
     def _groups(self, groups_read: list, sizes: list[int], rows: list[GroupPartition], sums: GroupSums,
                 now: float, left_out: dict[str, dict[int, list[str]]]) -> tuple[list[ConsumerGroup], list[dict]]:

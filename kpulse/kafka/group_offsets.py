@@ -32,6 +32,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, Sequence
 
 LIST_OFFSETS_CHUNK = 250
@@ -66,6 +67,13 @@ class ClusterOffsets:
     log_end: dict[tuple[str, int], int] = field(default_factory=dict)
     """(topic, partition) -> log end offset (high watermark)."""
     log_end_errors: dict[tuple[str, int], str] = field(default_factory=dict)
+
+    @cached_property
+    def consumed(self) -> frozenset[tuple[str, int]]:
+        """Every partition some group has a committed offset (or an assignment) on, made once, on
+        first use, when ``groups`` is complete (at 10,000 groups, 100,000 partitions: the reading
+        and the lag collector each built this set again)."""
+        return frozenset(tp for group in self.groups for tp in group.committed)
 
 
 def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: float = 15.0,
@@ -117,7 +125,7 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
         else:
             group = _group(group_id, descriptions.get(group_id), committed, listed)
         result.groups.append(group)
-    consumed = {tp for group in result.groups for tp in group.committed}
+    consumed = result.consumed
     read = set(expected)
     if early is not None:
         _take_log_ends(early.result(), timeout, result)
