@@ -124,7 +124,8 @@ def test_a_silence_made_on_the_alerts_page_is_an_alertmanager_silence_that_keeps
         ("alertname", "ConsumerGroupStatus"), ("cluster", "test"), ("entity", "group/orders")}
 
     delivery = AlertDelivery(settings, dashboard_url="http://kpulse.test:8501", evaluation_interval=1)
-    silenced, other = firing_now("ConsumerGroupStatus", "group/orders"), firing_now("StreamsAppNotRunning", "streams/app")
+    silenced = firing_now("ConsumerGroupStatus", "group/orders")
+    other = firing_now("StreamsAppNotRunning", "streams/app")
     delivery.observe("test", EvaluationResult([silenced, other], []), time.time())
     delivery.deliver()
     wait_for(lambda: webhook.alerts("firing", "StreamsAppNotRunning"), what="the other alert at the webhook")

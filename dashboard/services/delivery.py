@@ -17,12 +17,14 @@ def delivery_lines(snapshot: Snapshot | None, now: float) -> list[tuple[bool, st
         if delivery["up"] is False:
             retry = delivery.get("next_attempt_at")
             when = f", next attempt in {human_age(retry - now)}" if retry is not None and retry > now else ""
-            lines.append((False, f"Alertmanager {name} is failing (last failure {human_age(now - delivery['last_error_at'])}"
-                                 f" ago: {delivery['last_error']}) · {waiting}{when}"))
+            failed_ago = human_age(now - delivery["last_error_at"])
+            lines.append((False, f"Alertmanager {name} is failing (last failure {failed_ago} ago: "
+                                 f"{delivery['last_error']}) · {waiting}{when}"))
         elif delivery["up"] is None:
             lines.append((True, f"Alertmanager {name}: nothing sent yet · {waiting}"))
         else:
-            lines.append((True, f"Alertmanager {name}: delivering · last accepted {human_age(now - delivery['last_sent_at'])}"
-                                f" ago · {delivery['sent_total']:,} sent, {delivery['failed_total']:,} failed since "
-                                f"kpulse started · {waiting}"))
+            sent_ago = human_age(now - delivery["last_sent_at"])
+            lines.append((True, f"Alertmanager {name}: delivering · last accepted {sent_ago} ago · "
+                                f"{delivery['sent_total']:,} sent, {delivery['failed_total']:,} failed since kpulse "
+                                f"started · {waiting}"))
     return lines
