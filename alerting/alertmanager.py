@@ -42,6 +42,7 @@ Alertmanager silence (``dashboard/services/acks.py``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable, Sequence
@@ -80,11 +81,6 @@ def alert_labels(cluster: str, rule: str, severity: str, entity: str) -> dict[st
     return labels
 
 
-def _labels(key: Key) -> dict[str, str]:
-    cluster, rule, entity, severity = key
-    return alert_labels(cluster, rule, severity, entity)
-
-
 def alert_link(dashboard_url: str, cluster: str, rule: str, entity: str) -> str:
     """The alert on kpulse's Alerts page: ``<dashboard>/alerts?cluster=..&rule=..&entity=..``."""
     return f"{dashboard_url.rstrip('/')}/alerts?{urlencode({'cluster': cluster, 'rule': rule, 'entity': entity})}"
@@ -101,21 +97,31 @@ def alert_annotations(rule: str, entity: str, summary: str, value: float | None,
     annotations = {"summary": summary, "description": f"{rule} on {entity}: {condition} (value {shown})",
                    "dashboard": link}
     if rule in RUNBOOKS:
-        annotations["runbook"] = runbook_text(rule, bootstrap)
+        annotations["runbook"] = _runbook(rule, bootstrap)
     return annotations
+
+
+@functools.lru_cache(maxsize=256)
+def _runbook(rule: str, bootstrap: str | None) -> str:
+    """The runbook text, rendered once per rule and cluster rather than for each alert every cycle."""
+    return runbook_text(rule, bootstrap)
 
 
 @dataclass
 class Notice:
-    """One Alertmanager alert as the book knows it."""
+    """One Alertmanager alert as the book knows it. Its labels and annotations are built when it is
+    sent (:meth:`payload`, in the sending thread), not every cycle."""
 
     key: Key
-    labels: dict[str, str]
-    annotations: dict[str, str]
+    summary: str
+    """The newest finding's line; for a resolved one, the line of its ``resolved`` event."""
+    value: float | None
     starts_at: float
     """The kpulse alert's ``since`` (the start of pending, as Prometheus's ``ActiveAt``)."""
     changed_at: float
     """When it started firing or resolved: an Alertmanager that accepted it before must hear again."""
+    bootstrap: str | None = None
+    """The cluster's bootstrap server, for the runbook's commands."""
     resolved_at: float | None = None
     """``None`` while firing."""
     accepted: dict[str, float] = field(default_factory=dict)
@@ -125,12 +131,19 @@ class Notice:
     def status(self) -> str:
         return FIRING if self.resolved_at is None else RESOLVED
 
-    def payload(self, now: float, valid_for: float) -> dict[str, Any]:
+    @property
+    def labels(self) -> dict[str, str]:
+        cluster, rule, entity, severity = self.key
+        return alert_labels(cluster, rule, severity, entity)
+
+    def payload(self, now: float, valid_for: float, dashboard_url: str) -> dict[str, Any]:
         """The ``postableAlert`` of Alertmanager's API v2 (``POST /api/v2/alerts``)."""
+        cluster, rule, entity, _ = self.key
+        link = alert_link(dashboard_url, cluster, rule, entity)
         ends = now + valid_for if self.resolved_at is None else self.resolved_at
-        return {"labels": dict(self.labels), "annotations": dict(self.annotations),
-                "startsAt": rfc3339(self.starts_at), "endsAt": rfc3339(ends),
-                "generatorURL": self.annotations.get("dashboard", "")}
+        return {"labels": self.labels, "annotations": alert_annotations(rule, entity, self.summary, self.value,
+                                                                        link=link, bootstrap=self.bootstrap),
+                "startsAt": rfc3339(self.starts_at), "endsAt": rfc3339(ends), "generatorURL": link}
 
 
 class DeliveryBook:
@@ -157,14 +170,11 @@ class DeliveryBook:
         for alert in firing:
             key = (cluster, alert.rule, alert.entity, alert.severity)
             shown.add(key)
-            annotations = alert_annotations(alert.rule, alert.entity, alert.summary, alert.value,
-                                            link=alert_link(self.dashboard_url, cluster, alert.rule, alert.entity),
-                                            bootstrap=bootstrap)
             notice = self._notices.get(key)
             if notice is None:
-                self._notices[key] = Notice(key, _labels(key), annotations, alert.since, now)
+                self._notices[key] = Notice(key, alert.summary, alert.value, alert.since, now, bootstrap)
                 continue
-            notice.annotations = annotations
+            notice.summary, notice.value = alert.summary, alert.value
             if notice.resolved_at is not None:  # firing again (shown again after an inhibition)
                 notice.resolved_at, notice.changed_at, notice.starts_at = None, now, alert.since
         for notice in self._notices.values():
@@ -173,10 +183,8 @@ class DeliveryBook:
         for event in events:
             key = (cluster, event.rule, event.entity, event.severity)
             if event.state == RESOLVED and key not in self._notices:
-                link = alert_link(self.dashboard_url, cluster, event.rule, event.entity)
-                self._notices[key] = Notice(key, _labels(key), alert_annotations(
-                    event.rule, event.entity, event.summary, event.value, link=link, bootstrap=bootstrap),
-                    event.since, event.time, resolved_at=event.time)
+                self._notices[key] = Notice(key, event.summary, event.value, event.since, event.time, bootstrap,
+                                            resolved_at=event.time)
         self._forget(now)
 
     def due(self, url: str, now: float) -> list[Notice]:

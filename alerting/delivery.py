@@ -1,9 +1,9 @@
 """Alert delivery to Alertmanager, off the collection cycle's critical path.
 
 The collection loop hands every evaluation to :meth:`AlertDelivery.observe`, which only updates the
-book (``alerting/alertmanager.py``: what each Alertmanager is due) under a lock and wakes a worker
-thread; the worker sends what is due to each Alertmanager (``alerting/am_client.py``: timeouts,
-retries with backoff) and writes down what was accepted. So an Alertmanager that is slow or down
+book (``alerting/alertmanager.py``: what each Alertmanager is due) under a lock and wakes the
+workers, one thread per Alertmanager; each sends what is due to its Alertmanager
+(``alerting/am_client.py``: timeouts, retries with backoff) and writes down what was accepted. So an Alertmanager that is slow or down
 never makes a cycle longer: the cycle pays for the bookkeeping only.
 
 What the loop shows of it: :meth:`AlertDelivery.status` is the snapshot's ``alert_delivery`` section
@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from alerting.alertmanager import DeliveryBook
@@ -70,31 +70,32 @@ class AlertDelivery:
         self._counts: dict[tuple[str, str], _Counts] = {}
         self._health = {url: _Health() for url in settings.urls}
         self._clusters: set[str] = set()
-        self._wake = threading.Event()
         self._stop = threading.Event()
-        self._worker: threading.Thread | None = None
+        self._workers: list[tuple[threading.Thread, threading.Event]] = []
+        """One (thread, wake event) per Alertmanager, once started."""
 
     def observe(self, cluster: str, evaluation: EvaluationResult, now: float) -> None:
-        """Take in one evaluation of ``cluster`` (cheap: no I/O) and wake the worker."""
+        """Take in one evaluation of ``cluster`` (cheap: no I/O) and wake the workers."""
         with self._lock:
             self._clusters.add(cluster)
             self._book.observe(cluster, evaluation.firing, evaluation.events, now,
                                bootstrap=self._bootstraps.get(cluster))
-        self._wake.set()
+        for _, wake in self._workers:
+            wake.set()
 
     def deliver(self) -> None:
-        """Send what is due to every Alertmanager, one after the other (what the worker does when
-        woken; tests call it directly)."""
+        """Send what is due to every Alertmanager, one after the other, in the calling thread (what
+        each worker does for its own when woken; tests call it directly)."""
         for client in self._clients:
             self._deliver_to(client)
 
     def _deliver_to(self, client: AlertmanagerClient) -> None:
         url = client.url
         now = self._clock()
-        with self._lock:
-            due = self._book.due(url, now)
-            batches = [[(n.key, n.payload(now, self._book.valid_for)) for n in due[i:i + BATCH_SIZE]]
-                       for i in range(0, len(due), BATCH_SIZE)]
+        with self._lock:  # copies: the payloads are built outside the lock, which the cycle takes
+            due = [replace(notice, accepted={}) for notice in self._book.due(url, now)]
+        payloads = [(n.key, n.payload(now, self._book.valid_for, self._book.dashboard_url)) for n in due]
+        batches = [payloads[i:i + BATCH_SIZE] for i in range(0, len(payloads), BATCH_SIZE)]
         for index, batch in enumerate(batches):
             try:
                 client.post_alerts([payload for _, payload in batch])
@@ -134,29 +135,37 @@ class AlertDelivery:
                     for url, health in self._health.items()]
 
     def start(self) -> None:
-        """Start the worker thread (once)."""
-        if self._worker is None:
-            self._worker = threading.Thread(target=self._run, name="kpulse-alert-delivery", daemon=True)
-            self._worker.start()
+        """Start the workers (once): one thread per Alertmanager, so one that hangs does not hold
+        the others (as Prometheus sends to each Alertmanager on its own)."""
+        if self._workers:
+            return
+        for client in self._clients:
+            wake = threading.Event()
+            worker = threading.Thread(target=self._run, args=(client, wake), daemon=True,
+                                      name=f"kpulse-alert-delivery-{len(self._workers)}")
+            self._workers.append((worker, wake))
+            worker.start()
 
-    def _run(self) -> None:
+    def _run(self, client: AlertmanagerClient, wake: threading.Event) -> None:
         while not self._stop.is_set():
-            self._wake.wait(timeout=self.settings.resend_interval_seconds)
-            self._wake.clear()
+            wake.wait(timeout=self.settings.resend_interval_seconds)
+            wake.clear()
             if self._stop.is_set():
                 return
             try:
-                self.deliver()
+                self._deliver_to(client)
             except Exception:  # noqa: BLE001 - a bug must not end delivery for good; the traceback in the log
                 LOG.exception("alert delivery round failed")
 
     def close(self, timeout: float = CLOSE_SECONDS) -> None:
-        """Stop the worker, waiting up to ``timeout`` for a send under way."""
+        """Stop the workers, waiting up to ``timeout`` in all for sends under way."""
         self._stop.set()
-        self._wake.set()
-        if self._worker is not None:
-            self._worker.join(timeout)
-            self._worker = None
+        for _, wake in self._workers:
+            wake.set()
+        deadline = time.monotonic() + timeout
+        for worker, _ in self._workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+        self._workers = []
 
 
 def configured_delivery(config) -> AlertDelivery | None:

@@ -66,7 +66,8 @@ class CollectionService:
                  exporter=None, clock: Callable[[], float] = time.time, alert_state_factory=None,
                  cluster_names: list[str] | None = None, flush_seconds: float = FLUSH_SECONDS,
                  kafka_sink=None, gc_settle_cycles: int | None = None,
-                 expected_idle: ExpectedIdleFile | None = None, alert_delivery: AlertDelivery | None = None):
+                 expected_idle: ExpectedIdleFile | None = None, alert_delivery: AlertDelivery | None = None,
+                 deliver_alerts: bool = True):
         self.config = config
         registry = registry or default_registry()
         clusters = [config.cluster(name) for name in cluster_names] if cluster_names else list(config.clusters)
@@ -80,8 +81,10 @@ class CollectionService:
         self.lake = lake if lake is not None else LakeWriter(config.lake.path)
         self.exporter = exporter
         self.kafka_sink = kafka_sink if kafka_sink is not None else _configured_kafka_sink(config)
-        self.alert_delivery = alert_delivery if alert_delivery is not None else configured_delivery(config)
-        """Sends the alerts to Alertmanager (``alerting/delivery.py``); ``None`` when none is configured."""
+        self.alert_delivery = alert_delivery if alert_delivery is not None else (
+            configured_delivery(config) if deliver_alerts else None)
+        """Sends the alerts to Alertmanager (``alerting/delivery.py``); ``None`` when none is configured
+        or ``deliver_alerts`` is false (``kpulse collect --once``: a look, not the loop that pages)."""
         self._clock = clock
         self._flush_seconds = flush_seconds
         self._last_flush = float("-inf")

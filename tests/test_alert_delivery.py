@@ -39,8 +39,12 @@ def book(urls=(AM,)) -> DeliveryBook:
     return DeliveryBook(urls, resend_interval=60, evaluation_interval=10, dashboard_url="https://kp.example.com/")
 
 
+def payload_of(notice, now, the_book):
+    return notice.payload(now, the_book.valid_for, the_book.dashboard_url)
+
+
 def sent(notices, now, the_book):
-    return [(n.labels["alertname"], n.labels["severity"], n.status, n.payload(now, the_book.valid_for)["endsAt"])
+    return [(n.labels["alertname"], n.labels["severity"], n.status, payload_of(n, now, the_book)["endsAt"])
             for n in notices]
 
 
@@ -50,7 +54,7 @@ def test_a_firing_alert_carries_its_rule_cluster_entity_runbook_and_dashboard_li
     the_book = book()
     the_book.observe("prod", [offline(since=T0 - 5)], [], T0, bootstrap="b1:9092")
     [notice] = the_book.due(AM, T0)
-    payload = notice.payload(T0, the_book.valid_for)
+    payload = payload_of(notice, T0, the_book)
 
     assert payload["labels"] == {"alertname": "OfflinePartitions", "rule": "OfflinePartitions",
                                  "severity": "critical", "cluster": "prod", "entity": "cluster/prod"}
@@ -147,7 +151,7 @@ def test_a_resolution_the_book_never_saw_fire_is_sent_after_a_restart():
                        "resolved: broker 2 is down")
     the_book.observe("prod", [], [event], T0)
     [notice] = the_book.due(AM, T0)
-    payload = notice.payload(T0, the_book.valid_for)
+    payload = payload_of(notice, T0, the_book)
     assert (payload["labels"]["broker"], payload["startsAt"], payload["endsAt"]) == ("2", rfc3339(T0 - 600),
                                                                                      rfc3339(T0))
 
@@ -202,15 +206,15 @@ class OfflineCluster:
         return CollectorResult(sections={"cluster": {"offline_partitions": 2, "brokers": []}})
 
 
-def service_for(tmp_path, url: str, client_retries: int = 0) -> CollectionService:
+def service_for(tmp_path, *urls: str, client_retries: int = 0, **options) -> CollectionService:
     config = parse_config({"clusters": [{"name": "prod", "bootstrap_servers": "b1:9092"}],
                            "lake": {"path": str(tmp_path / "lake")},
-                           "alerting": {"alertmanager": {"urls": [url], "timeout_seconds": 2,
+                           "alerting": {"alertmanager": {"urls": list(urls), "timeout_seconds": 2,
                                                          "retries": client_retries}}},
                           source="test", base_dir=tmp_path)
     registry = Registry()
     registry.register("cluster_metadata", lambda cluster: OfflineCluster())
-    return CollectionService(config, registry=registry, flush_seconds=3600)
+    return CollectionService(config, registry=registry, flush_seconds=3600, **options)
 
 
 def delivery_of(snapshot) -> dict:
@@ -258,6 +262,34 @@ def test_a_hanging_alertmanager_does_not_hold_the_cycle_and_its_alerts_are_sent_
     assert [a["labels"]["alertname"] for a in posted[1]] == ["OfflinePartitions"]
     status = service.alert_delivery.status("prod")[0]
     assert (status["up"], status["failed_total"], status["pending"]) == (True, 0, 0)
+
+
+def test_an_alertmanager_that_hangs_does_not_hold_the_delivery_to_another(tmp_path):
+    hanging, answering = Recorder((200,), hold=True), Recorder((200,))
+    service = service_for(tmp_path, hanging.url, answering.url)
+    try:
+        service.cycle()
+        assert hanging.arrived.wait(30)
+        wait_for(lambda: answering.requests, timeout=30, what="the other Alertmanager's send")
+        by_url = {s["alertmanager"]: s for s in service.alert_delivery.status("prod")}
+        assert by_url[answering.url]["sent_total"] == 1 and by_url[hanging.url]["pending"] == 1
+    finally:
+        service.close()
+        hanging.close()
+        answering.close()
+
+
+def test_collect_once_sends_nothing_to_alertmanager(tmp_path):
+    """``kpulse collect --once`` is a look beside the running loop, not a second pager."""
+    server = Recorder()
+    try:
+        service = service_for(tmp_path, server.url, deliver_alerts=False)
+        snapshot = service.cycle().snapshots["prod"]
+        service.close()
+    finally:
+        server.close()
+    assert service.alert_delivery is None and "alert_delivery" not in snapshot and server.requests == []
+    assert [a["rule"] for a in snapshot["alerts"]] == ["OfflinePartitions"]
 
 
 def test_delivery_needs_an_alertmanager_url():
