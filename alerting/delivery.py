@@ -52,7 +52,7 @@ class _Health:
 
 class AlertDelivery:
     """Sends the alerts of every cluster to each configured Alertmanager (see the module doc). The
-    constructor connects to nothing; :meth:`start` starts the worker, :meth:`close` stops it."""
+    constructor connects to nothing; :meth:`start` starts the workers, :meth:`close` stops them."""
 
     def __init__(self, settings: AlertmanagerConfig, *, dashboard_url: str, evaluation_interval: float,
                  bootstraps: Mapping[str, str] | None = None, clock: Callable[[], float] = time.time,
@@ -69,7 +69,6 @@ class AlertDelivery:
         self._lock = threading.Lock()
         self._counts: dict[tuple[str, str], _Counts] = {}
         self._health = {url: _Health() for url in settings.urls}
-        self._clusters: set[str] = set()
         self._stop = threading.Event()
         self._workers: list[tuple[threading.Thread, threading.Event]] = []
         """One (thread, wake event) per Alertmanager, once started."""
@@ -77,7 +76,6 @@ class AlertDelivery:
     def observe(self, cluster: str, evaluation: EvaluationResult, now: float) -> None:
         """Take in one evaluation of ``cluster`` (cheap: no I/O) and wake the workers."""
         with self._lock:
-            self._clusters.add(cluster)
             self._book.observe(cluster, evaluation.firing, evaluation.events, now,
                                bootstrap=self._bootstraps.get(cluster))
         for _, wake in self._workers:

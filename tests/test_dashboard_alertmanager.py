@@ -1,7 +1,9 @@
 """The Alerts page with Alertmanager configured, under AppTest: the delivery's health under the title
 (from the snapshot's ``alert_delivery``); a silence saved on the page becomes a silence of the real
 Alertmanager, its id kept beside kpulse's record, and "End it now" expires it; an Alertmanager that
-cannot be reached gives one warning line and kpulse's own silence is recorded all the same."""
+cannot be reached gives one warning line and kpulse's own silence is recorded all the same; the
+store's bookkeeping around the silence when the lake cannot be written or Alertmanager is no longer
+configured."""
 
 from __future__ import annotations
 
@@ -9,14 +11,16 @@ import json
 import os
 import re
 import time
+from dataclasses import replace
 
 import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
 from alerting.am_client import AlertmanagerClient
-from dashboard.services.acks import AckStore
+from dashboard.services.acks import AckStore, end_acks, new_ack, save_ack
 from dashboard.services.delivery import delivery_lines
+from dashboard.services.sources import DashboardError
 from kpulse.lake.store import SNAPSHOT_DIR
 from tests.alertmanager_support import Webhook, alertmanager_installed, running_alertmanager
 from tests.dashboard_lake import CLUSTER, write_lake
@@ -125,3 +129,37 @@ def test_the_delivery_lines_say_nothing_without_alertmanager_and_count_what_wait
         {"alertmanager": "http://am:9093", "up": None, "sent_total": 0, "failed_total": 0, "pending": 1,
          "last_sent_at": None, "last_error": None, "last_error_at": None, "next_attempt_at": None}]}, 100.0)
     assert healthy and line == "Alertmanager http://am:9093: nothing sent yet · 1 alert not delivered yet"
+
+
+class RecordingSilencer:
+    """Stands for Alertmanager in the store's bookkeeping tests: makes silence ``s1``, records expiries."""
+
+    def __init__(self) -> None:
+        self.expired: list[str] = []
+
+    def silence(self, ack):
+        return replace(ack, silence_id="s1", silence_url="http://am:9093")
+
+    def expire(self, ack) -> None:
+        self.expired.append(ack.silence_id)
+
+
+def test_a_silence_kpulse_could_not_record_is_expired_again_and_the_error_shown(tmp_path):
+    (tmp_path / "lake").write_text("a file where the lake's directory should be")
+    silencer = RecordingSilencer()
+    ack = new_ack(cluster=CLUSTER, rule="BrokerDown", entity="broker/2", kind="silence", by="amy", hours=1,
+                  now=1000.0)
+    with pytest.raises(DashboardError, match="acknowledgement"):
+        save_ack(AckStore(str(tmp_path / "lake")), ack, 1000.0, silencer)
+    assert silencer.expired == ["s1"]
+
+
+def test_ending_a_silence_once_alertmanager_is_no_longer_configured_says_it_was_left_to_end(tmp_path):
+    store = AckStore(str(tmp_path / "lake"))
+    ack = new_ack(cluster=CLUSTER, rule="BrokerDown", entity="broker/2", kind="acknowledge", by="amy", hours=1,
+                  now=1000.0)
+    assert save_ack(store, ack, 1000.0, RecordingSilencer()) is None
+    ended, message = end_acks(store, CLUSTER, "BrokerDown", "broker/2", 1100.0, None)
+    assert [a.silence_id for a in ended] == ["s1"] and [a.until for a in store.load()] == [1100.0]
+    assert message == ("the Alertmanager silence s1 at http://am:9093 was left to end by itself: no Alertmanager "
+                       "is configured now")

@@ -23,7 +23,7 @@ import json
 from dataclasses import asdict, dataclass, replace
 from typing import Iterable, Mapping
 
-from alerting.alertmanager import silence_payload
+from alerting.alertmanager import EVERY_ENTITY as ALERTMANAGER_EVERY_ENTITY, silence_payload
 from alerting.am_client import AlertmanagerClient, AlertmanagerError
 from dashboard.services.sources import DashboardError, one_line
 from kpulse.config.model import AlertmanagerConfig
@@ -32,8 +32,9 @@ from kpulse.lake.store import resolve
 STORE_DIR = "_dashboard"
 STORE_FILE = "alert_acks.json"
 KINDS = ("acknowledge", "silence")
-EVERY_ENTITY = "*"
-"""The entity of an acknowledgement or silence of a whole group: every entity of its rule."""
+EVERY_ENTITY = ALERTMANAGER_EVERY_ENTITY
+"""The entity of an acknowledgement or silence of a whole group: every entity of its rule (its
+Alertmanager silence has no ``entity`` matcher)."""
 MAX_HOURS = 24 * 14
 
 
@@ -139,13 +140,18 @@ class AckStore:
             raise DashboardError(f"cannot save the acknowledgement: {one_line(error)}") from None
 
 
+PAGE_RETRIES = 1
+"""Retries of a silence request at most: someone waits on the page (the collection loop's sends use the
+configured ``retries``)."""
+
+
 class Silencer:
     """Alertmanager silences for the acknowledgements and silences of the Alerts page (see the module doc)."""
 
     def __init__(self, settings: AlertmanagerConfig, *, dashboard_url: str | None = None,
                  client_factory=AlertmanagerClient) -> None:
-        self._clients = {url: client_factory(url, timeout=settings.timeout_seconds, retries=settings.retries)
-                         for url in settings.urls}
+        self._clients = {url: client_factory(url, timeout=settings.timeout_seconds,
+                                             retries=min(settings.retries, PAGE_RETRIES)) for url in settings.urls}
         self._dashboard_url = dashboard_url
 
     def silence(self, ack: Ack) -> Ack:
@@ -200,9 +206,14 @@ def end_acks(store: AckStore, cluster: str, rule: str, entity: str, now: float,
     ended = store.end(cluster, rule, entity, now)
     errors = []
     for ack in ended:
-        if ack.silence_id is not None and silencer is not None:
-            try:
-                silencer.expire(ack)
-            except DashboardError as error:
-                errors.append(str(error))
+        if ack.silence_id is None:
+            continue
+        if silencer is None:
+            errors.append(f"the Alertmanager silence {ack.silence_id} at {ack.silence_url} was left to end by "
+                          "itself: no Alertmanager is configured now")
+            continue
+        try:
+            silencer.expire(ack)
+        except DashboardError as error:
+            errors.append(str(error))
     return ended, "; ".join(errors) or None
