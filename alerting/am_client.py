@@ -14,8 +14,7 @@ import urllib.request
 from typing import Any, Callable
 from urllib.parse import quote
 
-from tenacity import RetryError, retry_if_exception, stop_after_attempt, wait_exponential
-from tenacity import Retrying
+from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 BACKOFF_FIRST_SECONDS = 0.5
 """Wait before the first retry; doubled before each next one..."""

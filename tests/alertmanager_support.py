@@ -18,7 +18,6 @@ import yaml
 from tests.support import free_port, wait_for
 
 ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
-AMTOOL = "/usr/bin/amtool"
 
 
 def alertmanager_installed() -> bool:
