@@ -17,8 +17,9 @@ still name one entity. Labels (:func:`alert_labels`):
 Annotations (:func:`alert_annotations`): ``summary`` (the finding's line, with the numbers),
 ``description`` (the rule's condition and the value), ``runbook`` (the rule's runbook text, the
 cluster's bootstrap server filled in, as the exported Prometheus rules carry it) and ``dashboard``
-(the alert on kpulse's Alerts page, where the context chart and the runbook are; also the
-``generatorURL``, Alertmanager's "Source" link). The link's base is ``dashboard.url``.
+(the alert on kpulse's Alerts page, where the context chart and the runbook are; also
+``runbook_url``, the name Alertmanager templates look for, and the ``generatorURL``,
+Alertmanager's "Source" link). The link's base is ``dashboard.url``.
 
 A severity change (a group going from STOP to ERR) changes the labels, so it is a new Alertmanager
 alert: the old severity's is sent resolved and the new one firing. An inhibited warning
@@ -88,7 +89,7 @@ def alert_link(dashboard_url: str, cluster: str, rule: str, entity: str) -> str:
 
 def alert_annotations(rule: str, entity: str, summary: str, value: float | None, *, link: str,
                       bootstrap: str | None = None) -> dict[str, str]:
-    """summary, description, runbook and dashboard (see the module doc)."""
+    """summary, description, runbook, runbook_url and dashboard (see the module doc)."""
     try:
         condition = rule_by_name(rule).condition
     except KeyError:  # a rule this release does not have (an older state restored): say what is known
@@ -98,6 +99,7 @@ def alert_annotations(rule: str, entity: str, summary: str, value: float | None,
                    "dashboard": link}
     if rule in RUNBOOKS:
         annotations["runbook"] = _runbook(rule, bootstrap)
+        annotations["runbook_url"] = link
     return annotations
 
 

@@ -64,7 +64,7 @@ def test_a_firing_alert_carries_its_rule_cluster_entity_runbook_and_dashboard_li
     assert annotations["summary"] == "2 offline partitions"
     assert "offline partitions > 0" in annotations["description"] and "value 2" in annotations["description"]
     assert "What to do:" in annotations["runbook"] and "--bootstrap-server b1:9092" in annotations["runbook"]
-    assert annotations["dashboard"] == payload["generatorURL"] == (
+    assert annotations["dashboard"] == annotations["runbook_url"] == payload["generatorURL"] == (
         "https://kp.example.com/alerts?cluster=prod&rule=OfflinePartitions&entity=cluster%2Fprod")
 
 
