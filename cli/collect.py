@@ -23,7 +23,8 @@ consumer group's status needs three observations."""
 def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
                     spacing: float = ONCE_SPACING_SECONDS, out=sys.stdout) -> int:
     faulthandler.enable()  # a crash inside a native client library still leaves a Python stack in the log
-    service = CollectionService(config, cluster_names=[cluster] if cluster else None)
+    # --once is a look at the cluster beside the running loop: it sends no alert to Alertmanager
+    service = CollectionService(config, cluster_names=[cluster] if cluster else None, deliver_alerts=not once)
     if once:
         try:
             for reading in range(ONCE_READINGS):

@@ -5,7 +5,9 @@ publish the snapshot to the Prometheus exporter and to ``<lake>/_snapshots/<clus
 A lake that cannot be written keeps its rows buffered and retries next cycle (or records a gap,
 see ``kpulse/lake/store.py``); the loop itself goes on. With ``lake.kafka_sink`` configured every
 row is also published to Kafka (``exporters/kafka_sink.py``); what that sink drops is written to
-the lake as ``lake_gap`` rows.
+the lake as ``lake_gap`` rows. With ``alerting.alertmanager`` configured every evaluation is handed to
+the alert delivery (``alerting/delivery.py``), which sends to Alertmanager in a thread of its own: the
+cycle only records its state in the snapshot's ``alert_delivery`` section.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from alerting.delivery import AlertDelivery, configured_delivery
 from alerting.state import AlertState, to_dicts
 from collectors.loop_state import LoopMark, LoopState, restorable_alerts
 from collectors.protocol import CollectContext, Collector, Registry, declarations, run_isolated
@@ -63,7 +66,8 @@ class CollectionService:
                  exporter=None, clock: Callable[[], float] = time.time, alert_state_factory=None,
                  cluster_names: list[str] | None = None, flush_seconds: float = FLUSH_SECONDS,
                  kafka_sink=None, gc_settle_cycles: int | None = None,
-                 expected_idle: ExpectedIdleFile | None = None):
+                 expected_idle: ExpectedIdleFile | None = None, alert_delivery: AlertDelivery | None = None,
+                 deliver_alerts: bool = True):
         self.config = config
         registry = registry or default_registry()
         clusters = [config.cluster(name) for name in cluster_names] if cluster_names else list(config.clusters)
@@ -77,6 +81,10 @@ class CollectionService:
         self.lake = lake if lake is not None else LakeWriter(config.lake.path)
         self.exporter = exporter
         self.kafka_sink = kafka_sink if kafka_sink is not None else _configured_kafka_sink(config)
+        self.alert_delivery = alert_delivery if alert_delivery is not None else (
+            configured_delivery(config) if deliver_alerts else None)
+        """Sends the alerts to Alertmanager (``alerting/delivery.py``); ``None`` when none is configured
+        or ``deliver_alerts`` is false (``kpulse collect --once``: a look, not the loop that pages)."""
         self._clock = clock
         self._flush_seconds = flush_seconds
         self._last_flush = float("-inf")
@@ -100,6 +108,8 @@ class CollectionService:
         if self._pool is None:
             workers = max((len(entry.collectors) for entry in self.clusters), default=1)
             self._pool = ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="collector")
+            if self.alert_delivery is not None:
+                self.alert_delivery.start()
         if self.loop_state is not None and self._mark is None:
             self._resume()
         for entry in self.clusters:
@@ -115,6 +125,9 @@ class CollectionService:
             if evaluation.errors:
                 snapshot["alert_errors"] = list(evaluation.errors)
             rows.setdefault("alert_event", []).extend(event.row() for event in evaluation.events)
+            if self.alert_delivery is not None:
+                self.alert_delivery.observe(entry.cluster.name, evaluation, now)
+                snapshot["alert_delivery"] = self.alert_delivery.status(entry.cluster.name)
             rows.setdefault("collector_status", []).extend(
                 {"time": now, "cluster": entry.cluster.name, "collector": s.name, "up": s.up,
                  "duration_seconds": s.duration_seconds, "error": s.error} for s in statuses)
@@ -241,6 +254,8 @@ class CollectionService:
                         LOG.exception("closing collector %s", collector.name)
         if self.kafka_sink is not None:
             self.kafka_sink.close()
+        if self.alert_delivery is not None:
+            self.alert_delivery.close()
         self.flush()
         if self._mark is not None:
             self._keep_state(self._mark.cycle_time)

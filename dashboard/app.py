@@ -1,8 +1,9 @@
 """kpulse dashboard entry: `kpulse dashboard` runs `streamlit run` on this file.
 
 Routes with ``st.navigation`` over the file-based pages in ``app_pages/`` (not ``pages/``: that name switches Streamlit to its legacy multipage mode) and draws the shared frame:
-the sign-in gate (:mod:`dashboard.auth`), the cluster picker, who is signed in, and the freshness of
-the data (stale = older than two collection intervals)."""
+the sign-in gate (:mod:`dashboard.auth`), the cluster picker (first set from ``?cluster=``, as the
+links in the alerts sent to Alertmanager carry it), who is signed in, and the freshness of the data
+(stale = older than two collection intervals)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ with st.sidebar:
     st.markdown("### kpulse")
     with frame.shown_errors():
         names = frame.sources().config.cluster_names
+        if frame.CLUSTER_KEY not in st.session_state and st.query_params.get("cluster") in names:
+            st.session_state[frame.CLUSTER_KEY] = st.query_params["cluster"]  # a link from an alert
         st.selectbox("Cluster", names, key=frame.CLUSTER_KEY)
     auth.sidebar(who)
 

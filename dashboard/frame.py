@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import literal
-from dashboard.services.acks import AckStore, active
+from dashboard.services.acks import AckStore, Silencer, active
 from dashboard.services.alerts import firing_alerts, grouped
 from dashboard.services.groups import groups_frame
 from dashboard.services.kafka_admin import ClusterAdmin
@@ -232,6 +232,14 @@ def topic_sizes(topic_names: list[str]) -> dict[str, int]:
 
 def ack_store() -> AckStore:
     return AckStore(sources().lake_path)
+
+
+def silencer() -> Silencer | None:
+    """Alertmanager silences for the acknowledgements (``dashboard/services/acks.py``); ``None`` when no
+    Alertmanager is configured."""
+    config = sources().config
+    settings = config.alerting.alertmanager
+    return Silencer(settings, dashboard_url=config.dashboard.external_url) if settings.enabled else None
 
 
 def alert_acks() -> dict:

@@ -38,7 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
@@ -59,6 +59,9 @@ GRANULARITIES = EXPORTER_GRANULARITIES
 PARTITION_SERIES = ("kafka_consumergroup_lag", "kafka_consumergroup_current_offset",
                     "kpulse_consumergroup_partition_lag_seconds", "kpulse_sharegroup_lag", "kpulse_sharegroup_start_offset")
 """The per-partition series of groups: exported with granularity ``partition`` only."""
+COUNTER_SERIES = frozenset({"kpulse_alertmanager_notifications_sent_total",
+                            "kpulse_alertmanager_notifications_failed_total"})
+"""Series exported as counters (the others are gauges)."""
 
 
 class SnapshotExporter(Collector):
@@ -117,7 +120,8 @@ class SnapshotExporter(Collector):
                 return
             family = families.get(name)
             if family is None:
-                family = families[name] = GaugeMetricFamily(name, help_text, labels=list(labels))
+                kind = CounterMetricFamily if name in COUNTER_SERIES else GaugeMetricFamily
+                family = families[name] = kind(name, help_text, labels=list(labels))
             family.add_metric([str(v) for v in labels.values()], float(value))
 
         for snapshot in snapshots:
@@ -179,7 +183,8 @@ class _TextFamilies:
         out = []
         for name, (help_text, lines) in self._families.items():
             shown_help = help_text.replace("\\", "\\\\").replace("\n", "\\n")
-            out.append(f"# HELP {name} {shown_help}\n# TYPE {name} gauge\n")
+            kind = "counter" if name in COUNTER_SERIES else "gauge"
+            out.append(f"# HELP {name} {shown_help}\n# TYPE {name} {kind}\n")
             out.extend(lines)
         return "".join(out).encode()
 
@@ -298,6 +303,23 @@ def _emit_snapshot(emit, snapshot: Snapshot, granularity: str = "partition") -> 
         firing[key] = firing.get(key, 0) + 1
     for (rule, severity), count in sorted(firing.items()):
         emit("kpulse_alerts_firing", "Firing alerts", {**c, "rule": rule, "severity": severity}, count)
+    _emit_alert_delivery(emit, c, snapshot.get("alert_delivery"))
+
+
+def _emit_alert_delivery(emit, c: dict[str, str], deliveries) -> None:
+    """Delivery to each Alertmanager (``alerting/delivery.py``), named as Prometheus's own
+    ``prometheus_notifications_*``: alerts sent and failed (counters since the loop started), alerts
+    not yet accepted, and whether the last send was accepted."""
+    for delivery in deliveries or ():
+        a = {**c, "alertmanager": delivery["alertmanager"]}
+        emit("kpulse_alertmanager_notifications_sent_total", "Alerts accepted by the Alertmanager (each resend "
+             "counts)", a, delivery.get("sent_total"))
+        emit("kpulse_alertmanager_notifications_failed_total", "Alerts whose send to the Alertmanager failed after "
+             "retries (kept and sent again later)", a, delivery.get("failed_total"))
+        emit("kpulse_alertmanager_notifications_pending", "Alerts that started firing or resolved and that the "
+             "Alertmanager has not accepted yet", a, delivery.get("pending"))
+        emit("kpulse_alertmanager_up", "1 when the last send to the Alertmanager was accepted, 0 when it failed; "
+             "absent before the first", a, None if delivery.get("up") is None else int(delivery["up"]))
 
 
 def _one_hot(emit, name: str, help_text: str, labels: dict[str, str], states, state) -> None:

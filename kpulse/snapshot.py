@@ -430,6 +430,24 @@ class FiringAlert(TypedDict):
     runbook: Annotated[str, "Key of the rule's runbook."]
 
 
+class AlertmanagerDelivery(TypedDict):
+    """Delivery of this cluster's alerts to one Alertmanager (``alerting/delivery.py``); the counts
+    are since the collection loop started."""
+
+    alertmanager: Annotated[str, "The Alertmanager's configured URL (a password in it shown as ***)."]
+    up: Annotated[bool | None, "Its last send was accepted; false: it failed (after retries); null: nothing "
+                               "sent yet."]
+    sent_total: Annotated[int, "Alerts of this cluster it accepted (each resend counts)."]
+    failed_total: Annotated[int, "Alerts of this cluster whose send failed (kept and sent again later)."]
+    pending: Annotated[int, "Alerts of this cluster that started firing or resolved and that it has not "
+                            "accepted yet."]
+    last_sent_at: Annotated[float | None, "When it last accepted a send (epoch seconds)."]
+    last_error: Annotated[str | None, "Why its last failed send failed (one line); null if none failed."]
+    last_error_at: Annotated[float | None, "When that send failed (epoch seconds)."]
+    next_attempt_at: Annotated[float | None, "After a failure: no send to it before this time (epoch "
+                                             "seconds); null when it is not waiting."]
+
+
 class CollectorState(TypedDict):
     """How one collector's cycle went."""
 
@@ -456,6 +474,9 @@ class Snapshot(TypedDict):
     alerts: Annotated[list[FiringAlert], "Alerts firing after this cycle."]
     collectors: Annotated[list[CollectorState], "Each collector's cycle, in registration order."]
     alert_errors: NotRequired[Annotated[list[str], "Alert rules that raised this cycle (one line each)."]]
+    alert_delivery: NotRequired[Annotated[list[AlertmanagerDelivery], "Delivery of the alerts to each "
+                                                                      "configured Alertmanager; present only "
+                                                                      "when one is configured."]]
     lake_errors: NotRequired[Annotated[list[str], "Lake rows refused this cycle: a collector broke the lake's "
                                                   "contract (one line each)."]]
 

@@ -47,7 +47,8 @@ def test_reference_config_loads_and_has_every_top_level_section():
     config = load_config(reference_config_path(), environ={})
 
     raw = yaml.safe_load(reference_config_path().read_text())
-    assert set(raw) == {"clusters", "lake", "intervals", "exporter", "dashboard"}
+    assert set(raw) == {"clusters", "lake", "intervals", "exporter", "dashboard", "alerting"}
+    assert not config.alerting.alertmanager.enabled
     assert config.source == str(reference_config_path())
     assert config.cluster().name == "local"
     assert config.cluster().consumer_groups.lag_seconds_threshold_for("nightly-batch-loader") == 3600
@@ -69,8 +70,9 @@ def test_reference_config_spells_out_every_key_of_the_model():
     overrides = cluster_raw["consumer_groups"]["overrides"]
     assert_documents(overrides["nightly-batch-loader"],
                      cluster.consumer_groups.overrides["nightly-batch-loader"], "overrides")
-    for section in ("lake", "intervals", "exporter", "dashboard"):
+    for section in ("lake", "intervals", "exporter", "dashboard", "alerting"):
         assert_documents(raw[section], getattr(config, section), section)
+    assert_documents(raw["alerting"]["alertmanager"], config.alerting.alertmanager, "alerting.alertmanager")
 
 
 def test_reference_config_describes_the_same_local_cluster_as_the_default():
@@ -130,7 +132,7 @@ def test_without_a_path_kpulse_config_names_the_file_else_the_default(tmp_path):
          'clusters[0].consumer_groups.overrides["orders.v2"].lag_seconds_treshold: unknown key '
          "(did you mean 'lag_seconds_threshold'?)"),
         ({"clusters": [MINIMAL_CLUSTER], "dashboard": {"colour": "blue"}},
-         "dashboard.colour: unknown key (known: port, host, users_file)"),
+         "dashboard.colour: unknown key (known: port, host, users_file, url)"),
     ],
     ids=["top-level", "cluster", "security", "streams-app", "group-override", "no-close-match"],
 )
@@ -355,6 +357,29 @@ def test_the_exporter_binds_loopback_unless_the_config_says_otherwise():
     assert parse({"clusters": [MINIMAL_CLUSTER]}).exporter.host == "127.0.0.1"
     assert parse({"clusters": [MINIMAL_CLUSTER], "exporter": {"host": "0.0.0.0"}}).exporter.host == "0.0.0.0"
     assert default_config(environ={}).exporter.host == "127.0.0.1"
+
+
+def test_alertmanager_delivery_is_off_unless_urls_are_given_and_each_url_is_checked():
+    assert not parse({"clusters": [MINIMAL_CLUSTER]}).alerting.alertmanager.enabled
+    config = parse({"clusters": [MINIMAL_CLUSTER], "alerting": {"alertmanager": {
+        "urls": ["http://am-1:9093/", "${AM2}"], "timeout_seconds": 3, "resend_interval_seconds": 30, "retries": 0}},
+        "dashboard": {"url": "https://kpulse.example.com/"}}, {"AM2": "http://am-2:9093"})
+    settings = config.alerting.alertmanager
+    assert (settings.urls, settings.timeout_seconds, settings.resend_interval_seconds, settings.retries) == (
+        ("http://am-1:9093", "http://am-2:9093"), 3.0, 30.0, 0)
+    assert config.dashboard.external_url == "https://kpulse.example.com"
+    assert parse({"clusters": [MINIMAL_CLUSTER], "dashboard": {"host": "0.0.0.0", "port": 8600}}
+                 ).dashboard.external_url == "http://localhost:8600"
+    am = {"clusters": [MINIMAL_CLUSTER]}
+    assert config_error({**am, "alerting": {"alertmanager": {"urls": ["am:9093"]}}}) == \
+        "alerting.alertmanager.urls[0]: 'am:9093' is not an http(s) URL"
+    assert config_error({**am, "alerting": {"alertmanager": {"urls": ["http://a", "http://a/"]}}}) == \
+        "alerting.alertmanager.urls[1]: duplicate Alertmanager URL 'http://a' (also alerting.alertmanager.urls[0])"
+    assert config_error({**am, "alerting": {"alertmanager": {"resend_interval_seconds": 0}}}) == \
+        "alerting.alertmanager.resend_interval_seconds: must be a number of seconds > 0, got 0"
+    assert "did you mean 'urls'" in config_error({**am, "alerting": {"alertmanager": {"url": ["http://a"]}}})
+    assert config_error({**am, "dashboard": {"url": "kpulse:8501"}}) == "dashboard.url: 'kpulse:8501' is not an " \
+        "http(s) URL"
 
 
 def test_client_config_for_oauthbearer_with_oidc():

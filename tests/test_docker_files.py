@@ -26,6 +26,8 @@ DOCKER_DIR = ROOT / "docker"
 COMPOSE_FILE = DOCKER_DIR / "compose.yaml"
 PROMETHEUS_FILE = DOCKER_DIR / "prometheus" / "prometheus.yml"
 KPULSE_CONFIG_FILE = DOCKER_DIR / "kpulse.yaml"
+ALERTMANAGER_FILE = DOCKER_DIR / "alertmanager" / "alertmanager.yml"
+AMTOOL = "/usr/bin/amtool"
 POM = ROOT / "localkafka" / "java" / "pom.xml"
 # Every Dockerfile under docker/ is built with the repository root as context (docker/README.md).
 DOCKERFILES = sorted(DOCKER_DIR.rglob("Dockerfile"))
@@ -500,6 +502,31 @@ def kpulse_wiring_problems(kpulse_doc: dict, compose_doc: dict, prometheus_doc: 
     return problems
 
 
+def alertmanager_wiring_problems(kpulse_doc: dict, compose_doc: dict) -> list[str]:
+    """docker/kpulse.yaml sends its alerts to a compose service publishing Alertmanager, whose config
+    file is the one mounted."""
+    hosts = _service_hostnames(compose_doc)
+    urls = ((kpulse_doc.get("alerting") or {}).get("alertmanager") or {}).get("urls") or []
+    problems = [] if urls else ["kpulse.yaml sends its alerts to no Alertmanager"]
+    problems += [f"alertmanager url {url} is not a compose service" for url in urls
+                 if urlsplit(url).hostname not in hosts]
+    service = services_of(compose_doc).get("alertmanager")
+    if service is None:
+        return problems + ["no alertmanager service"]
+    mounted = any(str(volume).startswith("./alertmanager/alertmanager.yml:") for volume in service.get("volumes") or [])
+    if not mounted:
+        problems.append("the alertmanager service does not mount ./alertmanager/alertmanager.yml")
+    if "--config.file=/etc/alertmanager/alertmanager.yml" not in (service.get("command") or []):
+        problems.append("the alertmanager service does not read /etc/alertmanager/alertmanager.yml")
+    return problems
+
+
+def amtool_problems(path: Path) -> list[str]:
+    """``amtool check-config`` on ``path``: its output when it fails."""
+    result = subprocess.run([AMTOOL, "check-config", str(path)], capture_output=True, text=True, timeout=60)
+    return [] if result.returncode == 0 else [(result.stdout + result.stderr).strip()]
+
+
 # === tests on the real files ========================================================================
 
 
@@ -575,7 +602,7 @@ def test_compose_named_volumes_declared():
 
 
 def test_compose_has_the_expected_services():
-    expected = {"kafka-1", "kafka-2", "kafka-3", "prometheus", "spark-master", "spark-worker",
+    expected = {"kafka-1", "kafka-2", "kafka-3", "prometheus", "alertmanager", "spark-master", "spark-worker",
                 "kpulse-collect", "kpulse-slo", "kpulse-ui"}
     assert expected <= set(services_of(compose()))
 
@@ -616,6 +643,17 @@ def test_every_kpulse_command_of_the_deployment_parses():
             build_parser().parse_args(line[1:])
         except SystemExit:
             pytest.fail(f"not a valid kpulse command: {' '.join(line)}")
+
+
+def test_kpulse_sends_its_alerts_to_the_compose_alertmanager():
+    assert alertmanager_wiring_problems(load_yaml(KPULSE_CONFIG_FILE), compose()) == []
+    config = load_yaml(ALERTMANAGER_FILE)
+    assert config["route"]["group_by"] == ["alertname", "cluster"]  # the labels kpulse's alerts carry
+
+
+@pytest.mark.skipif(not Path(AMTOOL).exists(), reason="amtool is not installed (make test installs it)")
+def test_the_alertmanager_config_passes_amtool_check_config():
+    assert amtool_problems(ALERTMANAGER_FILE) == []
 
 
 def test_kpulse_config_loads():
@@ -816,6 +854,23 @@ def test_check_kpulse_wiring_catches_mismatch():
     problems = kpulse_wiring_problems(kpulse_doc, doc, prometheus_doc)
     assert len(problems) == 3
     assert "kafka-2" in problems[0] and "prom:9090" in problems[1] and "9999" in problems[2]
+
+
+def test_check_alertmanager_wiring_catches_mismatch():
+    doc = {"services": {"alertmanager": {"volumes": ["./am.yml:/etc/alertmanager/alertmanager.yml"]}}}
+    problems = alertmanager_wiring_problems({"alerting": {"alertmanager": {"urls": ["http://am:9093"]}}}, doc)
+    assert len(problems) == 3
+    assert "am:9093" in problems[0] and "does not mount" in problems[1] and "does not read" in problems[2]
+    assert alertmanager_wiring_problems({}, {"services": {}}) == ["kpulse.yaml sends its alerts to no Alertmanager",
+                                                                 "no alertmanager service"]
+
+
+@pytest.mark.skipif(not Path(AMTOOL).exists(), reason="amtool is not installed (make test installs it)")
+def test_check_amtool_catches_a_route_to_an_unknown_receiver(tmp_path):
+    broken = tmp_path / "alertmanager.yml"
+    broken.write_text(yaml.safe_dump({"route": {"receiver": "nobody"}, "receivers": [{"name": "on-call"}]}))
+    [problem] = amtool_problems(broken)
+    assert "nobody" in problem
 
 
 def test_the_compose_alert_rules_are_what_kpulse_alerts_export_rules_writes_for_its_config():

@@ -32,7 +32,10 @@ def snapshot(groups: list[str], lag: int = 5) -> dict:
             "share_groups": {"read_at": 1.0, "read_seconds": 0.1, "groups": [
                 {"group_id": "sg", "state": "Stable", "members": 1, "total_lag": 3, "lag_unknown_partitions": 0,
                  "status": "OK", "partitions": [{"topic": "orders", "partition": 0, "lag": 3, "start_offset": 7}]}]},
-            "collectors": [{"name": "consumer_lag", "up": True, "duration_seconds": 0.2}]}
+            "collectors": [{"name": "consumer_lag", "up": True, "duration_seconds": 0.2}],
+            "alert_delivery": [{"alertmanager": "http://am:9093", "up": False, "sent_total": 12, "failed_total": 3,
+                                "pending": 2, "last_sent_at": 0.5, "last_error": "refused", "last_error_at": 0.9,
+                                "next_attempt_at": 60.9}]}
 
 
 def samples(text: str) -> dict[tuple[str, tuple], float]:
@@ -58,6 +61,11 @@ def test_the_rendered_page_has_the_same_series_as_the_families(granularity):
     # written as prometheus_client writes them: labels sorted by name, values as Go floats
     assert set(text.splitlines()) == set(from_families(exporter).splitlines())
     assert rendered[("kafka_consumergroup_lag_sum", (("cluster", "prod"), ("consumergroup", HOSTILE)))] == 10
+    delivery = (("alertmanager", "http://am:9093"), ("cluster", "prod"))
+    assert (rendered[("kpulse_alertmanager_notifications_sent_total", delivery)],
+            rendered[("kpulse_alertmanager_notifications_failed_total", delivery)],
+            rendered[("kpulse_alertmanager_up", delivery)]) == (12, 3, 0)
+    assert "# TYPE kpulse_alertmanager_notifications_failed_total counter" in text
 
 
 def test_group_granularity_drops_the_per_partition_series_and_keeps_the_group_ones():

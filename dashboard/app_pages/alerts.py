@@ -2,7 +2,9 @@
 "ConsumerGroupStatus, 2,000 groups"), critical first then oldest; a group opens its entities
 (searched and paged on the server), an entity its context (the metric around it, the runbook, links
 to its page); acknowledge or silence a whole group or one entity, with who and until when,
-persisted in the lake. ``?rule=`` opens a group, ``&entity=`` one of its entities."""
+persisted in the lake (and as an Alertmanager silence when Alertmanager is configured), or end one
+early. ``?rule=`` opens a group, ``&entity=`` one of its entities. With Alertmanager configured, a
+line under the title says how the delivery of alerts to it goes."""
 
 import pandas as pd
 import streamlit as st
@@ -11,7 +13,8 @@ from alerting.grouping import counts
 from alerting.runbooks import RUNBOOKS, runbook_text
 from dashboard import components, frame, literal
 from dashboard.services import alerts
-from dashboard.services.acks import EVERY_ENTITY, KINDS, new_ack
+from dashboard.services.acks import EVERY_ENTITY, KINDS, effective, end_acks, new_ack, save_ack
+from dashboard.services.delivery import delivery_lines
 from dashboard.services.health import human_age
 
 CONTEXT_BEFORE_SECONDS = 1800
@@ -19,8 +22,12 @@ PAGE_FILES = {"overview": "app_pages/overview.py", "brokers": "app_pages/brokers
               "streams": "app_pages/streams.py", "topics": "app_pages/topics.py",
               "share_groups": "app_pages/share_groups.py"}
 ENTITY_SORTS = {"age": "age_seconds", "severity": "severity_rank", "entity": "entity"}
+# Session-state key of a line about Alertmanager to show after the rerun that follows a save or an end.
+ALERTMANAGER_MESSAGE_KEY = "alerts-alertmanager-message"
 
 st.title("Alerts")
+if message := st.session_state.pop(ALERTMANAGER_MESSAGE_KEY, None):
+    st.warning(literal.markdown(message), icon=":material/warning:")
 
 
 def shown_alerts() -> tuple[dict, pd.DataFrame]:
@@ -34,6 +41,12 @@ def shown_alerts() -> tuple[dict, pd.DataFrame]:
 
 @st.fragment(run_every=frame.refresh_seconds())
 def firing_list() -> None:
+    with frame.shown_errors("alert delivery"):
+        for healthy, line in delivery_lines(frame.snapshot(), frame.now()):
+            if healthy:
+                st.caption(literal.markdown(line))
+            else:
+                st.warning(literal.markdown(line), icon=":material/notifications_off:")
     with frame.shown_errors():
         st.toggle("show silenced", key="alerts-show-silenced")
         acks, shown = shown_alerts()
@@ -65,8 +78,20 @@ def ack_form(key: str, rule: str, entity: str, what: str) -> None:
         with frame.shown_errors():
             ack = new_ack(cluster=frame.cluster(), rule=rule, entity=entity, kind=action, by=who, hours=hours,
                           now=frame.now(), note=note)
-            frame.ack_store().add(ack, frame.now())
+            message = save_ack(frame.ack_store(), ack, frame.now(), frame.silencer())
+            if message:
+                st.session_state[ALERTMANAGER_MESSAGE_KEY] = message
             st.success(f"{action}d by {literal.markdown(ack.by)} for {hours:g} h")
+            st.rerun()
+
+
+def end_button(key: str, rule: str, entity: str) -> None:
+    """End the acknowledgement or silence of ``entity`` of ``rule`` now (and its Alertmanager silence)."""
+    if st.button("End it now", key=key):
+        with frame.shown_errors():
+            _, message = end_acks(frame.ack_store(), frame.cluster(), rule, entity, frame.now(), frame.silencer())
+            if message:
+                st.session_state[ALERTMANAGER_MESSAGE_KEY] = message
             st.rerun()
 
 
@@ -94,6 +119,7 @@ with frame.shown_errors():
                 st.info(f"the whole group is {group_ack.kind}d by {literal.markdown(group_ack.by)} until "
                         f"{pd.Timestamp(group_ack.until, unit='s', tz='UTC'):%Y-%m-%d %H:%M} UTC (its entities firing "
                         "now and later)")
+                end_button("alerts-group-ack-end", rule, EVERY_ENTITY)
             listing = members.assign(age=[human_age(s) for s in members["age_seconds"]])
             listed = components.searched_list(f"alerts-entities-{rule}", listing, sorts=ENTITY_SORTS,
                                               search_column="entity", noun="entities",
@@ -117,6 +143,9 @@ with frame.shown_errors():
         if alert["ack"]:
             st.info(f"{alert['ack']}d by {literal.markdown(alert['ack_by'])} until "
                     f"{alert['ack_until']:%Y-%m-%d %H:%M} UTC")
+            running = effective(acks, alert["rule"], alert["entity"])
+            if running is not None:
+                end_button("alerts-ack-end", running.rule, running.entity)
 
         kind, name = alerts.parse_entity(alert["entity"])
         page, param = alerts.ENTITY_PAGES.get(kind, ("overview", None))

@@ -334,6 +334,48 @@ class DashboardConfig:
     """Address to bind; ``0.0.0.0`` to accept connections from other machines."""
     users_file: Path | None = None
     """Local users file (salted password hashes), absolute; ``None`` = the default location."""
+    url: str | None = None
+    """The address users open the dashboard at (behind a proxy, another host name), as Prometheus's
+    ``--web.external-url``: the base of the links in the alerts kpulse sends (``alerting/alertmanager.py``).
+    ``None`` = ``http://<host>:<port>`` (``localhost`` when bound to every address)."""
+
+    @property
+    def external_url(self) -> str:
+        """:attr:`url` without a trailing ``/``, or the default address (see :attr:`url`)."""
+        if self.url:
+            return self.url.rstrip("/")
+        host = "localhost" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class AlertmanagerConfig:
+    """Where and how kpulse delivers its alerts to Alertmanager (API v2), as Prometheus does
+    (``alerting/delivery.py``). No URL = no delivery."""
+
+    urls: tuple[str, ...] = ()
+    """Base URL of each Alertmanager (``http://am:9093``); every alert goes to each of them, as
+    Prometheus sends to every Alertmanager of an HA pair. Silences made on the Alerts page go to the
+    first that accepts (an HA cluster shares them). Empty = delivery off."""
+    timeout_seconds: float = 10.0
+    """Timeout of one HTTP request (Prometheus's ``alertmanager_config.timeout`` default)."""
+    resend_interval_seconds: float = 60.0
+    """Firing alerts are sent again this often (Prometheus's ``--rules.alert.resend-delay``); an
+    Alertmanager that failed is tried again after this long."""
+    retries: int = 3
+    """Retries of a failed request (a connection error, a timeout or a 5xx answer), with exponential
+    backoff; a 4xx answer is not retried."""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.urls)
+
+
+@dataclass(frozen=True)
+class AlertingConfig:
+    """What kpulse does with its alerts besides showing them."""
+
+    alertmanager: AlertmanagerConfig = AlertmanagerConfig()
 
 
 @dataclass(frozen=True)
@@ -348,6 +390,8 @@ class KpulseConfig:
     dashboard: DashboardConfig
     source: str
     """Where this came from: a file path, or ``"built-in local cluster default"``."""
+    alerting: AlertingConfig = AlertingConfig()
+    """Alert delivery (Alertmanager); default: none."""
 
     @property
     def cluster_names(self) -> tuple[str, ...]:
@@ -377,6 +421,11 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return value
+
+
+def redact_url(url: str) -> str:
+    """``url`` with the password of its user part, if any, replaced by ``***``."""
+    return _redact_url(url)
 
 
 def _redact_url(url: str) -> str:

@@ -22,7 +22,8 @@ from kpulse.config import envsubst
 from kpulse.config.errors import ConfigError, child_path
 from kpulse.lag_contract import DEFAULT_LAG_SECONDS_THRESHOLD
 from kpulse.config.model import (
-    EXPORTER_GRANULARITIES, METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, ClusterConfig, ConsumerGroupsConfig,
+    EXPORTER_GRANULARITIES, METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, AlertingConfig, AlertmanagerConfig,
+    ClusterConfig, ConsumerGroupsConfig,
     DashboardConfig, ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig, LakeConfig,
     MetricsConfig, ProbeConfig, RetentionConfig, SecurityConfig, StreamsAppConfig,
 )
@@ -43,7 +44,7 @@ def parse_config(
     """Validate ``data`` (a parsed YAML document). Relative paths resolve against ``base_dir``;
     ``${VAR}`` references against ``environ`` (default ``os.environ``)."""
     reader = _Section(data, "", os.environ if environ is None else environ, base_dir,
-                      ("clusters", "lake", "intervals", "exporter", "dashboard"))
+                      ("clusters", "lake", "intervals", "exporter", "dashboard", "alerting"))
     clusters = tuple(_cluster(item) for item in reader.sections("clusters", required=True))
     if not clusters:
         raise ConfigError("clusters: at least one cluster is required")
@@ -55,8 +56,12 @@ def parse_config(
                              [c.name for c in clusters])
     intervals = reader.section("intervals", ("collect_seconds", "slo_seconds"))
     exporter = reader.section("exporter", ("port", "host", "granularity"))
-    dashboard = reader.section("dashboard", ("port", "host", "users_file"))
+    dashboard = reader.section("dashboard", ("port", "host", "users_file", "url"))
     users_file = dashboard.path_or_uri("users_file", local_only=True)
+    dashboard_url = dashboard.string("url", non_empty=True)
+    if dashboard_url is not None:
+        _url(dashboard.path("url"), dashboard_url)
+    alerting = reader.section("alerting", ("alertmanager",))
     return KpulseConfig(
         clusters=clusters,
         lake=LakeConfig(path=lake_path, kafka_sink=kafka_sink, retention=_retention(lake.section(
@@ -74,9 +79,25 @@ def parse_config(
             port=dashboard.integer("port", 8501, minimum=1, maximum=65535),
             host=dashboard.string("host", "127.0.0.1", non_empty=True),
             users_file=Path(users_file) if users_file else None,
+            url=dashboard_url,
         ),
         source=source,
+        alerting=AlertingConfig(alertmanager=_alertmanager(alerting.section(
+            "alertmanager", ("urls", "timeout_seconds", "resend_interval_seconds", "retries")))),
     )
+
+
+def _alertmanager(reader: _Section) -> AlertmanagerConfig:
+    default = AlertmanagerConfig()
+    urls = reader.strings("urls")
+    for index, url in enumerate(urls):
+        _url(child_path(reader.path("urls"), index), url)
+    _refuse_duplicates([url.rstrip("/") for url in urls], reader.path("urls"), "", "Alertmanager URL")
+    return AlertmanagerConfig(
+        urls=tuple(url.rstrip("/") for url in urls),
+        timeout_seconds=reader.seconds("timeout_seconds", default.timeout_seconds),
+        resend_interval_seconds=reader.seconds("resend_interval_seconds", default.resend_interval_seconds),
+        retries=reader.integer("retries", default.retries, minimum=0, maximum=10))
 
 
 def _retention(reader: _Section) -> RetentionConfig:
@@ -452,6 +473,6 @@ def _refuse_duplicates(values: list[str], list_path: str, key: str, what: str) -
     first_index: dict[str, int] = {}
     for index, value in enumerate(values):
         if value in first_index:
-            raise ConfigError(f"{list_path}[{index}].{key}: duplicate {what} {value!r} "
+            raise ConfigError(f"{list_path}[{index}]{'.' + key if key else ''}: duplicate {what} {value!r} "
                               f"(also {list_path}[{first_index[value]}])")
         first_index[value] = index
