@@ -36,6 +36,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kpulse.lake.slo_status import BUDGET_STATUSES
+
+_EXHAUSTED, _TOO_FEW_EVENTS, _NO_DATA = (BUDGET_STATUSES.index(name) for name in
+                                         ("exhausted", "too_few_events", "no_data"))
+
 BURN_WINDOWS: dict[str, int] = {"5m": 5, "30m": 30, "1h": 60, "2h": 120, "6h": 360, "1d": 1440, "3d": 4320}
 """Rolled-up windows, name -> minutes (the SLO's own window is added as ``window``)."""
 CURRENT_BURN_WINDOW = "1h"
@@ -77,10 +82,6 @@ def budget_remaining(good: np.ndarray, valid: np.ndarray, budget: np.ndarray | f
     return 1 - error_ratio(good, valid) / budget
 
 
-BUDGET_STATUSES = ("ok", "exhausted", "too_few_events", "no_data")
-"""``slo_status.budget_status``: the budget is not overspent (remaining >= 0); overspent (< 0);
-an Occurrences SLO with fewer valid events in its window than its minimum (never pages, never
-exhausted); nothing observed in the window. Indexed by :func:`budget_status`'s codes."""
 MIN_EVENTS_BUDGET_SHARE = 0.1
 """The default minimum of events: as many as make one bad event spend this share of the budget."""
 _DECIMALS = 9
@@ -116,11 +117,12 @@ def default_min_events(objective: np.ndarray) -> np.ndarray:
 
 def budget_status(timeslices: np.ndarray, remaining: np.ndarray, valid: np.ndarray,
                   min_events: np.ndarray) -> np.ndarray:
-    """Per row, the index in :data:`BUDGET_STATUSES` of its budget's state. ``valid``: valid events
-    (or observed minutes) in the window; ``min_events`` matters only where ``timeslices`` is false."""
-    codes = np.where(remaining < 0, 1, 0)
-    codes = np.where(~timeslices & (valid < min_events), 2, codes)
-    return np.where(valid <= 0, 3, codes)
+    """Per row, the index in ``BUDGET_STATUSES`` (``kpulse/lake/slo_status.py``) of its budget's
+    state. ``valid``: valid events (or observed minutes) in the window; ``min_events`` matters only
+    where ``timeslices`` is false."""
+    codes = np.where(remaining < 0, _EXHAUSTED, BUDGET_STATUSES.index("ok"))
+    codes = np.where(~timeslices & (valid < min_events), _TOO_FEW_EVENTS, codes)
+    return np.where(valid <= 0, _NO_DATA, codes)
 
 
 def _ratio(part: np.ndarray, valid: np.ndarray) -> np.ndarray:

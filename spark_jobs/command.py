@@ -99,9 +99,12 @@ def _run_once(spark, args, lake: str, definitions, until: float | None, progress
     summary = result.as_dict()
     print(f"evaluated until {summary['evaluated_until']}: {summary['minute_rows']} minute rows, "
           f"{summary['status_rows']} status rows written to {lake}")
+    from kpulse.lake.slo_status import budget_text
+
     for row in summary["status"]:
         sli = "no data" if row["sli"] is None else f"SLI {row['sli']:.5f}"
-        budget = "" if row["error_budget_remaining"] is None else f", budget left {row['error_budget_remaining']:.1%}"
+        budget = "" if row["error_budget_remaining"] is None else (
+            f", budget left {row['error_budget_remaining']:.2%} ({budget_text(row)}, coverage {row['coverage']:.1%})")
         burn = "" if row["burn_rate_1h"] is None else f", burn 1h {row['burn_rate_1h']:.2f}"
         alert = f"  ALERT {row['alert']} ({row['alert_conditions']})" if row["alert"] else ""
         print(f"  {row['cluster']} {row['slo']} {row['entity']}: {sli}{budget}{burn}{alert}")
