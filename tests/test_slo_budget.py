@@ -163,3 +163,22 @@ def test_min_events_is_refused_on_timeslices_and_must_be_a_positive_integer():
 def test_timeslices_rows_have_no_minimum_events():
     row = status_at(slo("partition_health_minutes", "cluster", target=0.99, window="1d"), [(0, 1, 1)], 1)
     assert row["min_events"] is None
+
+
+# --- the budget in words, as the page, the Overview and `kpulse slo run` show it ----------------------
+
+def test_the_budget_in_words():
+    from kpulse.lake.slo_status import budget_text, coverage_text
+
+    minutes = {"budget_status": "ok", "error_budget_remaining": 431 / 432, "bad_slices": 1, "allowed_bad_slices": 432.0}
+    assert budget_text(minutes) == "431 of 432 bad minutes left"
+    assert budget_text({**minutes, "bad_slices": 1, "allowed_bad_slices": 43.2}) == "42.2 of 43.2 bad minutes left"
+    assert budget_text({**minutes, "budget_status": "exhausted", "bad_slices": 54, "allowed_bad_slices": 43.2}) == (
+        "10.8 bad minutes over the 43.2 allowed")
+    events = {"budget_status": "too_few_events", "error_budget_remaining": -499.0, "bad_slices": None,
+              "allowed_bad_slices": float("nan"), "valid_events": 100, "min_events": 10_000}
+    assert budget_text(events) == "too few events to page: 100 of 10,000"
+    assert budget_text({**events, "budget_status": "ok", "valid_events": 12_345}) == "12,345 events"
+    assert budget_text({"budget_status": "no_data", "error_budget_remaining": None}) == "no data in the window"
+    assert (coverage_text(2 / MONTH), coverage_text(10 / DAY), coverage_text(1.0), coverage_text(0.0)) == (
+        "0.0046%", "0.69%", "100.0%", "0.0%")

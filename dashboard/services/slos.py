@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from kpulse.lake.slo_status import (BURN_RATE_COLUMNS, EXHAUSTED, MAX_AGE_SECONDS, TOO_FEW_EVENTS, budget_text,
-                                    newest_status)
+                                    coverage_text, newest_status)
 
 ALERT_ORDER = {"page": 0, "ticket": 1}
 BUDGET_COLUMNS = ["error_budget_remaining", "budget", "budget_status", "coverage", "bad_slices",
@@ -64,10 +64,10 @@ def status_table(latest: pd.DataFrame) -> pd.DataFrame:
 
 def budget_caption(row) -> str:
     """The budget of one status row in words, with its coverage: ``431 of 432 bad minutes left,
-    data in 0.1 % of the 30d window``."""
+    data in 0.0046% of the 30d window``."""
     if pd.isna(row["coverage"]):
         return row["budget"]
-    return f"{row['budget']}, data in {row['coverage']:.1%} of the {row['window']} window"
+    return f"{row['budget']}, data in {coverage_text(row['coverage'])} of the {row['window']} window"
 
 
 BURN_DOWN_COLUMNS = ["time", "slo", "entity", "error_budget_remaining", "budget_status", "sli"]

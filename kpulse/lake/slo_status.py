@@ -67,6 +67,11 @@ def budget_text(row: Mapping[str, Any]) -> str:
     return f"{int(events):,} events" if events is not None else ""
 
 
+def coverage_text(coverage: float) -> str:
+    """``0.7%``, or two significant digits below 1 % (``0.0046%`` two minutes into 30 days)."""
+    return f"{coverage:.1%}" if coverage >= 0.01 or coverage == 0 else f"{coverage * 100:.2g}%"
+
+
 def _minutes(value: float) -> str:
     """432 -> ``432``, 43.2 -> ``43.2`` (budgets of a fraction of a minute keep one decimal)."""
     rounded = round(float(value), 1)
