@@ -112,7 +112,8 @@ def _run_once(spark, args, lake: str, definitions, until: float | None, progress
     for row in summary["status"]:
         sli = "no data" if row["sli"] is None else f"SLI {row['sli']:.5f}"
         budget = "" if row["error_budget_remaining"] is None else (
-            f", budget left {row['error_budget_remaining']:.2%} ({budget_text(row)}, coverage {coverage_text(row['coverage'])})")
+            f", budget left {row['error_budget_remaining']:.2%} ({budget_text(row)}, "
+            f"coverage {coverage_text(row['coverage'])})")
         burn = "" if row["burn_rate_1h"] is None else f", burn 1h {row['burn_rate_1h']:.2f}"
         alert = f"  ALERT {row['alert']} ({row['alert_conditions']})" if row["alert"] else ""
         print(f"  {row['cluster']} {row['slo']} {row['entity']}: {sli}{budget}{burn}{alert}")

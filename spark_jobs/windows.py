@@ -124,7 +124,7 @@ def _objective(definitions: SloDefinitions, slo_index: np.ndarray, entities: lis
     """Each row's objective (its SLO's target, or the override for its entity) and minimum of
     events (the SLO's ``minEvents``, the file's, or the default for that objective)."""
     per_key = np.empty(len(entities))
-    least = np.zeros(len(entities), dtype=np.int64)
+    least = np.full(len(entities), -1, dtype=np.int64)  # -1: the default for the objective
     key_slo = np.zeros(len(entities), dtype=np.int64)
     key_slo[key] = slo_index
     for index, entity in enumerate(entities):
@@ -132,7 +132,9 @@ def _objective(definitions: SloDefinitions, slo_index: np.ndarray, entities: lis
         override = slo.override(entity)
         per_key[index] = override.target if override is not None and override.target is not None else slo.target
         chosen = slo.min_events if slo.min_events is not None else definitions.min_events
-        least[index] = chosen if chosen is not None else burn.default_min_events(per_key[index])
+        if chosen is not None:
+            least[index] = chosen
+    least = np.where(least < 0, burn.default_min_events(per_key), least)
     return per_key[key], least[key]
 
 

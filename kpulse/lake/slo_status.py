@@ -1,5 +1,6 @@
 """The newest SLO status, defined once: what the dashboard's SLOs page shows and what the
-Prometheus exporter (``exporters/slo_status.py``) serves.
+Prometheus exporter (``exporters/slo_status.py``) serves; and the budget's statuses and words
+(``431 of 432 bad minutes left``) that the page, the Overview and ``kpulse slo run`` share.
 
 The SLO job writes one ``slo_status`` row per SLO, entity and evaluated minute. A run may leave a
 key out (its entity had no samples in the minutes the run evaluated, a run limited with
