@@ -95,9 +95,12 @@ def burn_down_chart(frame: pd.DataFrame, *, title: str, key: str | None = None) 
     figure = go.Figure(go.Scatter(x=frame["time"], y=frame["error_budget_remaining"], mode="lines",
                                   name="budget remaining", fill="tozeroy"))
     figure.add_hline(y=0, line_dash="dash", line_color=COLOURS[CRIT], annotation_text="budget exhausted")
+    lowest = frame["error_budget_remaining"].min()
     figure.update_layout(title=literal.html_text(title), height=300,
                          margin=dict(l=10, r=10, t=40, b=10), yaxis_tickformat=".0%",
-                         yaxis_title="error budget remaining")
+                         yaxis_title="error budget remaining",
+                         # 0..100 %, below 0 only when the budget really is overspent
+                         yaxis_range=[min(0.0, lowest * 1.1) if lowest == lowest else 0.0, 1.05])
     st.plotly_chart(figure, width="stretch", key=key)
 
 

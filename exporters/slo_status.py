@@ -12,9 +12,16 @@ cluster's newest evaluation, with that row's ``kpulse_slo_evaluation_timestamp_s
     kpulse_slo_burn_rate{window="5m"|"30m"|"1h"|"2h"|"6h"|"1d"|"3d"|"window"},
     kpulse_slo_time_to_exhaustion_seconds,
     kpulse_slo_alert{severity="page"|"ticket"}  1 when that level is the one met, else 0,
+    kpulse_slo_bad_minutes, kpulse_slo_allowed_bad_minutes   Timeslices: the budget in minutes,
+    kpulse_slo_coverage                          observed minutes / window minutes,
+    kpulse_slo_events, kpulse_slo_min_events     valid events in the window (Occurrences: and the
+                                                 minimum before it can page),
+    kpulse_slo_budget_status{status="ok"|"exhausted"|"too_few_events"|"no_data"}  1 for the row's,
     kpulse_slo_evaluation_timestamp_seconds     when the row was evaluated (staleness check).
 
-Alertmanager pages on ``kpulse_slo_alert{severity="page"} == 1``.
+Alertmanager pages on ``kpulse_slo_alert{severity="page"} == 1``; an overspent budget is
+``kpulse_slo_budget_status{status="exhausted"} == 1`` (never below an Occurrences SLO's minimum of
+events), the same rule as the SLOs page and the Overview.
 """
 
 from __future__ import annotations
@@ -28,10 +35,26 @@ from typing import Any, Callable, Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from kpulse.lake.slo_status import BURN_RATE_COLUMNS, read_newest_status
+from kpulse.lake.slo_status import BUDGET_STATUSES, BURN_RATE_COLUMNS, read_newest_status
 
 LOG = logging.getLogger(__name__)
 SEVERITIES = ("page", "ticket")
+ROW_GAUGES = {
+    "sli": ("kpulse_slo_sli", "Good / valid over the SLO window"),
+    "objective": ("kpulse_slo_objective", "SLO target"),
+    "error_budget_remaining": (
+        "kpulse_slo_error_budget_remaining", "Share of the error budget left (Timeslices: 1 - bad / allowed bad "
+        "minutes of the whole window; Occurrences: over the observed events); negative when overspent"),
+    "time_to_exhaustion_seconds": ("kpulse_slo_time_to_exhaustion_seconds",
+                                   "Seconds until the budget is spent at the 1h burn rate"),
+    "bad_slices": ("kpulse_slo_bad_minutes", "Timeslices: bad minutes in the SLO window"),
+    "allowed_bad_slices": ("kpulse_slo_allowed_bad_minutes",
+                           "Timeslices: bad minutes the whole window allows, (1 - objective) x window minutes"),
+    "coverage": ("kpulse_slo_coverage", "Minutes of the SLO window with data / the window's minutes"),
+    "valid_events": ("kpulse_slo_events", "Valid events (Occurrences) or observed minutes (Timeslices) in the window"),
+    "min_events": ("kpulse_slo_min_events", "Occurrences: valid events the window needs before the SLO can page"),
+}
+"""Status column -> (gauge, help): one value per row, left out when null."""
 
 
 def latest_rows(lake: str) -> list[dict[str, Any]]:
@@ -48,25 +71,21 @@ def latest_rows(lake: str) -> list[dict[str, Any]]:
 def families(rows: list[dict[str, Any]]) -> list[GaugeMetricFamily]:
     """The gauges for these status rows."""
     labels = ["cluster", "slo", "entity"]
-    made = {
-        "sli": GaugeMetricFamily("kpulse_slo_sli", "Good / valid over the SLO window", labels=labels),
-        "objective": GaugeMetricFamily("kpulse_slo_objective", "SLO target", labels=labels),
-        "error_budget_remaining": GaugeMetricFamily(
-            "kpulse_slo_error_budget_remaining", "1 - spent share of the error budget (negative when overspent)",
-            labels=labels),
+    made = {column: GaugeMetricFamily(name, text, labels=labels) for column, (name, text) in ROW_GAUGES.items()}
+    made.update({
         "burn": GaugeMetricFamily("kpulse_slo_burn_rate", "Error ratio / error budget over a window",
                                   labels=[*labels, "window"]),
-        "time_to_exhaustion_seconds": GaugeMetricFamily(
-            "kpulse_slo_time_to_exhaustion_seconds", "Seconds until the budget is spent at the 1h burn rate",
-            labels=labels),
         "alert": GaugeMetricFamily("kpulse_slo_alert", "1 when the SRE-workbook burn-rate alert of this severity "
                                    "is the most severe one met", labels=[*labels, "severity"]),
+        "budget_status": GaugeMetricFamily("kpulse_slo_budget_status", "1 for the budget's state (exhausted: "
+                                           "overspent; too_few_events: Occurrences below its minimum, never "
+                                           "pages)", labels=[*labels, "status"]),
         "time": GaugeMetricFamily("kpulse_slo_evaluation_timestamp_seconds", "When the status was evaluated",
                                   labels=labels),
-    }
+    })
     for row in rows:
         values = [str(row["cluster"]), str(row["slo"]), str(row["entity"])]
-        for key in ("sli", "objective", "error_budget_remaining", "time_to_exhaustion_seconds"):
+        for key in ROW_GAUGES:
             if row.get(key) is not None:
                 made[key].add_metric(values, float(row[key]))
         for column in BURN_RATE_COLUMNS:
@@ -74,6 +93,9 @@ def families(rows: list[dict[str, Any]]) -> list[GaugeMetricFamily]:
                 made["burn"].add_metric([*values, column.removeprefix("burn_rate_")], float(row[column]))
         for severity in SEVERITIES:
             made["alert"].add_metric([*values, severity], float(row.get("alert") == severity))
+        if row.get("budget_status") is not None:  # rows written before the column existed have none
+            for status in BUDGET_STATUSES:
+                made["budget_status"].add_metric([*values, status], float(row["budget_status"] == status))
         evaluated = row["time"]
         made["time"].add_metric(values, evaluated.timestamp() if isinstance(evaluated, datetime) else float(evaluated))
     return list(made.values())

@@ -6,7 +6,22 @@ With B = 1 - target the error budget, and over a window w with good_w of valid_w
 - SLI = good_T / valid_T over the SLO window T; null (NaN) without valid data.
 - error ratio e_w = (valid_w - good_w) / valid_w; burn rate BR_w = e_w / B (1 = spending the budget
   exactly over the window); null when the window has no valid data.
-- error budget remaining = 1 - e_T / B (negative once overspent).
+- error budget remaining depends on the budgeting method:
+
+  - Timeslices (minutes): the budget is a number of bad minutes over the whole window, as Google
+    Cloud's windows-based SLOs count it: allowed = B x T (30 days at 99 % = 432 minutes), and
+    remaining = 1 - bad / allowed, where ``bad`` is the bad minutes observed in the window. One
+    bad minute spends 1/432 of it, on the first day as on the last. Minutes without data are
+    neither good nor bad: they are reported as coverage (observed minutes / T), never as budget.
+  - Occurrences (events): remaining = 1 - e_T / B, the ratio over the events observed in the
+    window (there is no count of the window's events until they happen). Until the window holds
+    ``min_events`` valid events a few bad ones would read as an exhausted budget, so below that
+    nothing pages and the status is ``too_few_events`` (default: one bad event may spend at most
+    a tenth of the budget, ``min_events = 10 / B``).
+
+  Remaining is 0 exactly at the objective (SLI = target: the budget is spent, the SLO is still
+  met) and negative once overspent (not clamped: -0.5 = half a budget too much); only a negative
+  one is ``exhausted``.
 - time to exhaustion = remaining * T / BR_1h: how long the rest of the budget lasts at the last
   hour's burn; null when nothing burns or nothing is left.
 - alerts: the SRE workbook's multiwindow, multi-burn-rate conditions below; both windows of a
@@ -20,6 +35,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from kpulse.lake.slo_status import BUDGET_STATUSES
+
+_EXHAUSTED, _TOO_FEW_EVENTS, _NO_DATA = (BUDGET_STATUSES.index(name) for name in
+                                         ("exhausted", "too_few_events", "no_data"))
 
 BURN_WINDOWS: dict[str, int] = {"5m": 5, "30m": 30, "1h": 60, "2h": 120, "6h": 360, "1d": 1440, "3d": 4320}
 """Rolled-up windows, name -> minutes (the SLO's own window is added as ``window``)."""
@@ -60,6 +80,49 @@ def sli(good: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 def budget_remaining(good: np.ndarray, valid: np.ndarray, budget: np.ndarray | float) -> np.ndarray:
     return 1 - error_ratio(good, valid) / budget
+
+
+MIN_EVENTS_BUDGET_SHARE = 0.1
+"""The default minimum of events: as many as make one bad event spend this share of the budget."""
+_DECIMALS = 9
+"""Budgets are rounded to this many decimals, so that (1 - 0.99) x 43,200 is 432, not 432.0000000000004."""
+
+
+def error_budget(objective: np.ndarray | float) -> np.ndarray:
+    """B = 1 - objective (0.99 -> 0.01 exactly)."""
+    return np.round(1 - np.asarray(objective, dtype=np.float64), _DECIMALS + 3)
+
+
+def allowed_bad_slices(objective: np.ndarray, window_minutes: np.ndarray) -> np.ndarray:
+    """Timeslices: the bad minutes the whole window may hold, B x T (a fraction of a minute kept: 43.2)."""
+    return np.round(error_budget(objective) * window_minutes, _DECIMALS)
+
+
+def slice_budget_remaining(bad: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Timeslices: 1 - bad / allowed (0 when bad = allowed, negative beyond)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (allowed - bad) / allowed
+
+
+def coverage(observed_minutes: np.ndarray, window_minutes: np.ndarray) -> np.ndarray:
+    """The share of the window's minutes that have data."""
+    return np.asarray(observed_minutes, dtype=np.float64) / window_minutes
+
+
+def default_min_events(objective: np.ndarray) -> np.ndarray:
+    """Occurrences: the valid events a window needs before its budget can page or be exhausted,
+    by default: ``MIN_EVENTS_BUDGET_SHARE`` / B events (0.999 -> 10,000; 0.99 -> 1,000)."""
+    return np.ceil(np.round(1 / (MIN_EVENTS_BUDGET_SHARE * error_budget(objective)), 6)).astype(np.int64)
+
+
+def budget_status(timeslices: np.ndarray, remaining: np.ndarray, valid: np.ndarray,
+                  min_events: np.ndarray) -> np.ndarray:
+    """Per row, the index in ``BUDGET_STATUSES`` (``kpulse/lake/slo_status.py``) of its budget's
+    state. ``valid``: valid events (or observed minutes) in the window; ``min_events`` matters only
+    where ``timeslices`` is false."""
+    codes = np.where(remaining < 0, _EXHAUSTED, BUDGET_STATUSES.index("ok"))
+    codes = np.where(~timeslices & (valid < min_events), _TOO_FEW_EVENTS, codes)
+    return np.where(valid <= 0, _NO_DATA, codes)
 
 
 def _ratio(part: np.ndarray, valid: np.ndarray) -> np.ndarray:

@@ -45,9 +45,17 @@ def run_command(args: argparse.Namespace, config) -> int:
     definitions = load_definitions(args.definitions)
     if args.action == "check":
         print(f"{definitions.source}: {len(definitions.slos)} SLO(s) OK, lateness {definitions.lateness_minutes}m")
+        from spark_jobs.burn import allowed_bad_slices, default_min_events
+
         for slo in definitions.slos:
+            if slo.budgeting_method == "Timeslices":
+                budget = f", {float(allowed_bad_slices(slo.target, slo.window_minutes)):g} bad minutes allowed"
+            else:
+                least = slo.min_events or definitions.min_events or int(default_min_events(slo.target))
+                budget = f", pages from {least:,} events"
             print(f"  {slo.name:<24} {slo.scope:<15} {slo.indicator:<30} {slo.budgeting_method:<11} "
-                  f"{slo.target:g} over {slo.window}" + (f", {len(slo.overrides)} override(s)" if slo.overrides else ""))
+                  f"{slo.target:g} over {slo.window}{budget}"
+                  + (f", {len(slo.overrides)} override(s)" if slo.overrides else ""))
         return 0
     if args.action == "export-rules":
         from spark_jobs.rules import rules_yaml
@@ -99,9 +107,13 @@ def _run_once(spark, args, lake: str, definitions, until: float | None, progress
     summary = result.as_dict()
     print(f"evaluated until {summary['evaluated_until']}: {summary['minute_rows']} minute rows, "
           f"{summary['status_rows']} status rows written to {lake}")
+    from kpulse.lake.slo_status import budget_text, coverage_text
+
     for row in summary["status"]:
         sli = "no data" if row["sli"] is None else f"SLI {row['sli']:.5f}"
-        budget = "" if row["error_budget_remaining"] is None else f", budget left {row['error_budget_remaining']:.1%}"
+        budget = "" if row["error_budget_remaining"] is None else (
+            f", budget left {row['error_budget_remaining']:.2%} ({budget_text(row)}, "
+            f"coverage {coverage_text(row['coverage'])})")
         burn = "" if row["burn_rate_1h"] is None else f", burn 1h {row['burn_rate_1h']:.2f}"
         alert = f"  ALERT {row['alert']} ({row['alert_conditions']})" if row["alert"] else ""
         print(f"  {row['cluster']} {row['slo']} {row['entity']}: {sli}{budget}{burn}{alert}")

@@ -3,6 +3,7 @@
 A file looks like this (``spark_jobs/slo-definitions.yaml`` is the shipped default)::
 
     lateness: 10m                 # samples this late are still counted by the next run
+    minEvents: 1000               # optional: Occurrences SLOs page only from this many events in the window
     slos:
       - name: consumer-freshness  # unique, [a-z0-9-]
         description: ...
@@ -12,6 +13,7 @@ A file looks like this (``spark_jobs/slo-definitions.yaml`` is the shipped defau
         timeSliceTarget: 1.0      # Timeslices: a minute is good when good/valid samples >= this
         target: 0.99              # OpenSLO objectives[].target
         timeWindow: 30d           # OpenSLO timeWindow[].duration, always rolling
+        minEvents: 500            # Occurrences only, optional: overrides the file's minEvents
         params: {lag_seconds_threshold: 120}
         overrides:                # per entity (group id, application id, broker id, cluster name)
           - entity: billing
@@ -77,6 +79,9 @@ class SloDefinition:
     """Every parameter of the indicator: defaults, then the file's values."""
     overrides: tuple[EntityOverride, ...] = ()
     description: str = ""
+    min_events: int | None = None
+    """Occurrences: valid events the window needs before the SLO can page or its budget be
+    exhausted; None: the file's ``minEvents``, else ``burn.default_min_events`` of the objective."""
 
     @property
     def table(self) -> str:
@@ -91,6 +96,8 @@ class SloDefinitions:
     slos: tuple[SloDefinition, ...]
     lateness_minutes: int = 10
     source: str = "<memory>"
+    min_events: int | None = None
+    """The file's ``minEvents``: the default of every Occurrences SLO without its own."""
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -130,8 +137,9 @@ def load_definitions(path: str | Path | None = None) -> SloDefinitions:
 
 def parse_definitions(data: Any, *, source: str = "<memory>") -> SloDefinitions:
     """Validate a parsed YAML document."""
-    top = _mapping(data, "", ("slos", "lateness"), required=("slos",))
+    top = _mapping(data, "", ("slos", "lateness", "minEvents"), required=("slos",))
     lateness = duration_minutes(top.get("lateness", "10m"), "lateness")
+    min_events = _whole(top["minEvents"], "minEvents") if "minEvents" in top else None
     items = top["slos"]
     if not isinstance(items, list) or not items:
         raise SloDefinitionError("slos: must be a non-empty list of SLO definitions")
@@ -141,11 +149,11 @@ def parse_definitions(data: Any, *, source: str = "<memory>") -> SloDefinitions:
         if slo.name in seen:
             raise SloDefinitionError(f"slos[{index}].name: duplicate SLO name {slo.name!r}")
         seen.add(slo.name)
-    return SloDefinitions(slos, lateness, source)
+    return SloDefinitions(slos, lateness, source, min_events)
 
 
 _SLO_KEYS = ("name", "description", "scope", "indicator", "budgetingMethod", "timeSliceTarget", "target",
-             "timeWindow", "params", "overrides")
+             "timeWindow", "params", "overrides", "minEvents")
 
 
 def _slo(data: Any, path: str) -> SloDefinition:
@@ -167,6 +175,10 @@ def _slo(data: Any, path: str) -> SloDefinition:
     method = _choice(method, BUDGETING_METHODS, f"{path}.budgetingMethod")
     if "timeSliceTarget" in item and method != "Timeslices":
         raise SloDefinitionError(f"{path}.timeSliceTarget: only for budgetingMethod Timeslices")
+    if "minEvents" in item and method != "Occurrences":
+        raise SloDefinitionError(f"{path}.minEvents: only for budgetingMethod Occurrences (a Timeslices budget "
+                                 "is a number of bad minutes of the whole window)")
+    min_events = _whole(item["minEvents"], f"{path}.minEvents") if "minEvents" in item else None
     window_minutes = duration_minutes(item["timeWindow"], f"{path}.timeWindow")
     if window_minutes < 60:
         raise SloDefinitionError(f"{path}.timeWindow: must be at least 1h, got {item['timeWindow']}")
@@ -180,7 +192,7 @@ def _slo(data: Any, path: str) -> SloDefinition:
         target=_fraction(item["target"], f"{path}.target", open_top=True),
         window=item["timeWindow"], window_minutes=window_minutes,
         time_slice_target=_fraction(item.get("timeSliceTarget", 1.0), f"{path}.timeSliceTarget"),
-        params=MappingProxyType(params), overrides=overrides, description=description)
+        params=MappingProxyType(params), overrides=overrides, description=description, min_events=min_events)
 
 
 def _overrides(data: Any, indicator: str, method: str, path: str) -> tuple[EntityOverride, ...]:
@@ -254,6 +266,12 @@ def _fraction(value: Any, path: str, open_top: bool = False) -> float:
         bound = "below 1" if open_top else "at most 1"
         raise SloDefinitionError(f"{path}: must be a number above 0 and {bound}, got {value!r}")
     return float(value)
+
+
+def _whole(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SloDefinitionError(f"{path}: must be a whole number >= 1, got {value!r}")
+    return value
 
 
 def _join(path: str, key: Any) -> str:

@@ -1,4 +1,5 @@
-"""Rolling windows over the minute table: the ``slo_status`` rows (SLI, budget, burn rates, alerts).
+"""Rolling windows over the minute table: the ``slo_status`` rows (SLI, budget, burn rates, alerts;
+the budget arithmetic and its semantics per budgeting method: ``burn.py``).
 Pure: an Arrow table of minutes in, an Arrow table of status rows out (NumPy inside; the job runs
 it in Spark tasks, one task per shard of entities).
 
@@ -45,9 +46,12 @@ def status(minutes: pa.Table, definitions: SloDefinitions, eval_from: int, eval_
     position = starts[key] + (minute - first[key])
     size = int((last - first + 1).sum())
     totals = {}
-    for kind in ("good", "valid"):
+    observed = minutes.column("valid").is_valid().to_numpy(zero_copy_only=False).astype(np.float64)
+    for kind, values in (("good", minutes.column("good").fill_null(0).to_numpy().astype(np.float64)),
+                         ("valid", minutes.column("valid").fill_null(0).to_numpy().astype(np.float64)),
+                         ("observed", observed)):
         spread = np.zeros(size + 1)
-        spread[position + 1] = minutes.column(kind).fill_null(0).to_numpy().astype(np.float64)
+        spread[position + 1] = values
         totals[kind] = np.cumsum(spread)  # totals[kind][p]: the key's sum before position p (+ earlier keys')
 
     evaluated = np.flatnonzero((minute >= eval_from - 1) & (minute < eval_to))
@@ -68,13 +72,23 @@ def status(minutes: pa.Table, definitions: SloDefinitions, eval_from: int, eval_
 
     sums = {name: (summed("good", length), summed("valid", length))
             for name, length in {**burn.BURN_WINDOWS, "window": window_minutes}.items()}
-    objective = _objective(definitions, slo_index, keys["entity"].to_pylist(), key)
-    budget = 1 - objective
+    observed_minutes = np.round(summed("observed", window_minutes)).astype(np.int64)
+    objective, min_events = _objective(definitions, slo_index, keys["entity"].to_pylist(), key)
+    budget = burn.error_budget(objective)
     rates = {name: burn.burn_rate(good, valid, budget) for name, (good, valid) in sums.items()}
     good_window, valid_window = sums["window"]
-    remaining = burn.budget_remaining(good_window, valid_window, budget)
+    timeslices = np.array([s.budgeting_method == "Timeslices" for s in definitions.slos])[slo_index]
+    bad_slices = np.round(valid_window - good_window).astype(np.int64)
+    allowed = burn.allowed_bad_slices(objective, window_minutes)
+    remaining = np.where(timeslices, burn.slice_budget_remaining(bad_slices, allowed),
+                         burn.budget_remaining(good_window, valid_window, budget))
+    remaining[observed_minutes == 0] = np.nan
+    budget_status = burn.budget_status(timeslices, remaining, valid_window, min_events)
+    too_few = budget_status == burn.BUDGET_STATUSES.index("too_few_events")
     levels, names = burn.alert_labels()
-    met = burn.conditions_met(rates)
+    met = np.where(too_few, 0, burn.conditions_met(rates))  # below its minimum of events nothing pages
+    exhaustion = burn.time_to_exhaustion_seconds(remaining, rates[burn.CURRENT_BURN_WINDOW], window_minutes)
+    exhaustion[too_few] = np.nan
     evaluated_minute = minute[evaluated]
     columns = {
         "time": pa.array((evaluated_minute + 1) * MINUTE_MICROS, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
@@ -87,9 +101,13 @@ def status(minutes: pa.Table, definitions: SloDefinitions, eval_from: int, eval_
         "good_events": np.round(good_window).astype(np.int64), "valid_events": np.round(valid_window).astype(np.int64),
         "error_budget_remaining": _nullable(remaining),
         **{f"burn_rate_{name}": _nullable(rates[name]) for name in [*burn.BURN_WINDOWS, "window"]},
-        "time_to_exhaustion_seconds": _nullable(burn.time_to_exhaustion_seconds(
-            remaining, rates[burn.CURRENT_BURN_WINDOW], window_minutes)),
+        "time_to_exhaustion_seconds": _nullable(exhaustion),
         "alert": _labels(levels, met), "alert_conditions": _labels(names, met),
+        "bad_slices": pa.array(bad_slices, pa.int64(), mask=~timeslices),
+        "allowed_bad_slices": pa.array(allowed, pa.float64(), mask=~timeslices),
+        "observed_minutes": observed_minutes, "coverage": burn.coverage(observed_minutes, window_minutes),
+        "min_events": pa.array(min_events, pa.int64(), mask=timeslices),
+        "budget_status": _labels(list(burn.BUDGET_STATUSES), budget_status),
     }
     return pa.table({name: columns[name] for name in STATUS_COLUMNS}, schema=STATUS_SCHEMA)
 
@@ -101,16 +119,23 @@ def _keys(minutes: pa.Table) -> tuple[np.ndarray, dict[str, pa.Array]]:
     return key, dict(zip(names, parts))
 
 
-def _objective(definitions: SloDefinitions, slo_index: np.ndarray, entities: list[str], key: np.ndarray) -> np.ndarray:
-    """Each row's objective: its SLO's target, or the override for its entity."""
+def _objective(definitions: SloDefinitions, slo_index: np.ndarray, entities: list[str],
+               key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's objective (its SLO's target, or the override for its entity) and minimum of
+    events (the SLO's ``minEvents``, the file's, or the default for that objective)."""
     per_key = np.empty(len(entities))
+    least = np.full(len(entities), -1, dtype=np.int64)  # -1: the default for the objective
     key_slo = np.zeros(len(entities), dtype=np.int64)
     key_slo[key] = slo_index
     for index, entity in enumerate(entities):
         slo = definitions.slos[key_slo[index]]
         override = slo.override(entity)
         per_key[index] = override.target if override is not None and override.target is not None else slo.target
-    return per_key[key]
+        chosen = slo.min_events if slo.min_events is not None else definitions.min_events
+        if chosen is not None:
+            least[index] = chosen
+    least = np.where(least < 0, burn.default_min_events(per_key), least)
+    return per_key[key], least[key]
 
 
 def _take(values: pa.Array, index: np.ndarray) -> pa.Array:

@@ -196,7 +196,11 @@ def _slo_rows(now: float, groups: int, every_group: bool) -> tuple[list[dict], l
                            "burn_rate_1d": burn, "burn_rate_3d": burn, "burn_rate_window": burn,
                            "time_to_exhaustion_seconds": None if remaining <= 0 else 3600.0 * remaining / burn,
                            "alert": alert if i == len(evaluated) - 1 else None,
-                           "alert_conditions": conditions if i == len(evaluated) - 1 else None})
+                           "alert_conditions": conditions if i == len(evaluated) - 1 else None,
+                           # 30 days at 0.999 allow 43.2 bad minutes
+                           "bad_slices": round((1 - remaining) * 43.2), "allowed_bad_slices": 43.2,
+                           "observed_minutes": 1001 + i, "coverage": (1001 + i) / 43200, "min_events": None,
+                           "budget_status": "exhausted" if remaining < 0 else "ok"})
             minutes.append({"time": t - 60, "cluster": CLUSTER, "slo": slo, "entity": entity,
                             "good": 1 if burn < 1 else 0, "valid": 1})
     return status, minutes

@@ -171,6 +171,10 @@ def test_slos_page_lists_every_slo_paging_first_with_a_burn_down(app, lake):
     assert len(table) == expected.slo_rows
     assert table["slo"].iloc[0] == expected.slo_page and table["alert"].iloc[0] == "page"
     assert table["error_budget_remaining"].iloc[0] == pytest.approx(expected.slo_page_budget)
+    # the fixture's 54 bad minutes of the 43.2 a 30-day 0.999 window allows, in words too
+    assert (table["budget"].iloc[0], table["budget_status"].iloc[0]) == (
+        "10.8 bad minutes over the 43.2 allowed", "exhausted")
+    assert any("10.8 bad minutes over the 43.2 allowed" in c.value for c in app.caption)
     metrics = {m.label: m.value for m in app.metric}
     assert (metrics["SLOs evaluated"], metrics["Paging"], metrics["Ticket"]) == ("3", "1", "1")
     assert len(app.get("plotly_chart")) == 1

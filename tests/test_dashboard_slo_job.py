@@ -1,6 +1,6 @@
 """The SLOs page on what the real SLO job writes (the contract in docs/lake.md): collector tables
 from the dashboard's lake fixture, `kpulse slo run` on them (real Spark), then the page's numbers
-equal the newest `slo_status` rows."""
+equal the newest `slo_status` rows, and its budget figures the Prometheus exporter's."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
+import pytest
 import yaml
 from streamlit.testing.v1 import AppTest
 
+from exporters.slo_status import families, latest_rows
 from kpulse.lake.reader import read_table
 from tests.dashboard_lake import CLUSTER, write_lake
 
@@ -46,3 +49,19 @@ def test_slos_page_shows_the_slo_jobs_evaluations(tmp_path, monkeypatch):
     worst = table.iloc[0]
     assert worst["alert"] == "page"  # paging first
     assert len(app.get("plotly_chart")) == 1
+
+    # the page's budget figures are the exporter's, SLO by SLO
+    served = {(family.name, sample.labels["slo"], sample.labels["entity"]): sample.value
+              for family in families(latest_rows(str(lake))) for sample in family.samples
+              if not {"window", "severity", "status"} & set(sample.labels)}
+    gauges = {"error_budget_remaining": "kpulse_slo_error_budget_remaining", "bad_slices": "kpulse_slo_bad_minutes",
+              "allowed_bad_slices": "kpulse_slo_allowed_bad_minutes", "coverage": "kpulse_slo_coverage"}
+    compared = 0
+    for row in table.to_dict("records"):
+        for column, gauge in gauges.items():
+            if pd.isna(row[column]):
+                assert (gauge, row["slo"], row["entity"]) not in served
+            else:
+                assert served[(gauge, row["slo"], row["entity"])] == pytest.approx(row[column]), (gauge, row)
+                compared += 1
+    assert compared >= len(table)  # coverage at least, on every row

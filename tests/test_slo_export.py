@@ -39,8 +39,16 @@ def test_the_newest_status_is_served_as_gauges_and_no_data_is_left_out(spark, tm
     assert (lines[alert.format("page")], lines[alert.format("ticket")]) == (1.0, 0.0)
     assert lines[f"kpulse_slo_evaluation_timestamp_seconds{{{health}}}"] == at(30).timestamp()
     assert lines[f"kpulse_slo_objective{{{health}}}"] == 0.99
-    # budget overspent: no time to exhaustion is exported (null is absent, not zero)
-    assert f"kpulse_slo_time_to_exhaustion_seconds{{{health}}}" not in lines
+    # 5 bad minutes of the 14.4 a day at 0.99 allows; at the last hour's burn (5 of 30 minutes bad) the rest lasts
+    assert lines[f"kpulse_slo_bad_minutes{{{health}}}"] == 5
+    assert lines[f"kpulse_slo_allowed_bad_minutes{{{health}}}"] == 14.4
+    assert lines[f"kpulse_slo_error_budget_remaining{{{health}}}"] == pytest.approx(1 - 5 / 14.4)
+    assert lines[f"kpulse_slo_time_to_exhaustion_seconds{{{health}}}"] == pytest.approx(
+        (1 - 5 / 14.4) * 86400 / ((5 / 30) / 0.01))
+    assert lines[f"kpulse_slo_coverage{{{health}}}"] == pytest.approx(30 / 1440)
+    assert lines[f'kpulse_slo_budget_status{{{health},status="ok"}}'] == 1.0
+    # no data is left out, never exported as zero: a Timeslices SLO has no minimum of events
+    assert f"kpulse_slo_min_events{{{health}}}" not in lines
 
 
 def test_generated_rules_cover_every_slo_with_recording_and_both_alert_levels_and_honour_overrides():

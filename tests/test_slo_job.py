@@ -220,6 +220,8 @@ def test_cli_run_names_an_unreadable_file_in_one_line_and_goes_on(tmp_path):
     assert str(bad) in named[0] and "recorded in lake_gap" in named[0]
     assert "Traceback" not in result.stderr
     assert "prod partition-health prod: SLI 0.90000" in result.stdout
+    # the shipped partition-health (0.999 over 30 days): 1 bad minute of 43.2 allowed, 10 of 43,200 minutes seen
+    assert "budget left 97.69% (42.2 of 43.2 bad minutes left, coverage 0.023%)" in result.stdout
 
 
 def test_cli_check_refuses_a_bad_definitions_file_naming_the_field(tmp_path):
@@ -232,6 +234,8 @@ def test_cli_check_refuses_a_bad_definitions_file_naming_the_field(tmp_path):
         or "slos[0].windw: unknown field" in result.stderr and "Traceback" not in result.stderr
     shipped = kpulse("slo", "check")
     assert "7 SLO(s) OK" in shipped.stdout and "partition-health" in shipped.stdout
+    assert "0.99 over 30d, 432 bad minutes allowed" in shipped.stdout
+    assert "0.999 over 30d, pages from 10,000 events" in shipped.stdout  # produce-availability's default minimum
 
 
 def test_cli_run_prints_progress_and_json_and_refuses_a_malformed_until(tmp_path):

@@ -1,7 +1,7 @@
 """The SLO transforms (pure Arrow/NumPy functions the job's Spark tasks run) on small tables, against
 values computed by hand: per-minute good/valid per indicator, then windows, budget, burn rates and
 alerts at an evaluation time. One case per edge: no data, all bad, exactly at the objective, budget
-exhausted, window boundaries, alerts. The job itself runs them in Spark: tests/test_slo_job.py."""
+exhausted, window boundaries, alerts (the budget's own cases: tests/test_slo_budget.py). The job itself runs them in Spark: tests/test_slo_job.py."""
 
 from __future__ import annotations
 
@@ -118,19 +118,20 @@ def test_all_bad_burns_at_one_over_the_budget_and_pages():
     definitions = slo("partition_health_minutes", "cluster", target=0.999)
     row = status_at(definitions, [(m, 0, 1) for m in range(60)], [60])[60]
     assert row["sli"] == 0.0 and row["burn_rate_1h"] == pytest.approx(1000) and row["burn_rate_5m"] == pytest.approx(1000)
-    assert row["error_budget_remaining"] == pytest.approx(1 - 1000)
+    assert row["error_budget_remaining"] == pytest.approx(1 - 60 / 43.2)  # 60 bad of the window's 43.2 allowed
     assert row["time_to_exhaustion_seconds"] is None  # nothing left to exhaust
     assert row["alert"] == "page"
     assert row["alert_conditions"] == "page_1h_5m,page_6h_30m,ticket_1d_2h,ticket_3d_6h"
 
 
-def test_exactly_at_the_objective_burns_at_one_and_raises_no_alert():
+def test_at_the_objective_over_the_observed_minutes_burns_at_one_but_spends_one_of_the_windows_bad_minutes():
     definitions = slo("partition_health_minutes", "cluster", target=0.99, window="1d")
     series = [(m, 0 if m == 50 else 1, 1) for m in range(100)]  # 1 bad minute of 100
     row = status_at(definitions, series, [100])[100]
     assert (row["good_events"], row["valid_events"]) == (99, 100)
     assert row["sli"] == pytest.approx(0.99)
-    assert row["burn_rate_window"] == pytest.approx(1.0) and row["error_budget_remaining"] == pytest.approx(0.0)
+    assert row["burn_rate_window"] == pytest.approx(1.0)
+    assert row["error_budget_remaining"] == pytest.approx(1 - 1 / 14.4)  # a day at 0.99 allows 14.4 bad minutes
     assert row["burn_rate_1h"] == pytest.approx((1 / 60) / 0.01)  # the bad minute is in the last hour
     assert row["burn_rate_30m"] == pytest.approx(0.0)  # ... but not in the last 30 minutes
     assert row["alert"] is None and row["alert_conditions"] is None
@@ -140,9 +141,9 @@ def test_budget_partly_spent_gives_time_to_exhaustion_at_the_last_hours_burn():
     definitions = slo("partition_health_minutes", "cluster", target=0.9, window="1d")
     series = [(m, 1, 1) for m in range(540)] + [(m, 0 if m % 10 == 0 else 1, 1) for m in range(540, 600)]
     row = status_at(definitions, series, [600])[600]
-    # window: 6 bad of 600 -> e = 0.01, remaining = 1 - 0.01/0.1 = 0.9; last hour: e = 0.1 -> burn 1.0
-    assert row["error_budget_remaining"] == pytest.approx(0.9) and row["burn_rate_1h"] == pytest.approx(1.0)
-    assert row["time_to_exhaustion_seconds"] == pytest.approx(0.9 * 86400 / 1.0)
+    # window: 6 bad of the 144 minutes a day at 0.9 allows -> remaining 1 - 6/144; last hour: e = 0.1 -> burn 1.0
+    assert row["error_budget_remaining"] == pytest.approx(1 - 6 / 144) and row["burn_rate_1h"] == pytest.approx(1.0)
+    assert row["time_to_exhaustion_seconds"] == pytest.approx((1 - 6 / 144) * 86400 / 1.0)
 
 
 def test_window_boundaries_a_bad_minute_leaves_the_5m_window_exactly_five_minutes_later():

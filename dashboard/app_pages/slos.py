@@ -1,5 +1,6 @@
-"""SLOs: every SLO and entity with SLI, objective, budget remaining, burn rates and alert state
-(from the SLO job's ``slo_status``), and the error-budget burn-down of one of them."""
+"""SLOs: every SLO and entity with SLI, objective, budget remaining (and in minutes: "431 of 432
+bad minutes left"), coverage, burn rates and alert state (from the SLO job's ``slo_status``), and
+the error-budget burn-down of one of them."""
 
 import streamlit as st
 
@@ -25,14 +26,16 @@ with frame.shown_errors():
                      column_config={"sli": st.column_config.NumberColumn(format="%.4f"),
                                     "objective": st.column_config.NumberColumn(format="%.4f"),
                                     "error_budget_remaining": st.column_config.NumberColumn("budget left",
-                                                                                            format="percent")})
+                                                                                            format="percent"),
+                                    "coverage": st.column_config.NumberColumn(format="percent")})
         labels = list(page.rows["name"])
     if not latest.empty and labels:
         chosen = st.selectbox("Burn-down", labels, key="slos-chosen")
         row = page.rows.iloc[labels.index(chosen)]
         window = WINDOWS[st.segmented_control("Window", list(WINDOWS), default="1 hour", key="slos-window")
                          or "1 hour"]
-        history = frame.read("slo_status", window, ["time", "slo", "entity", "error_budget_remaining", "sli"],
+        st.caption(f"{chosen}: {slos.budget_caption(row)}")
+        history = frame.read("slo_status", window, slos.BURN_DOWN_COLUMNS,
                              where={"slo": row["slo"], "entity": row["entity"]})
         components.burn_down_chart(slos.burn_down(history, row["slo"], row["entity"]),
                                    title=f"Error budget remaining: {chosen}", key="slos-burn-down")

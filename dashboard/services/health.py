@@ -10,6 +10,7 @@ import pandas as pd
 
 from alerting.grouping import AlertGroup, counts
 from dashboard.services.alerts import alert_groups
+from kpulse.lake.slo_status import EXHAUSTED
 from kpulse.snapshot import Snapshot
 
 OK, WARN, CRIT, UNKNOWN, INFO = "ok", "warning", "critical", "unknown", "info"
@@ -78,7 +79,8 @@ def _count_tile(label: str, value: Any, level_if_positive: str, detail: str = ""
 
 def overview_tiles(snapshot: Snapshot | None, alerts: pd.DataFrame, slo_status: pd.DataFrame) -> list[Tile]:
     """The Overview's tiles. ``alerts`` is :func:`services.alerts.firing_alerts`' frame (``severity``),
-    ``slo_status`` the latest status per SLO and entity (``alert``, ``error_budget_remaining``)."""
+    ``slo_status`` the latest status per SLO and entity (``services.slos.latest_status``: ``alert``,
+    ``budget_status``, ``budget``, in triage order)."""
     cluster = (snapshot or {}).get("cluster") or {}
     brokers = (snapshot or {}).get("brokers") or []
     tiles = []
@@ -131,8 +133,12 @@ def slo_tile(slo_status: pd.DataFrame) -> Tile:
         return Tile("SLOs at risk", "—", UNKNOWN, "no SLO evaluations yet (SLO job)")
     paging = int((slo_status["alert"] == "page").sum())
     ticket = int((slo_status["alert"] == "ticket").sum())
-    exhausted = int((slo_status["error_budget_remaining"] < 0).sum())
-    at_risk = int(((slo_status["alert"].notna()) | (slo_status["error_budget_remaining"] < 0)).sum())
+    spent = slo_status.get("budget_status", pd.Series(index=slo_status.index, dtype=object)) == EXHAUSTED
+    exhausted = int(spent.sum())
+    at_risk = int((slo_status["alert"].notna() | spent).sum())
     level = CRIT if paging or exhausted else WARN if ticket else OK
-    return Tile("SLOs at risk", f"{at_risk} of {len(slo_status)}", level,
-                f"{paging} page · {ticket} ticket · {exhausted} budget exhausted")
+    detail = f"{paging} page · {ticket} ticket · {exhausted} budget exhausted"
+    if "budget" in slo_status and at_risk:  # the worst, as the SLOs page words it ("431 of 432 bad minutes left")
+        worst = slo_status[slo_status["alert"].notna() | spent].iloc[0]
+        detail += f" · worst: {worst['slo']} · {worst['entity']}, {worst['budget']}"
+    return Tile("SLOs at risk", f"{at_risk} of {len(slo_status)}", level, detail)

@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-from kpulse.lake.slo_status import BURN_RATE_COLUMNS, MAX_AGE_SECONDS, newest_status
+from kpulse.lake.slo_status import (BURN_RATE_COLUMNS, EXHAUSTED, MAX_AGE_SECONDS, TOO_FEW_EVENTS, budget_text,
+                                    coverage_text, newest_status)
 
 ALERT_ORDER = {"page": 0, "ticket": 1}
+BUDGET_COLUMNS = ["error_budget_remaining", "budget", "budget_status", "coverage", "bad_slices",
+                  "allowed_bad_slices", "observed_minutes", "min_events"]
+"""The budget as the page shows it: the share left, ``budget`` (:func:`kpulse.lake.slo_status.budget_text`,
+"431 of 432 bad minutes left"), its status, coverage, and the figures the exporter serves too."""
 STATUS_COLUMNS = ["slo", "entity", "scope", "indicator", "budgeting_method", "objective", "window", "sli",
-                  "good_events", "valid_events", "error_budget_remaining", *BURN_RATE_COLUMNS,
+                  *BUDGET_COLUMNS, "good_events", "valid_events", *BURN_RATE_COLUMNS,
                   "time_to_exhaustion_seconds", "alert", "alert_conditions", "time"]
 READ_BACK_SECONDS = MAX_AGE_SECONDS
 """How far before the freshness limit the page reads ``slo_status``: a key's newest row counts
@@ -29,9 +34,19 @@ def latest_status(status_rows: pd.DataFrame, fresh_since: float | None = None) -
              and newest["time"].max() < pd.Timestamp(fresh_since, unit="s", tz="UTC"))
     if stale or newest.empty:
         return pd.DataFrame(columns=STATUS_COLUMNS)
-    newest = newest.assign(_alert=newest["alert"].map(ALERT_ORDER).astype("float64").fillna(9))
-    newest = newest.sort_values(["_alert", "error_budget_remaining", "slo", "entity"], na_position="last")
+    newest = newest.reindex(columns=[c for c in dict.fromkeys([*newest.columns, *STATUS_COLUMNS]) if c != "budget"])
+    newest = newest.assign(_alert=newest["alert"].map(ALERT_ORDER).astype("float64").fillna(9),
+                           _exhausted=(newest["budget_status"] != EXHAUSTED).astype("int64"),
+                           _left=counted_budget(newest),
+                           budget=[budget_text(row) for row in newest.to_dict("records")])
+    newest = newest.sort_values(["_alert", "_exhausted", "_left", "slo", "entity"], na_position="last")
     return newest[STATUS_COLUMNS].reset_index(drop=True)
+
+
+def counted_budget(rows: pd.DataFrame) -> pd.Series:
+    """``error_budget_remaining``, but null below an Occurrences SLO's minimum of events: such a
+    budget is not ranked as spent, plotted or counted (its status is ``too_few_events``)."""
+    return rows["error_budget_remaining"].astype("float64").where(rows["budget_status"] != TOO_FEW_EVENTS)
 
 
 SORTS = {"triage": "triage_rank", "budget left": "budget_used", "name": "name"}
@@ -44,12 +59,28 @@ def status_table(latest: pd.DataFrame) -> pd.DataFrame:
     """:func:`latest_status` with ``name`` (:func:`label`, searched), ``triage_rank`` (its order,
     worst highest) and ``budget_used`` (minus the budget left) for the paged list."""
     return latest.assign(name=[f"{slo} · {entity}" for slo, entity in zip(latest["slo"], latest["entity"])],
-                         triage_rank=range(len(latest), 0, -1), budget_used=-latest["error_budget_remaining"])
+                         triage_rank=range(len(latest), 0, -1), budget_used=-counted_budget(latest))
+
+
+def budget_caption(row) -> str:
+    """The budget of one status row in words, with its coverage: ``431 of 432 bad minutes left,
+    data in 0.0046% of the 30d window``."""
+    if pd.isna(row["coverage"]):
+        return row["budget"]
+    return f"{row['budget']}, data in {coverage_text(row['coverage'])} of the {row['window']} window"
+
+
+BURN_DOWN_COLUMNS = ["time", "slo", "entity", "error_budget_remaining", "budget_status", "sli"]
+"""What the burn-down reads of ``slo_status``."""
 
 
 def burn_down(status_rows: pd.DataFrame, slo: str, entity: str) -> pd.DataFrame:
-    """(time, error_budget_remaining, sli) of one SLO and entity, oldest first."""
+    """(time, error_budget_remaining, sli) of one SLO and entity, oldest first; the budget is null
+    (a gap in the chart) while an Occurrences SLO is below its minimum of events. A Timeslices
+    budget starts at 100 % and goes below 0 only once overspent."""
     rows = status_rows[(status_rows["slo"] == slo) & (status_rows["entity"] == entity)]
+    rows = rows.reindex(columns=list(dict.fromkeys([*rows.columns, *BURN_DOWN_COLUMNS])))
+    rows = rows.assign(error_budget_remaining=counted_budget(rows))
     return rows[["time", "error_budget_remaining", "sli"]].sort_values("time").reset_index(drop=True)
 
 

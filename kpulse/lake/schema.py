@@ -252,7 +252,10 @@ _TABLES: dict[str, tuple[pa.Schema, dict[str, str]]] = {
         ("sli", pa.float64(), "Good / valid over the window; null when no valid data."),
         ("good_events", pa.int64(), "Good events (or minutes) over the window."),
         ("valid_events", pa.int64(), "Valid events (or minutes) over the window."),
-        ("error_budget_remaining", pa.float64(), "1 - e_T/B (negative once overspent); null when no data."),
+        ("error_budget_remaining", pa.float64(), "Share of the error budget left: Timeslices 1 - bad_slices / "
+                                                 "allowed_bad_slices, Occurrences 1 - e_T/B over the observed events; "
+                                                 "0 exactly at the objective, negative once overspent (not clamped); "
+                                                 "null when nothing was observed in the window."),
         ("burn_rate_5m", pa.float64(), "Error ratio over the last 5 minutes / error budget; null when no valid "
                                        "data."),
         ("burn_rate_30m", pa.float64(), "The same over 30 minutes."),
@@ -267,6 +270,16 @@ _TABLES: dict[str, tuple[pa.Schema, dict[str, str]]] = {
         ("alert", pa.string(), "`page`, `ticket` or null: the most severe SRE-workbook condition met."),
         ("alert_conditions", pa.string(), "Conditions met, comma-separated (`page_1h_5m`, `page_6h_30m`, "
                                           "`ticket_1d_2h`, `ticket_3d_6h`); null when none."),
+        ("bad_slices", pa.int64(), "Timeslices: bad minutes in the window; null for Occurrences."),
+        ("allowed_bad_slices", pa.float64(), "Timeslices: bad minutes the whole window may hold, (1 - objective) x "
+                                             "window minutes (30d at 0.99: 432); null for Occurrences."),
+        ("observed_minutes", pa.int64(), "Minutes of the window with data (no-data minutes are neither good nor "
+                                         "bad)."),
+        ("coverage", pa.float64(), "observed_minutes / the window's minutes (0..1)."),
+        ("min_events", pa.int64(), "Occurrences: valid events the window needs before the SLO can page or be "
+                                   "exhausted; null for Timeslices."),
+        ("budget_status", pa.string(), "`ok` (remaining >= 0), `exhausted` (< 0), `too_few_events` (Occurrences "
+                                       "below min_events: no alert) or `no_data` (nothing observed in the window)."),
         time="Evaluation time: the end of the newest complete minute evaluated (UTC).",
     ),
     # Written by the lake compaction (`kpulse lake compact`): consumer_lag folded into buckets of a few

@@ -1,5 +1,6 @@
 """The newest SLO status, defined once: what the dashboard's SLOs page shows and what the
-Prometheus exporter (``exporters/slo_status.py``) serves.
+Prometheus exporter (``exporters/slo_status.py``) serves; and the budget's statuses and words
+(``431 of 432 bad minutes left``) that the page, the Overview and ``kpulse slo run`` share.
 
 The SLO job writes one ``slo_status`` row per SLO, entity and evaluated minute. A run may leave a
 key out (its entity had no samples in the minutes the run evaluated, a run limited with
@@ -19,7 +20,7 @@ is not running once the newest evaluation is 15 minutes old (``dashboard/service
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
 import pyarrow.fs as pafs
 
@@ -38,6 +39,52 @@ MAX_AGE_SECONDS = 15 * 60
 BURN_RATE_COLUMNS: tuple[str, ...] = tuple(name for name in SCHEMAS[TABLE].names if name.startswith("burn_rate_"))
 """The burn-rate columns of a status, shortest window first (``burn_rate_<window>``, the last one over
 the SLO's whole window)."""
+
+
+BUDGET_STATUSES = ("ok", "exhausted", "too_few_events", "no_data")
+"""``slo_status.budget_status`` (computed by ``spark_jobs/burn.py``): the budget is not overspent
+(remaining >= 0, 0 exactly at the objective); overspent (< 0); an Occurrences SLO with fewer valid
+events in its window than its minimum (never pages, never exhausted); nothing observed in the window."""
+OK, EXHAUSTED, TOO_FEW_EVENTS, NO_DATA = BUDGET_STATUSES
+
+
+def budget_text(row: Mapping[str, Any]) -> str:
+    """Pure. The budget of one status row in words, as the SLOs page, the Overview and ``kpulse slo
+    run`` show it beside the percentage: ``431 of 432 bad minutes left`` (Timeslices),
+    ``2.5 bad minutes over the 43.2 allowed``, ``too few events to page: 100 of 10,000``
+    (Occurrences below its minimum), ``12,345 events`` (Occurrences), ``no data in the window``."""
+    status = _value(row.get("budget_status"))
+    if status == NO_DATA or _value(row.get("error_budget_remaining")) is None:
+        return "no data in the window"
+    bad, allowed = _value(row.get("bad_slices")), _value(row.get("allowed_bad_slices"))
+    if bad is not None and allowed is not None:
+        left = float(allowed) - float(bad)
+        if left < 0:
+            return f"{_minutes(-left)} bad minutes over the {_minutes(allowed)} allowed"
+        return f"{_minutes(left)} of {_minutes(allowed)} bad minutes left"
+    events, least = _value(row.get("valid_events")), _value(row.get("min_events"))
+    if status == TOO_FEW_EVENTS and events is not None and least is not None:
+        return f"too few events to page: {int(events):,} of {int(least):,}"
+    return f"{int(events):,} events" if events is not None else ""
+
+
+def coverage_text(coverage: float) -> str:
+    """``0.7%``, or two significant digits below 1 % (``0.0046%`` two minutes into 30 days)."""
+    return f"{coverage:.1%}" if coverage >= 0.01 or coverage == 0 else f"{coverage * 100:.2g}%"
+
+
+def _minutes(value: float) -> str:
+    """432 -> ``432``, 43.2 -> ``43.2`` (budgets of a fraction of a minute keep one decimal)."""
+    rounded = round(float(value), 1)
+    return f"{rounded:,.0f}" if rounded == int(rounded) else f"{rounded:,.1f}"
+
+
+def _value(value: Any) -> Any:
+    """None for null (None, NaN, pandas' NA)."""
+    try:
+        return None if value is None or value != value else value
+    except (TypeError, ValueError):  # pandas.NA refuses comparison
+        return None
 
 
 def newest_status(rows: pd.DataFrame) -> pd.DataFrame:
