@@ -4,7 +4,7 @@ kpulse's own exporter (``kpulse collect``), with the rule files ``kpulse alerts 
 from the JMX endpoints, every generated rule evaluates without error over metrics that exist, and a
 killed broker fires the exported alerts (and the restart resolves them).
 
-The server: :mod:`tests.prometheus_server` (1 s scrape and evaluation interval)."""
+The server: :mod:`tests.prometheus_server` (2 s scrapes, 1 s rule evaluations)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from collectors.brokers.broker_values import COUNT_FIELDS, VALUE_FIELDS
 from collectors.brokers.prometheus_query import PROMETHEUS_RATE_WINDOW
 from collectors.protocol import CollectContext
 from tests.conftest import start_broker_and_restore_leaders
-from tests.prometheus_server import SCRAPE_SECONDS, metric_names, running_prometheus, static_job
+from tests.prometheus_server import EVALUATION_SECONDS, SCRAPE_SECONDS, metric_names, running_prometheus, static_job
 from tests.support import admin_for, cli, commit, create_topic, fill_topic, free_port, scrape, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -39,11 +39,13 @@ OWN_MEASURE = ("scrape_seconds",)
 """Different measurements by design: our HTTP GET against Prometheus' scrape_duration_seconds."""
 RATE_TOLERANCE = {"bytes_in_per_sec": (0.05, 100.0), "bytes_out_per_sec": (0.05, 100.0),
                   "messages_in_per_sec": (0.05, 1.0), "request_handler_idle_ratio": (0.0, 0.05)}
-"""(relative, absolute) per rate field. Both sources measure the same counter over the same 120 s,
-whose ends may differ by up to one scrape interval each (Prometheus' samples are up to 1 s old and
-it extrapolates to the window's ends): 2 s of 120 s is 1.7 % of a steady rate, so 5 % leaves room
-for the producer's and the demo's unevenness; the absolute part covers near-zero rates (a probe
-record now and then). The idle ratio is a fraction of time (0..1): the same 2 s of 120 s, 0.05."""
+"""(relative, absolute) per rate field. Both sources measure the same counter over 120 s, whose
+ends may differ by a scrape interval each (Prometheus' newest sample is up to 2 s old and it
+extrapolates to the window's ends) plus the seconds a re-read takes after a failed scrape: with a
+steady rate, windows of the same length shifted by a few seconds give the same average, and what
+differs is the traffic's unevenness in those seconds (at most 2 x ~5 s of 120 s, 8 %, if all of it
+were a burst): 5 % with the evenly paced producer dominating; the absolute part covers near-zero
+rates (a probe record now and then). The idle ratio is a fraction of time (0..1): 0.05."""
 
 
 def collect(collector: BrokerMetricsCollector) -> dict:
@@ -135,7 +137,6 @@ def prometheus(local_cluster, collecting, tmp_path_factory):
                                  for node in local_cluster.layout.nodes}),
             static_job("kpulse", {exporter_url: {}})]
     with running_prometheus(directory, jobs, [alerts, slos]) as server:
-        server.rule_files = [alerts, slos]
         yield server
 
 
@@ -205,7 +206,8 @@ def test_the_prometheus_source_gives_the_jmx_values_within_a_scrape_interval(pro
     assert set(VALUE_FIELDS) == set(RATES) | set(COUNT_FIELDS) | set(MOVING_GAUGES) | set(OWN_MEASURE)
     jmx, through_prometheus = both_sources(layout, tmp_path, prometheus)
     gauges_only = BrokerMetricsCollector(metrics_config(layout, tmp_path, source="jmx_exporter"))
-    create_topic(admin_for(layout.bootstrap_servers), "prom.traffic", 3)
+    admin = admin_for(layout.bootstrap_servers)
+    create_topic(admin, "prom.traffic", 3)
 
     with SteadyProducer(layout.bootstrap_servers, "prom.traffic"):
         collect(jmx)
@@ -214,10 +216,12 @@ def test_the_prometheus_source_gives_the_jmx_values_within_a_scrape_interval(pro
         wait_for(lambda: time.monotonic() - opened >= WINDOW_SECONDS, WINDOW_SECONDS + 10, interval=0.2,
                  what="the end of the rate window")
         before = collect(jmx)
-        first = collect(through_prometheus)
+        # a scrape that missed its timeout on this loaded machine shows as up == 0: read again after the next
+        first = wait_for(lambda: (section := collect(through_prometheus))["errors"] == {} and section,
+                         5 * SCRAPE_SECONDS, interval=0.2, what="a Prometheus reading where every scrape succeeded")
         after = collect(gauges_only)
     assert sorted(first["by_id"]) == sorted(before["by_id"]) == [n.node_id for n in layout.nodes]
-    assert first["errors"] == {} and before["errors"] == {}, (first["errors"], before["errors"])
+    assert before["errors"] == {}, before["errors"]
 
     rate_problems = []
     for broker_id in sorted(before["by_id"]):
@@ -235,9 +239,10 @@ def test_the_prometheus_source_gives_the_jmx_values_within_a_scrape_interval(pro
     while attempts[-1] and len(attempts) < 20:  # a gauge moved between the reads: bracket it again
         attempts.append(gauge_mismatches(collect(gauges_only), collect(through_prometheus), collect(gauges_only)))
     assert attempts[-1] == [], attempts
-    assert [b["reasons"] for b in before["brokers"]] == [{}] * 3, "every field read (combined nodes export all)"
-    assert {b["broker_id"]: b["reasons"].keys() for b in before["brokers"]} == {
-        b["broker_id"]: b["reasons"].keys() for b in first["brokers"]}, "a field filled by one source only"
+    unfilled = {(source, b["broker_id"]): b["reasons"] for source, section in (("JMX", before), ("Prometheus", first))
+                for b in section["brokers"] if b["reasons"]}
+    assert unfilled == {}, "both sources fill every field (the combined nodes export all of them)"
+    admin.delete_topics(["prom.traffic"])["prom.traffic"].result(30)
 
 
 # --- the generated rules load, evaluate, and fire ---------------------------------------------------------
@@ -250,7 +255,7 @@ def _rfc3339(text: str) -> float:
 
 def test_every_generated_rule_group_loads_and_evaluates_without_error(prometheus):
     expected = {group["name"] for path in prometheus.rule_files for group in yaml.safe_load(path.read_text())["groups"]}
-    evaluations_from = time.time() + 3 * SCRAPE_SECONDS
+    evaluations_from = time.time() + 3 * EVALUATION_SECONDS
 
     def evaluated_three_times():
         groups = prometheus.rule_groups()
@@ -318,7 +323,8 @@ def test_killing_a_broker_fires_the_exported_alerts_and_the_restart_resolves_the
     bootstrap = local_cluster.layout.bootstrap_servers
     admin = admin_for(bootstrap)
     create_topic(admin, "prom.rf1", 1, config={"min.insync.replicas": "1"}, assignment=[[3]])
-    assert _alerts(prometheus, "OfflinePartitions") == [] and _alerts(prometheus, "BrokerDown") == []
+    prometheus.wait_for(lambda: not _alerts(prometheus, "OfflinePartitions") and not _alerts(prometheus, "BrokerDown"),
+                        60, "no OfflinePartitions or BrokerDown before the kill")
     local_cluster.kill_broker(3)
     try:
         offline = prometheus.wait_for(lambda: [a for a in _alerts(prometheus, "OfflinePartitions", cluster=CLUSTER)
