@@ -10,6 +10,9 @@ tolerated, and probe availability averages per-scrape ratios.
 
 from __future__ import annotations
 
+import json
+import re
+
 import yaml
 
 from spark_jobs import burn
@@ -25,12 +28,30 @@ def bad_sample(slo: SloDefinition, selector: str, params: dict) -> str:
     return INDICATORS[slo.indicator].bad_sample(f"{{{selector}}}" if selector else "", params)
 
 
-def _variants(slo: SloDefinition) -> list[tuple[str, dict, float]]:
-    """(selector, params, target): one per overridden entity, and one for every other entity."""
+OVERRIDE_LABEL = "slo_override"
+"""Label of the rules of an overridden entity (its id): without it, the override's rules and the
+other entities' rules would share name and labels (promtool's duplicate-rules lint)."""
+_RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
+
+
+def promql_string(value: str) -> str:
+    """A double-quoted PromQL string literal (Go escapes)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def literal_regex(value: str) -> str:
+    """An RE2 regex matching exactly ``value`` (Prometheus anchors it)."""
+    return _RE2_SPECIAL.sub(r"\\\1", value)
+
+
+def _variants(slo: SloDefinition) -> list[tuple[str, dict, float, dict]]:
+    """(selector, params, target, extra labels): one per overridden entity, and one for every other
+    entity."""
     label = ENTITY_LABEL[slo.scope]
-    variants = [(f'{label}="{o.entity}"', {**slo.params, **o.params}, o.target or slo.target) for o in slo.overrides]
-    others = "|".join(o.entity for o in slo.overrides)
-    variants.append((f'{label}!~"{others}"' if others else "", dict(slo.params), slo.target))
+    variants = [(f"{label}={promql_string(o.entity)}", {**slo.params, **o.params}, o.target or slo.target,
+                 {OVERRIDE_LABEL: o.entity}) for o in slo.overrides]
+    others = "|".join(literal_regex(o.entity) for o in slo.overrides)
+    variants.append((f"{label}!~{promql_string(others)}" if others else "", dict(slo.params), slo.target, {}))
     return variants
 
 
@@ -38,8 +59,8 @@ def rule_groups(definitions: SloDefinitions) -> list[dict]:
     groups = []
     for slo in definitions.slos:
         labels = {"slo": slo.name}
-        recording = [{"record": "kpulse_slo:bad_sample", "expr": bad_sample(slo, selector, params), "labels": dict(labels)}
-                     for selector, params, _ in _variants(slo)]
+        recording = [{"record": "kpulse_slo:bad_sample", "expr": bad_sample(slo, selector, params),
+                      "labels": {**labels, **extra}} for selector, params, _, extra in _variants(slo)]
         series = f'kpulse_slo:bad_sample{{slo="{slo.name}"}}'
         short = f'kpulse_slo:error_ratio_rate5m{{slo="{slo.name}"}}'
         for name, minutes in burn.BURN_WINDOWS.items():
@@ -47,7 +68,7 @@ def rule_groups(definitions: SloDefinitions) -> list[dict]:
             recording.append({"record": f"kpulse_slo:error_ratio_rate{name}", "labels": dict(labels),
                               "expr": f"avg_over_time({source}[{name}])"})
         alerts = []
-        for selector, _, target in _variants(slo):
+        for selector, _, target, extra in _variants(slo):
             for severity in ("page", "ticket"):
                 clauses = []
                 for c in (c for c in burn.ALERT_CONDITIONS if c.severity == severity):
@@ -57,7 +78,7 @@ def rule_groups(definitions: SloDefinitions) -> list[dict]:
                                    f"kpulse_slo:error_ratio_rate{c.short_window}{{{matchers}}} > {limit})")
                 alerts.append({
                     "alert": f"KpulseSloBurnRate{severity.title()}", "expr": " or ".join(clauses),
-                    "labels": {"severity": severity, "slo": slo.name},
+                    "labels": {"severity": severity, "slo": slo.name, **extra},
                     "annotations": {"summary": f"SLO {slo.name} ({slo.target:g} over {slo.window}) burns its error "
                                                f"budget too fast for {{{{ $labels.{ENTITY_LABEL[slo.scope]} }}}}",
                                     "description": slo.description}})

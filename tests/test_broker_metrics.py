@@ -1,5 +1,6 @@
 """Broker metrics: rates from counters across cycles, failures isolated per broker, nothing silently
-zero; the Prometheus path against a tiny fake Prometheus; and the real local cluster."""
+zero; the Prometheus path's query shapes and error handling against a tiny fake Prometheus (the
+real server reading the real brokers: ``tests/test_prometheus_real.py``); and the real local cluster."""
 
 from __future__ import annotations
 

@@ -84,3 +84,37 @@ def test_an_unreadable_status_file_is_skipped_and_the_others_are_served(tmp_path
     [good] = (tmp_path / "slo_status").rglob("*.parquet")
     (good.parent / "part-zzz-0badf11e.parquet").write_bytes(b"PAR1 truncated")
     assert [(r["slo"], r["sli"]) for r in latest_rows(str(tmp_path))] == [("partition-health", 0.9)]
+
+
+def _freshness_with_overrides(*entities: str):
+    return parse_definitions({"slos": [{
+        "name": "freshness", "scope": "consumer_group", "indicator": "consumer_freshness_minutes",
+        "budgetingMethod": "Timeslices", "target": 0.99, "timeWindow": "30d",
+        "overrides": [{"entity": entity, "target": 0.999} for entity in entities]}]})
+
+
+def test_override_rules_are_told_apart_by_a_label_so_no_two_rules_record_the_same_series():
+    """promtool's duplicate-rules lint (``--lint-fatal``): two rules of one name with the same
+    labels may write the same series; the override's rules carry ``slo_override``."""
+    recording, alerts = (g["rules"] for g in rule_groups(_freshness_with_overrides("billing")))
+    keys = [(r.get("record") or r.get("alert"), tuple(sorted(r["labels"].items()))) for r in recording + alerts]
+    assert len(keys) == len(set(keys))
+    billing = [r for r in recording + alerts if 'consumergroup="billing"' in r["expr"]]
+    assert billing and all(r["labels"]["slo_override"] == "billing" for r in billing)
+
+
+def test_override_entities_are_quoted_and_matched_literally_in_the_other_entities_regex():
+    """A group id with regex or PromQL metacharacters: its own rule selects exactly it, and the rule
+    of every other entity leaves exactly it out (Prometheus anchors ``=~``/``!~`` regexes)."""
+    import json
+    import re
+
+    odd = ['team+x.v1', 'a"b\\c', "(x|y)"]
+    recording, _ = (g["rules"] for g in rule_groups(_freshness_with_overrides(*odd)))
+    samples = [r["expr"] for r in recording if r["record"] == "kpulse_slo:bad_sample"]
+    for entity, expr in zip(odd, samples):
+        assert f"{{consumergroup={json.dumps(entity)}}}" in expr
+    others = re.search(r'consumergroup!~("(?:\\.|[^"\\])*")', samples[-1]).group(1)
+    pattern = re.compile(f"^(?:{json.loads(others)})$")
+    assert all(pattern.match(entity) for entity in odd)
+    assert not any(pattern.match(other) for other in ("teamx.v1", "teamxx.v1", "team+xav1", "x", "ab\\c"))

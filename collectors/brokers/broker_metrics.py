@@ -16,7 +16,8 @@ Sources (``ClusterConfig.metrics.source``):
     id, as ``docker/prometheus/prometheus.yml`` sets it on every Kafka target): ``instance`` is a
     host:port and cannot be mapped to a broker id reliably, so targets without a ``broker_id``
     label are ignored. Rates are PromQL ``rate(...[2m])`` (:mod:`collectors.brokers.prometheus_query`), so they exist from
-    the first cycle; ``up == 0`` marks a broker as failed; ``scrape_seconds`` is Prometheus'
+    the first cycle (and read low while Prometheus has scraped a series for less than the 2 minutes:
+    ``rate`` divides by the whole window); ``up == 0`` marks a broker as failed; ``scrape_seconds`` is Prometheus'
     ``scrape_duration_seconds``. Brokers listed in ``broker_endpoints`` (optional here) are
     reported even when Prometheus has no series for them.
 ``none``
