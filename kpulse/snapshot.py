@@ -484,7 +484,7 @@ class FiringAlert(TypedDict):
     rule: Annotated[str, "Alert rule name (also the runbook key)."]
     severity: Annotated[str, "warning or critical."]
     entity: Annotated[str, "What it is about: cluster/<name>, broker/<id>, group/<id>, sharegroup/<id>, "
-                           "streams/<app id>, probe or collector/<name>."]
+                           "streams/<app id>, probe, collector/<name> or controller/<id> (a KRaft voter)."]
     value: Annotated[float | None, "The value the condition looked at."]
     summary: Annotated[str, "One line for a human, with the numbers."]
     since: Annotated[float, "When the condition was first seen (epoch seconds)."]
