@@ -28,7 +28,8 @@ MetadataErrors                critical  a node's KRaft MetadataErrorCount > 0   
 FencedBrokers                 critical  the active controller's FencedBrokerCount > 0   60 s
                                         (cluster)
 VoterLagging                  warning   a follower voter's lag > kraft.voter_lag_records  30 s
-                                        or not caught up for > kraft.voter_lag_seconds
+                                        or not caught up for > kraft.voter_lag_seconds,
+                                        or never seen fetching by the leader
                                         (``controller/<id>``)
 ============================  ========  ==============================================  ======
 
@@ -373,6 +374,8 @@ def _voters_lagging(snapshot):
             behind.append(f"{lag:g} records behind the leader (threshold {records:g})")
         if age is not None and seconds is not None and age > seconds:
             behind.append(f"not caught up for {age:.0f} s (threshold {seconds:g} s)")
+        if voter.get("log_end_offset") is None and voter.get("last_caught_up_time") is None:
+            behind.append("it has not fetched from the leader since the leader was elected")
         if behind:
             results.append(Finding(entity, lag, f"KRaft voter {voter.get('id')} is lagging: " + ", ".join(behind)))
         elif lag is None or age is None:

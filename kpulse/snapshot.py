@@ -65,9 +65,12 @@ class QuorumReplica(TypedDict):
     ``kafka-metadata-quorum describe --replication``)."""
 
     id: Annotated[int, "Node id."]
-    log_end_offset: Annotated[int | None, "Its metadata log end offset as the leader last saw it; null when unknown."]
-    lag: Annotated[int | None, "The leader's log end offset minus this replica's, records (the tool's Lag column; "
-                               "the leader's is 0); null when either is unknown."]
+    log_end_offset: Annotated[int | None, "Its metadata log end offset as the leader last saw it; null when the "
+                                          "leader does not know it (it has not fetched since the leader was "
+                                          "elected: the tool prints -1)."]
+    lag: Annotated[int | None, "The leader's log end offset minus this replica's, records, as the tool's Lag column "
+                               "computes it (the leader's is 0; with an unknown log end, the leader's log end + 1); "
+                               "null when the leader's is unknown."]
     last_fetch_time: Annotated[float | None, "When it last fetched from the leader (epoch seconds; the tool's "
                                              "LastFetchTimestamp / 1000); null when never."]
     last_caught_up_time: Annotated[float | None, "When it last reached the leader's log end (epoch seconds; "

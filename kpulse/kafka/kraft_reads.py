@@ -34,11 +34,13 @@ def _seconds(timestamp_ms: int | None) -> float | None:
 
 
 def _replica(state: Any, leader_leo: int | None, now: float) -> dict[str, Any]:
-    leo = state.log_end_offset if state.log_end_offset is not None and state.log_end_offset >= 0 else None
+    known = state.log_end_offset is not None and state.log_end_offset >= 0
     caught_up = _seconds(state.last_caught_up_timestamp)
     return {"id": state.replica_id,
-            "log_end_offset": leo,
-            "lag": None if leo is None or leader_leo is None else leader_leo - leo,
+            "log_end_offset": state.log_end_offset if known else None,
+            # the tool's arithmetic, -1 included: a replica the leader has not seen fetch (since it
+            # was elected) is its whole log end + 1 behind
+            "lag": None if leader_leo is None or state.log_end_offset is None else leader_leo - state.log_end_offset,
             "last_fetch_time": _seconds(state.last_fetch_timestamp),
             "last_caught_up_time": caught_up,
             "caught_up_age_seconds": None if caught_up is None else max(0.0, now - caught_up)}
@@ -47,7 +49,9 @@ def _replica(state: Any, leader_leo: int | None, now: float) -> dict[str, Any]:
 def quorum_from(response: Any, now: float) -> dict[str, Any]:
     """A DescribeQuorum answer -> the snapshot's quorum (``kpulse.snapshot.KraftQuorum`` without
     the thresholds). ``lag`` of a replica is the leader's log end offset minus its own, as
-    ``kafka-metadata-quorum describe --replication`` prints it (the leader's is 0); voters are
+    ``kafka-metadata-quorum describe --replication`` prints it (the leader's is 0; a replica whose
+    log end the leader does not know, -1 in the answer, has ``log_end_offset`` None and the tool's
+    lag, the leader's log end + 1); voters are
     listed leader first, then by id (the tool's order), observers by id. Raises ``ValueError``
     (one line) for an answer carrying an error."""
     if getattr(response, "error_code", 0):
