@@ -333,3 +333,39 @@ def test_a_killed_broker_gives_elr_as_kafka_topics_shows_it_and_fires_fenced_bro
         wait_for(resolved, timeout=120, what="FencedBrokers and VoterLagging resolved after the restart")
     finally:
         metadata.close()
+
+
+# --- the exporter --------------------------------------------------------------------------------------
+
+def test_the_exporter_has_a_series_per_kraft_figure_and_leaves_null_out():
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from exporters.prometheus import SnapshotExporter
+
+    quorum = quorum_from(quorum_answer(voters=[replica(2, 505), replica(1, 480, caught_up=NOW * 1000 - 45_000)],
+                                       observers=[replica(4, -1, fetched=-1, caught_up=-1)]), NOW)
+    snapshot = {"time": NOW, "cluster_name": "prod",
+                "cluster": {"brokers_up": 2, "fenced_broker_count": 1, "active_broker_count": 2,
+                            "metadata_error_count": None, "quorum": quorum},
+                "brokers": [{"id": 1, "up": True, "metadata_error_count": 0, "metadata_apply_lag_ms": 812.0},
+                            {"id": 4, "up": True, "metadata_error_count": None, "metadata_apply_lag_ms": None}]}
+    exporter = SnapshotExporter()
+    exporter.update(snapshot)
+    got = {(s.name, tuple(sorted(s.labels.items()))): s.value
+           for family in text_string_to_metric_families(exporter.text().decode()) for s in family.samples}
+    kraft = {key: value for key, value in got.items() if key[0].startswith("kpulse_kraft_")}
+    c = (("cluster", "prod"),)
+    assert kraft == {
+        ("kpulse_kraft_metadata_error_count", (("broker", "1"), *c)): 0,
+        ("kpulse_kraft_metadata_apply_lag_ms", (("broker", "1"), *c)): 812.0,
+        ("kpulse_kraft_fenced_brokers", c): 1, ("kpulse_kraft_active_brokers", c): 2,
+        ("kpulse_kraft_quorum_leader", (*c, ("node", "2"))): 1,
+        ("kpulse_kraft_quorum_leader_epoch", c): 7, ("kpulse_kraft_quorum_high_watermark", c): 500,
+        ("kpulse_kraft_quorum_replica_lag", (*c, ("node", "2"), ("role", "voter"))): 0,
+        ("kpulse_kraft_quorum_replica_lag", (*c, ("node", "1"), ("role", "voter"))): 25,
+        ("kpulse_kraft_quorum_replica_lag", (*c, ("node", "4"), ("role", "observer"))): 506,
+        ("kpulse_kraft_quorum_replica_caught_up_age_seconds", (*c, ("node", "2"), ("role", "voter"))):
+            pytest.approx(0.2),
+        ("kpulse_kraft_quorum_replica_caught_up_age_seconds", (*c, ("node", "1"), ("role", "voter"))):
+            pytest.approx(45.0),
+    }
