@@ -369,3 +369,16 @@ def test_the_exporter_has_a_series_per_kraft_figure_and_leaves_null_out():
         ("kpulse_kraft_quorum_replica_caught_up_age_seconds", (*c, ("node", "1"), ("role", "voter"))):
             pytest.approx(45.0),
     }
+
+
+def test_the_problem_partition_table_of_one_topic_shows_elr_as_kafka_topics_does():
+    from dashboard.services.brokers import problem_partition_table
+
+    snapshot = {"cluster": {"problem_partitions": [
+        {"topic": "a", "partition": 0, "leader": -1, "replicas": [1, 2], "isr": [], "problems": ["offline"],
+         "elr": [], "last_known_elr": [2, 1]},
+        {"topic": 'b "x"', "partition": 3, "leader": 1, "replicas": [1, 2], "isr": [1], "problems": ["under_min_isr"],
+         "elr": None, "last_known_elr": None}]}}
+    assert problem_partition_table(snapshot, "a")[["elr", "last_known_elr"]].values.tolist() == [["", "2, 1"]]
+    assert problem_partition_table(snapshot, 'b "x"')[["topic", "elr"]].values.tolist() == [['b "x"', "—"]]
+    assert problem_partition_table(None).empty
