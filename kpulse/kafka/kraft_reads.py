@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kpulse.kafka.batched_client import BatchedClient, Unavailable, error_name, remaining_ms
+from kpulse.kafka.batched_client import BatchedClient, Unavailable, answer, error_name, remaining_ms, send
 
 METADATA_TOPIC = "__cluster_metadata"
 """The KRaft metadata log: one partition, 0."""
@@ -140,27 +140,36 @@ class KraftReader:
             ) -> dict[tuple[str, int], tuple[list[int] | None, list[int] | None]]:
         """ELR and LastKnownElr of the given partitions (topic -> partition numbers): per topic,
         pages from its smallest asked partition up to its largest, so a big topic with one problem
-        partition costs one short page, not the whole topic. Raises :class:`NotSupported`."""
+        partition costs one short page, not the whole topic; the topics' first pages are sent at
+        once. Raises :class:`NotSupported`."""
         from kafka.protocol.admin import DescribeTopicPartitionsRequest as Request
 
         manager = self._manager(timeout, Request)
         wanted = {topic: sorted(set(numbers)) for topic, numbers in partitions.items() if numbers}
         deadline = self.client.clock() + timeout
 
+        def page(topic: str, cursor: int, last: int):
+            request = Request(topics=[Request.TopicRequest(name=topic)],
+                              response_partition_limit=min(ELR_PAGE, last - cursor + 1),
+                              cursor=Request.Cursor(topic_name=topic, partition_index=cursor))
+            return send(manager, request, None, remaining_ms(deadline, self.client.clock))
+
         async def read():
+            # every topic's first page at once (one round trip for all, not one per topic); the
+            # rare topic with more than ELR_PAGE partitions between its first and last problem
+            # partitions follows its cursor after
+            pending = [(topic, numbers[-1], page(topic, numbers[0], numbers[-1]))
+                       for topic, numbers in sorted(wanted.items())]
             answers = []
-            for topic, numbers in sorted(wanted.items()):
-                cursor, last = numbers[0], numbers[-1]
-                while cursor is not None and cursor <= last:
-                    request = Request(topics=[Request.TopicRequest(name=topic)],
-                                      response_partition_limit=min(ELR_PAGE, last - cursor + 1),
-                                      cursor=Request.Cursor(topic_name=topic, partition_index=cursor))
-                    response = await manager.send(request, node_id=None,
-                                                  request_timeout_ms=remaining_ms(deadline, self.client.clock))
+            while pending:
+                following = []
+                for topic, last, sent in pending:
+                    response = await answer(sent)
                     answers.append(response)
-                    following = response.next_cursor
-                    cursor = following.partition_index if following is not None and following.topic_name == topic \
-                        else None
+                    cursor = response.next_cursor
+                    if cursor is not None and cursor.topic_name == topic and cursor.partition_index <= last:
+                        following.append((topic, last, page(topic, cursor.partition_index, last)))
+                pending = following
             return answers
 
         found = elr_from(manager.run(read))
