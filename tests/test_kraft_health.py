@@ -382,3 +382,19 @@ def test_the_problem_partition_table_of_one_topic_shows_elr_as_kafka_topics_does
     assert problem_partition_table(snapshot, "a")[["elr", "last_known_elr"]].values.tolist() == [["", "2, 1"]]
     assert problem_partition_table(snapshot, 'b "x"')[["topic", "elr"]].values.tolist() == [['b "x"', "—"]]
     assert problem_partition_table(None).empty
+
+
+def test_the_prometheus_source_asks_for_the_controller_gauges_and_reads_them_per_broker():
+    from collectors.brokers.prometheus_query import prometheus_queries, values_from_prometheus
+
+    queries = prometheus_queries('cluster="prod"')
+    assert queries["metadata_apply_lag_ms"] == ('max by (broker_id) (kafka_controller_kafkacontroller_'
+                                                'lastappliedrecordlagms{broker_id!="",cluster="prod"})')
+    results = {key: {} for key in queries}
+    results.update(up={1: 1.0, 4: 1.0}, fenced_broker_count={1: 1.0}, active_broker_count={1: 2.0},
+                   metadata_error_count={1: 0.0}, metadata_apply_lag_ms={1: 420.0})
+    controller, broker_only = values_from_prometheus(1, results), values_from_prometheus(4, results)
+    assert (controller.fenced_broker_count, controller.active_broker_count, controller.metadata_error_count,
+            controller.metadata_apply_lag_ms) == (1, 2, 0, 420.0)
+    assert broker_only.metadata_apply_lag_ms is None
+    assert "controller-role" in broker_only.reasons["metadata_apply_lag_ms"]
