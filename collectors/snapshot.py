@@ -54,16 +54,13 @@ def _cluster(metadata: ClusterMetadataSection | None, metrics: BrokerMetricsSect
         keys = ("controller_id", "brokers_up", "brokers_total", "under_replicated_partitions", "offline_partitions",
                 "under_min_isr_partitions", "preferred_leader_imbalance", "topic_count", "partition_count")
         cluster = {key: None for key in keys}
-        cluster.update(brokers=[], problem_partitions=[], reasons={key: why for key in keys})
+        cluster.update(brokers=[], problem_partitions=[], quorum=None, reasons={key: why for key in (*keys, "quorum")})
     else:
         cluster = {key: value for key, value in metadata.items() if key != "broker_load"}
         cluster["reasons"] = dict(metadata.get("reasons", {}))
         cluster.setdefault("quorum", None)
         if cluster["quorum"] is None:
             cluster["reasons"].setdefault("quorum", "not read")
-    if metadata is None:
-        cluster["quorum"] = None
-        cluster["reasons"]["quorum"] = why
     cluster["active_controller_count"] = metrics.get("active_controller_count")
     cluster["controller_id"] = metrics.get("controller_id")
     for key in _KRAFT_CLUSTER_FIELDS:

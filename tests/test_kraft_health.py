@@ -250,7 +250,8 @@ def test_the_quorum_agrees_with_kafka_metadata_quorum_on_a_quiet_cluster(cluster
         collector.close()
     assert ours is not None
     assert ours["leader_id"] == int(status["LeaderId"]) and ours["leader_epoch"] == int(status["LeaderEpoch"])
-    assert [v["id"] for v in ours["voters"]] == [int(r["NodeId"]) for r in rows if r["Status"] in ("Leader", "Follower")]
+    voters = [int(r["NodeId"]) for r in rows if r["Status"] in ("Leader", "Follower")]
+    assert [v["id"] for v in ours["voters"]] == voters
     assert [o["id"] for o in ours["observers"]] == [int(r["NodeId"]) for r in rows if r["Status"] == "Observer"]
     # The tool runs after kpulse's read (a JVM start: seconds), and the leader appends a no-op record
     # every 500 ms meanwhile: log ends and the high watermark only grow between the two reads, and a

@@ -10,8 +10,7 @@ from typing import Any
 
 from collectors.brokers.broker_values import (
     CONTROLLER_GAUGES, CONTROLLER_ONLY, COUNT_GAUGES, IDLE_NANOS, IDLE_ONE_MINUTE, KRAFT_GAUGES, LATENCY_P99,
-    NETWORK_IDLE,
-    REQUEST_TIME, TRAFFIC_COUNTERS, BrokerMetrics, failed_broker, ratio, set_value,
+    NETWORK_IDLE, REQUEST_TIME, TRAFFIC_COUNTERS, BrokerMetrics, failed_broker, ratio, set_value,
 )
 
 PROMETHEUS_BROKER_LABEL = "broker_id"

@@ -92,8 +92,8 @@ def quorum_table(snapshot: Snapshot | None) -> pd.DataFrame:
                               (lambda r: "observer", quorum.get("observers") or [])):
         for replica in replicas:
             fetched = replica.get("last_fetch_time")
-            rows.append({"node": replica["id"], "role": role_of(replica), "log_end_offset": replica.get("log_end_offset"),
-                         "lag": replica.get("lag"), "caught_up_age_seconds": replica.get("caught_up_age_seconds"),
+            rows.append({"node": replica["id"], "role": role_of(replica),
+                         "log_end_offset": replica.get("log_end_offset"), "lag": replica.get("lag"), "caught_up_age_seconds": replica.get("caught_up_age_seconds"),
                          "last_fetch_age_seconds": None if fetched is None or taken is None
                          else max(0.0, taken - fetched)})
     frame = pd.DataFrame(rows, columns=QUORUM_COLUMNS)

@@ -132,7 +132,7 @@ class KraftReader:
         deadline = self.client.clock() + timeout
 
         async def read():
-            return await manager.send(request, node_id=None, request_timeout_ms=remaining_ms(deadline, self.client.clock))
+            return await answer(send(manager, request, None, remaining_ms(deadline, self.client.clock)))
 
         return quorum_from(manager.run(read), now)
 
