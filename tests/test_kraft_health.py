@@ -292,9 +292,10 @@ def test_a_killed_broker_gives_elr_as_kafka_topics_shows_it_and_fires_fenced_bro
             mine = {p["partition"]: p for p in snapshot["cluster"]["problem_partitions"] if p["topic"] == topic}
             return snapshot, mine, rows
 
-        def elr_agrees():
+        def elr_agrees():  # both settled: kpulse reads first, so a change between the reads is seen next time
             snapshot, mine, rows = ours_and_theirs()
-            if len(mine) != 3 or any(r.get("Elr", "") != "1" for r in rows.values()):
+            if len(mine) != 3 or any(r.get("Elr", "") != "1" for r in rows.values()) or any(
+                    p["elr"] != [1] for p in mine.values()):
                 return None
             return snapshot, mine, rows
 
@@ -399,3 +400,32 @@ def test_the_prometheus_source_asks_for_the_controller_gauges_and_reads_them_per
             controller.metadata_apply_lag_ms) == (1, 2, 0, 420.0)
     assert broker_only.metadata_apply_lag_ms is None
     assert "controller-role" in broker_only.reasons["metadata_apply_lag_ms"]
+
+
+def test_a_read_that_meets_a_broker_that_just_died_is_tried_again_and_an_error_answer_is_not():
+    from kpulse.kafka.kraft_reads import KraftReader
+
+    class Manager:
+        def __init__(self, outcomes):
+            self.outcomes, self.runs = list(outcomes), 0
+
+        def run(self, read, *args):
+            self.runs += 1
+            outcome = self.outcomes.pop(0)
+            if isinstance(outcome, Exception):
+                raise outcome
+            return outcome
+
+    def reader(manager):
+        return KraftReader(SimpleNamespace(manager=lambda timeout, needs: manager, clock=time.monotonic))
+
+    died = Manager([ConnectionRefusedError("node 1"), quorum_answer(voters=[replica(2, 5)])])
+    assert reader(died).quorum(5, NOW)["leader_id"] == 2 and died.runs == 2
+    down = Manager([ConnectionRefusedError("node 1")] * 3)
+    with pytest.raises(ConnectionRefusedError):
+        reader(down).quorum(5, NOW)
+    assert down.runs == 3
+    refused = Manager([quorum_answer(error=41)])
+    with pytest.raises(ValueError, match="NOT_CONTROLLER"):
+        reader(refused).quorum(5, NOW)
+    assert refused.runs == 1

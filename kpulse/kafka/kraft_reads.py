@@ -20,6 +20,9 @@ METADATA_TOPIC = "__cluster_metadata"
 """The KRaft metadata log: one partition, 0."""
 ELR_PAGE = 2000
 """Partitions per DescribeTopicPartitions answer (the broker's own cap is 2000)."""
+ATTEMPTS = 3
+"""A read sent to a broker that just died fails at once (connection refused); the client then picks
+another broker. Tries per read, within its timeout."""
 
 
 class NotSupported(Exception):
@@ -134,7 +137,7 @@ class KraftReader:
         async def read():
             return await answer(send(manager, request, None, remaining_ms(deadline, self.client.clock)))
 
-        return quorum_from(manager.run(read), now)
+        return quorum_from(_retried(lambda: manager.run(read)), now)
 
     def elr(self, partitions: Mapping[str, Iterable[int]], timeout: float
             ) -> dict[tuple[str, int], tuple[list[int] | None, list[int] | None]]:
@@ -172,9 +175,21 @@ class KraftReader:
                 pending = following
             return answers
 
-        found = elr_from(manager.run(read))
+        found = elr_from(_retried(lambda: manager.run(read)))
         return {(topic, number): found[(topic, number)] for topic, numbers in wanted.items() for number in numbers
                 if (topic, number) in found}
+
+
+def _retried(read):
+    """``read()``, tried again (:data:`ATTEMPTS` in all) when it fails for another reason than the
+    answer's content: a broker that just died is left for another."""
+    from tenacity import Retrying, retry_if_not_exception_type, stop_after_attempt
+
+    for attempt in Retrying(stop=stop_after_attempt(ATTEMPTS), reraise=True,
+                            retry=retry_if_not_exception_type((NotSupported, ValueError))):
+        with attempt:
+            return read()
+    raise AssertionError("unreachable: tenacity reraises the last failure")
 
 
 _SINCE = {"DescribeQuorumRequest": "KRaft, Kafka 3.3+", "DescribeTopicPartitionsRequest": "Kafka 3.8+"}
