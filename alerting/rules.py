@@ -23,6 +23,14 @@ StreamsAppNotRunning          warning   state != RUNNING (``streams/<app id>``) 
 ProbeFailing                  critical  produce or consume availability < 1, lost > 0   60 s
                                         (``probe``)
 CollectorDown                 warning   collector up = False (``collector/<name>``)     120 s
+MetadataErrors                critical  a node's KRaft MetadataErrorCount > 0           0
+                                        (``broker/<id>``)
+FencedBrokers                 critical  the active controller's FencedBrokerCount > 0   60 s
+                                        (cluster)
+VoterLagging                  warning   a follower voter's lag > kraft.voter_lag_records  30 s
+                                        or not caught up for > kraft.voter_lag_seconds,
+                                        or never seen fetching by the leader
+                                        (``controller/<id>``)
 ============================  ========  ==============================================  ======
 
 A value that is ``None`` never fires and never resolves (see :mod:`alerting.state`).
@@ -45,6 +53,11 @@ a window of readings in ``collectors/share/share_status.py``): STALLED (members,
 the start offset never moved and the lag never went down) or NOT_CONSUMING (no members, lag > 0, no
 progress). Its value is the group's lag (none when the sum is partial); its hold rides out a consumer
 that takes one slow pass over its records.
+
+The KRaft rules read the controller figures of the broker metrics (``collectors/brokers/broker_values.py``)
+and the quorum (``cluster.quorum``, DescribeQuorum). VoterLagging's thresholds are the cluster's
+``kraft`` config, carried in the snapshot (``quorum.voter_lag_threshold_*``) as a group's lag
+threshold is; its value is the voter's lag in records.
 """
 
 from __future__ import annotations
@@ -86,6 +99,12 @@ STREAMS_CLIENT_STATE_CODES = {"CREATED": 0, "REBALANCING": 1, "RUNNING": 2, "PEN
 """KIP-1091 numeric ``client-state``; the value of a StreamsAppNotRunning alert."""
 PROBE_HOLD_SECONDS = 60.0
 COLLECTOR_HOLD_SECONDS = 120.0
+FENCED_HOLD_SECONDS = 60.0
+"""A broker restarting is fenced from its shutdown until it has caught up with the metadata again
+(seconds); longer is an outage, or a broker that cannot heartbeat or catch up."""
+VOTER_LAG_HOLD_SECONDS = 30.0
+"""A burst of metadata changes (creating thousands of partitions) can put a follower briefly past the
+record threshold; the time threshold has its own margin already."""
 
 
 # --- rule conditions -------------------------------------------------------------------------------
@@ -309,6 +328,61 @@ def _collector_down(snapshot):
     return results
 
 
+def _metadata_errors(snapshot):
+    brokers = snapshot.get("brokers")
+    if brokers is None:
+        return [Unknown(None, "broker metrics not collected")]
+    results: list = []
+    for broker in brokers:
+        entity, errors = f"broker/{broker.get('id')}", _number(broker.get("metadata_error_count"))
+        if errors is None:
+            results.append(Unknown(entity, "metadata_error_count not collected (broker-only node, or no metrics)"))
+        elif errors > 0:
+            results.append(Finding(entity, errors, f"node {broker.get('id')} met {errors:g} errors loading or applying "
+                                                   "the metadata log: its metadata may be wrong"))
+    return results
+
+
+def _fenced_brokers(snapshot):
+    entity, fenced = _cluster_value(snapshot, "fenced_broker_count")
+    if fenced is None:
+        return [Unknown(entity, "fenced_broker_count not collected")]
+    if fenced <= 0:
+        return []
+    cluster = snapshot.get("cluster") or {}
+    down = sorted(b.get("id") for b in cluster.get("brokers") or [] if b.get("up") is False)
+    named = f" (not in the metadata: {', '.join(str(b) for b in down)})" if down else ""
+    return [Finding(entity, fenced, f"{fenced:g} fenced brokers{named}: they lead no partition and take no "
+                                    "client request")]
+
+
+def _voters_lagging(snapshot):
+    cluster = snapshot.get("cluster")
+    quorum = None if cluster is None else cluster.get("quorum")
+    if quorum is None:
+        return [Unknown(None, "KRaft quorum not collected")]
+    records = _number(quorum.get("voter_lag_threshold_records"))
+    seconds = _number(quorum.get("voter_lag_threshold_seconds"))
+    results: list = []
+    for voter in quorum.get("voters") or []:
+        if voter.get("id") == quorum.get("leader_id"):
+            continue
+        entity = f"controller/{voter.get('id')}"
+        lag, age = _number(voter.get("lag")), _number(voter.get("caught_up_age_seconds"))
+        behind = []
+        if lag is not None and records is not None and lag > records:
+            behind.append(f"{lag:g} records behind the leader (threshold {records:g})")
+        if age is not None and seconds is not None and age > seconds:
+            behind.append(f"not caught up for {age:.0f} s (threshold {seconds:g} s)")
+        if voter.get("log_end_offset") is None and voter.get("last_caught_up_time") is None:
+            behind.append("it has not fetched from the leader since the leader was elected")
+        if behind:
+            results.append(Finding(entity, lag, f"KRaft voter {voter.get('id')} is lagging: " + ", ".join(behind)))
+        elif lag is None or age is None:
+            results.append(Unknown(entity, "voter lag or caught-up time not known"))
+    return results
+
+
 def _rule(name, severity, for_seconds, check, condition, inhibited_by=()) -> Rule:
     return Rule(name, severity, for_seconds, check, runbook=name, condition=condition,
                 inhibited_by=tuple(inhibited_by))
@@ -345,6 +419,10 @@ RULES: tuple[Rule, ...] = (
     _rule("ProbeFailing", CRITICAL, PROBE_HOLD_SECONDS, _probe_failing,
           "produce or consume availability < 1, or lost records > 0"),
     _rule("CollectorDown", WARNING, COLLECTOR_HOLD_SECONDS, _collector_down, "a collector is down"),
+    _rule("MetadataErrors", CRITICAL, 0.0, _metadata_errors, "a node's KRaft metadata error count > 0"),
+    _rule("FencedBrokers", CRITICAL, FENCED_HOLD_SECONDS, _fenced_brokers, "fenced brokers > 0"),
+    _rule("VoterLagging", WARNING, VOTER_LAG_HOLD_SECONDS, _voters_lagging,
+          "a KRaft voter lags > kraft.voter_lag_records records or is not caught up for > kraft.voter_lag_seconds"),
 )
 
 

@@ -41,6 +41,15 @@ ProbeFailing               critical  ``kpulse_probe_produce_availability < 1`` (
 CollectorDown              warning   ``kpulse_collector_up == 0``
 CollectorDown              warning   ``up{job=<kpulse_job>} == 0``: kpulse's exporter itself
                                      (label ``collector: exporter``)
+MetadataErrors             critical  ``…metadataerrorcount{job} > 0``, per node
+FencedBrokers              critical  ``max by (cluster) (…fencedbrokercount{job}) > 0``: every
+                                     controller's view, not only the active one's
+VoterLagging               warning   from the nodes' own raft metrics (no per-voter series):
+                                     ``max by (cluster) (raft log_end_offset) - on (cluster)
+                                     group_right raft log_end_offset > records``, or the node's
+                                     ``lastappliedrecordlagms > seconds × 1000``; observers
+                                     (broker-only nodes) count too, a stopped voter has no
+                                     series (BrokerDown covers it)
 =========================  ========  ==========================================================
 """
 
@@ -56,6 +65,7 @@ import yaml
 from alerting import rules as alert_rules
 from alerting.runbooks import runbook_text
 from alerting.state import CRITICAL, WARNING, rule_by_name
+from kpulse.config.model import DEFAULT_VOTER_LAG_RECORDS, DEFAULT_VOTER_LAG_SECONDS
 from kpulse.lag_contract import DEFAULT_LAG_SECONDS_THRESHOLD
 from kpulse.share_contract import NOT_ACKNOWLEDGING
 
@@ -82,6 +92,10 @@ STREAMS_RUNNING = "kpulse_streams_app_running"
 SHARE_GROUP_STATUS = "kpulse_sharegroup_status"
 PROBE_PRODUCE = "kpulse_probe_produce_availability"
 COLLECTOR_UP = "kpulse_collector_up"
+METADATA_ERRORS = "kafka_controller_kafkacontroller_metadataerrorcount"
+FENCED_BROKERS = "kafka_controller_kafkacontroller_fencedbrokercount"
+APPLY_LAG_MS = "kafka_controller_kafkacontroller_lastappliedrecordlagms"
+RAFT_LOG_END = "kafka_server_raft_metrics_log_end_offset"
 
 
 @dataclass(frozen=True)
@@ -126,7 +140,9 @@ def _hold(rule_name: str) -> float:
 
 def prometheus_alerts(job_label: str = DEFAULT_JOB_LABEL, *, kpulse_job_label: str = DEFAULT_KPULSE_JOB_LABEL,
                       lag_seconds_threshold: float = DEFAULT_LAG_SECONDS_THRESHOLD,
-                      lag_seconds_overrides: Mapping[str, float] | None = None) -> list[PrometheusAlert]:
+                      lag_seconds_overrides: Mapping[str, float] | None = None,
+                      voter_lag_records: int = DEFAULT_VOTER_LAG_RECORDS,
+                      voter_lag_seconds: float = DEFAULT_VOTER_LAG_SECONDS) -> list[PrometheusAlert]:
     """The rules in the order of :data:`alerting.rules.RULES` (see the module doc)."""
     if not job_label or not kpulse_job_label:
         raise ValueError("job labels must not be empty")
@@ -200,6 +216,16 @@ def prometheus_alerts(job_label: str = DEFAULT_JOB_LABEL, *, kpulse_job_label: s
                         _hold("CollectorDown"),
                         "kpulse's exporter ({{ $labels.instance }}) is not answering: every kpulse metric is missing",
                         labels=(("collector", "exporter"),)),
+        PrometheusAlert("MetadataErrors", f"{METADATA_ERRORS}{job} > 0", CRITICAL, _hold("MetadataErrors"),
+                        "KRaft node " + broker + " met {{ $value }} errors loading or applying the metadata log"),
+        PrometheusAlert("FencedBrokers", f"max by (cluster) ({FENCED_BROKERS}{job}) > 0", CRITICAL,
+                        _hold("FencedBrokers"), "{{ $value }} fenced brokers " + in_cluster),
+        PrometheusAlert("VoterLagging",
+                        f"(max by (cluster) ({RAFT_LOG_END}{job}) - on (cluster) group_right {RAFT_LOG_END}{job})"
+                        f" > {voter_lag_records} or {APPLY_LAG_MS}{job} > {voter_lag_seconds * 1000:g}", WARNING,
+                        _hold("VoterLagging"),
+                        "KRaft node " + broker + " is behind the metadata quorum leader ({{ $value }} records, or"
+                        " ms since its last applied record)"),
     ]
     return rules
 

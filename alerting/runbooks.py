@@ -286,6 +286,77 @@ one.""",
 - While it is down, look at Kafka directly (the commands in the other runbooks): a dead metrics
   pipeline cannot tell you a broker is healthy.""",
     ),
+    "MetadataErrors": Runbook(
+        meaning="""\
+A KRaft node counted errors while loading or applying the metadata log (MetadataErrorCount of
+kafka.controller:type=KafkaController). Its view of topics, partitions, configs or ACLs may differ
+from the rest of the cluster's, silently. The count only grows until the node restarts, so the alert
+stays firing until then.""",
+        check=f"""\
+- Which node (the alert's entity) and since when: its server.log around the first error
+  ("Error ... metadata", "MetadataLoader", "fault handler").
+- Does its metadata agree with the others'? Compare the quorum figures and the log end offsets:
+{_cli(_QUORUM + " --replication")}
+- Metadata apply lag of every node on the kpulse Brokers page (KRaft quorum section): a node that
+  stopped applying records shows a growing lag.
+- The error names the record or snapshot it could not apply: keep that node's metadata log
+  directory (__cluster_metadata-0) as it is for the investigation.""",
+        action="""\
+- Restart the node: it reloads the metadata from the latest snapshot and the log. The count starts
+  at 0 again.
+- Errors again after the restart = a bad record or snapshot: keep the logs, do not delete
+  metadata directories, and raise it with the Kafka project (a known bug of your version?).
+- Until it is fixed, move partition leadership away from that node (preferred leader election after
+  reassigning its leaders) so that clients are not served from wrong metadata.""",
+    ),
+    "FencedBrokers": Runbook(
+        meaning="""\
+The active controller has fenced brokers (FencedBrokerCount > 0): they missed heartbeats for
+broker.session.timeout.ms (9 s by default), or they started and have not caught up with the
+metadata log yet. A fenced broker leads no partition and is out of every ISR: clients cannot use it,
+and its partitions run with one replica less.""",
+        check=f"""\
+- Is the broker process down? BrokerDown fires too then; the kpulse Brokers page shows it.
+- Which brokers are fenced (BrokerRegistrationState 10 = FENCED on the active controller's metrics
+  endpoint; the Admin API):
+{_cli("kafka-cluster list-endpoints --bootstrap-server $BOOTSTRAP --include-fenced-brokers")}
+  (STATE fenced)
+- Running but fenced: can it reach the controllers (network, controller.quorum.bootstrap.servers)?
+  Is it catching up the metadata (its LastAppliedRecordLagMs on the Brokers page; its server.log)?
+{_cli(_QUORUM + " --replication")}
+  (a broker-only node is an observer there: its lag is how far its metadata is behind)""",
+        action="""\
+- Process down: start it; it is unfenced once it has caught up with the metadata (seconds).
+- Running and fenced: fix the network path to the controllers, or restart it; a heartbeat timeout
+  from long GC pauses wants heap or GC tuning.
+- Partitions with a replica on it are under-replicated meanwhile: watch UnderMinIsrPartitions.""",
+    ),
+    "VoterLagging": Runbook(
+        meaning="""\
+A KRaft voter (controller) is behind the quorum leader: its metadata log end is more than
+kraft.voter_lag_records records behind the leader's, or it has not caught up with the leader's log
+end for longer than kraft.voter_lag_seconds (defaults 1000 records, 30 s). The quorum still commits
+while a majority keeps up, but one more voter lost stops every metadata change (no topic creation,
+no leader election after a broker failure), and a lagging voter cannot take over as leader quickly.
+
+Why the defaults: a healthy follower fetches continuously and is a few records behind at most; the
+leader appends a no-op record every 500 ms (metadata.max.idle.interval.ms), so an idle cluster puts
+a stopped voter 1000 records behind in about 8 minutes and a busy one much sooner. 30 s is well
+above controller.quorum.fetch.timeout.ms (2 s) and the broker session timeout (9 s), so a restart's
+blip does not count.""",
+        check=f"""\
+- The lag and the last caught-up time of every voter, as kpulse shows them on the Brokers page:
+{_cli(_QUORUM + " --replication")}
+{_cli(_QUORUM + " --status")}
+- Voter down (its row does not move, BrokerDown fires): see BrokerDown.
+- Voter up but behind: its disk (slow writes to the metadata log dir), GC pauses, network to the
+  leader; its server.log for fetch errors.""",
+        action="""\
+- Bring the voter back or fix what slows it; it catches up by itself (from a snapshot when far behind).
+- Do not restart another voter meanwhile: with one voter behind, losing a second stops the quorum.
+- A voter lost for good: add a new controller and remove the old one (kafka-metadata-quorum
+  add-controller / remove-controller, dynamic quorums, kraft.version 1).""",
+    ),
 }
 
 

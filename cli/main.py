@@ -318,8 +318,11 @@ def _demo(args, demo) -> None:
 def _export_rules(args, config) -> None:
     from alerting.rules_export import export_rules_yaml
 
-    groups = config.cluster(None).consumer_groups
+    cluster = config.cluster(None)
+    groups = cluster.consumer_groups
     text = export_rules_yaml(args.job, kpulse_job_label=args.kpulse_job,
+                             voter_lag_records=cluster.kraft.voter_lag_records,
+                             voter_lag_seconds=cluster.kraft.voter_lag_seconds,
                              lag_seconds_threshold=groups.lag_seconds_threshold,
                              lag_seconds_overrides={g: o.lag_seconds_threshold for g, o in groups.overrides.items()
                                                     if o.lag_seconds_threshold is not None})

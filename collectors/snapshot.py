@@ -15,7 +15,10 @@ from kpulse.snapshot import (Broker, BrokerMetricsSection, ClusterHealth, Cluste
                              Snapshot)
 
 _METRIC_FIELDS = ("request_handler_idle_ratio", "network_processor_idle_ratio", "bytes_in_per_sec",
-                  "bytes_out_per_sec", "messages_in_per_sec", "produce_p99_ms", "fetch_p99_ms")
+                  "bytes_out_per_sec", "messages_in_per_sec", "produce_p99_ms", "fetch_p99_ms",
+                  "metadata_error_count", "fenced_broker_count", "active_broker_count", "metadata_apply_lag_ms")
+_KRAFT_CLUSTER_FIELDS = ("fenced_broker_count", "active_broker_count", "metadata_error_count")
+"""The cluster's KRaft controller figures, from broker metrics (``collectors/brokers/broker_values.py``)."""
 
 
 def compose(cluster_name: str, now: float, sections: dict[str, Any], statuses: list[CollectorStatus],
@@ -51,15 +54,20 @@ def _cluster(metadata: ClusterMetadataSection | None, metrics: BrokerMetricsSect
         keys = ("controller_id", "brokers_up", "brokers_total", "under_replicated_partitions", "offline_partitions",
                 "under_min_isr_partitions", "preferred_leader_imbalance", "topic_count", "partition_count")
         cluster = {key: None for key in keys}
-        cluster.update(brokers=[], problem_partitions=[], reasons={key: why for key in keys})
+        cluster.update(brokers=[], problem_partitions=[], quorum=None, reasons={key: why for key in (*keys, "quorum")})
     else:
         cluster = {key: value for key, value in metadata.items() if key != "broker_load"}
         cluster["reasons"] = dict(metadata.get("reasons", {}))
+        cluster.setdefault("quorum", None)
+        if cluster["quorum"] is None:
+            cluster["reasons"].setdefault("quorum", "not read")
     cluster["active_controller_count"] = metrics.get("active_controller_count")
     cluster["controller_id"] = metrics.get("controller_id")
+    for key in _KRAFT_CLUSTER_FIELDS:
+        cluster[key] = metrics.get(key)
     if cluster["controller_id"] is not None:
         cluster["reasons"].pop("controller_id", None)
-    for key in ("active_controller_count", "controller_id"):
+    for key in ("active_controller_count", "controller_id", *_KRAFT_CLUSTER_FIELDS):
         if cluster[key] is None:
             cluster["reasons"].setdefault(key, (metrics.get("reasons") or {}).get(key)
                                           or down.get("broker_metrics") or metrics.get("note")

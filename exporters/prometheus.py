@@ -13,6 +13,10 @@ A group's sums are over the partitions whose value is known. While a broker is d
 complete) say how many partitions were left out. A lower bound is still exported rather than
 dropped: an alert on ``lag_sum > N`` that holds on part of the partitions holds on all of them.
 
+KRaft health (no kafka_exporter counterpart): ``kpulse_kraft_*`` per node (metadata errors, metadata
+apply lag), for the cluster (fenced and active brokers, metadata errors) and for the quorum (leader,
+epoch, high watermark, each voter's and observer's lag and caught-up age): :func:`_emit_kraft`.
+
 Share groups (KIP-932) have no kafka_exporter counterpart: ``kpulse_sharegroup_lag`` and
 ``kpulse_sharegroup_start_offset`` per partition are the broker's figures (``kafka-share-groups
 --describe``), ``kpulse_sharegroup_state`` and ``kpulse_sharegroup_status`` are 1 for the group's
@@ -244,6 +248,9 @@ def _emit_snapshot(emit, snapshot: Snapshot, granularity: str = "partition") -> 
                     "bytes_out_per_sec", "messages_in_per_sec", "partition_count", "leader_count",
                     "produce_p99_ms", "fetch_p99_ms"):
             emit(f"kpulse_broker_{key}", key.replace("_", " "), b, broker.get(key))
+        for key, text in KRAFT_NODE_SERIES.items():
+            emit(f"kpulse_kraft_{key}", text, b, broker.get(key))
+    _emit_kraft(emit, c, cluster)
     for group in snapshot.get("consumer_groups", []):
         g = {**c, "consumergroup": group["group_id"]}
         emit("kafka_consumergroup_members", "Members of the consumer group", g, group.get("members"))
@@ -320,6 +327,43 @@ def _emit_alert_delivery(emit, c: dict[str, str], deliveries) -> None:
              "Alertmanager has not accepted yet", a, delivery.get("pending"))
         emit("kpulse_alertmanager_up", "1 when the last send to the Alertmanager was accepted, 0 when it failed; "
              "absent before the first", a, None if delivery.get("up") is None else int(delivery["up"]))
+
+
+KRAFT_NODE_SERIES = {
+    "metadata_error_count": "Errors this controller-role node met loading or applying the metadata log since it "
+                            "started (MetadataErrorCount)",
+    "metadata_apply_lag_ms": "Now minus the append time of the last metadata record this node applied, ms "
+                             "(LastAppliedRecordLagMs)",
+}
+"""Per node (label ``broker``): ``kpulse_kraft_<key>``."""
+
+
+def _emit_kraft(emit, c: dict[str, str], cluster) -> None:
+    """The cluster's controller figures and the quorum: ``kpulse_kraft_fenced_brokers``,
+    ``..._active_brokers``, ``..._metadata_errors`` (cluster), ``kpulse_kraft_quorum_leader`` (1
+    for the leader's ``node``), ``..._leader_epoch``, ``..._high_watermark``, and per voter and
+    observer (``node``, ``role``) ``..._replica_lag`` and ``..._replica_caught_up_age_seconds``."""
+    for key, name, text in (("fenced_broker_count", "fenced_brokers", "Fenced brokers as the active controller says"),
+                            ("active_broker_count", "active_brokers", "Registered, unfenced brokers as the active "
+                                                                      "controller says"),
+                            ("metadata_error_count", "metadata_errors", "MetadataErrorCount summed over the nodes")):
+        emit(f"kpulse_kraft_{name}", text, c, cluster.get(key))
+    quorum = cluster.get("quorum")
+    if not quorum:
+        return
+    if quorum.get("leader_id") is not None:
+        emit("kpulse_kraft_quorum_leader", "1 for the node leading the KRaft quorum (the active controller)",
+             {**c, "node": quorum["leader_id"]}, 1)
+    emit("kpulse_kraft_quorum_leader_epoch", "Epoch of the quorum leader (bumped by every election)", c,
+         quorum.get("leader_epoch"))
+    emit("kpulse_kraft_quorum_high_watermark", "High watermark of the metadata log", c, quorum.get("high_watermark"))
+    for role, replicas in (("voter", quorum.get("voters") or []), ("observer", quorum.get("observers") or [])):
+        for replica in replicas:
+            r = {**c, "node": replica["id"], "role": role}
+            emit("kpulse_kraft_quorum_replica_lag", "The leader's metadata log end minus this replica's, records "
+                 "(kafka-metadata-quorum describe --replication's Lag)", r, replica.get("lag"))
+            emit("kpulse_kraft_quorum_replica_caught_up_age_seconds", "Seconds since this replica last reached the "
+                 "leader's log end", r, replica.get("caught_up_age_seconds"))
 
 
 def _one_hot(emit, name: str, help_text: str, labels: dict[str, str], states, state) -> None:

@@ -50,6 +50,51 @@ class ProblemPartition(TypedDict):
     replicas: Annotated[list[int], "Replica broker ids, the preferred leader first."]
     isr: Annotated[list[int], "In-sync replica broker ids."]
     problems: Annotated[list[str], "Which of offline, under_min_isr, under_replicated."]
+    elr: NotRequired[Annotated[list[int] | None, "Eligible leader replicas (KIP-966): replicas out of the ISR that "
+                                                 "can still be elected leader without losing committed data, as "
+                                                 "kafka-topics --describe prints Elr:; null when not read (reasons."
+                                                 "elr says why). Written since issue 17; optional in the schema so that older snapshots still validate."]]
+    last_known_elr: NotRequired[Annotated[list[int] | None, "Last known ELR: replicas that were eligible when the "
+                                                            "partition went offline, the candidates of an unclean "
+                                                            "recovery (kafka-topics' LastKnownElr:); null as elr. "
+                                                            "Written since issue 17; optional in the schema so that older snapshots still validate."]]
+
+
+class QuorumReplica(TypedDict):
+    """One voter or observer of the KRaft metadata quorum, as DescribeQuorum answers (a row of
+    ``kafka-metadata-quorum describe --replication``)."""
+
+    id: Annotated[int, "Node id."]
+    log_end_offset: Annotated[int | None, "Its metadata log end offset as the leader last saw it; null when the "
+                                          "leader does not know it (it has not fetched since the leader was "
+                                          "elected: the tool prints -1)."]
+    lag: Annotated[int | None, "The leader's log end offset minus this replica's, records, as the tool's Lag column "
+                               "computes it (the leader's is 0; with an unknown log end, the leader's log end + 1); "
+                               "null when the leader's is unknown."]
+    last_fetch_time: Annotated[float | None, "When it last fetched from the leader (epoch seconds; the tool's "
+                                             "LastFetchTimestamp / 1000); null when never."]
+    last_caught_up_time: Annotated[float | None, "When it last reached the leader's log end (epoch seconds; "
+                                                 "LastCaughtUpTimestamp / 1000); null when never."]
+    caught_up_age_seconds: Annotated[float | None, "Seconds since last_caught_up_time, at the time of the read."]
+
+
+class KraftQuorum(TypedDict):
+    """The KRaft metadata quorum (``__cluster_metadata``), from DescribeQuorum: what
+    ``kafka-metadata-quorum describe --status`` and ``--replication`` print."""
+
+    leader_id: Annotated[int | None, "The quorum leader's node id (the active controller); null when there is none."]
+    leader_epoch: Annotated[int, "The leader's epoch: bumped by every election."]
+    high_watermark: Annotated[int | None, "The metadata log's high watermark (committed offset)."]
+    voters: Annotated[list[QuorumReplica], "The voters (controllers), the leader first, then by id."]
+    observers: Annotated[list[QuorumReplica], "The observers (broker-only nodes replicating the log), by id."]
+    max_voter_lag: Annotated[int | None, "Largest lag of a follower voter, records (the tool's MaxFollowerLag); "
+                                         "null without followers."]
+    max_voter_caught_up_age_seconds: Annotated[float | None, "Largest caught_up_age_seconds of a follower voter; "
+                                                             "null without followers."]
+    voter_lag_threshold_records: Annotated[int | None, "Config kraft.voter_lag_records: a voter further behind "
+                                                       "fires VoterLagging."]
+    voter_lag_threshold_seconds: Annotated[float | None, "Config kraft.voter_lag_seconds: a voter not caught up "
+                                                         "for longer fires VoterLagging."]
 
 
 class ClusterHealth(TypedDict):
@@ -76,6 +121,15 @@ class ClusterHealth(TypedDict):
                                                    "(healthy: 1); from broker metrics."]
     problem_partitions: Annotated[list[ProblemPartition], "The first partitions with a problem, by topic and "
                                                           "partition."]
+    quorum: NotRequired[Annotated[KraftQuorum | None, "The KRaft metadata quorum; null when it could not be read "
+                                                      "(reasons.quorum says why). Written since issue 17; optional in the schema so that older snapshots still validate."]]
+    fenced_broker_count: NotRequired[Annotated[int | None, "Fenced brokers as the active controller says "
+                                                           "(FencedBrokerCount); from broker metrics. Written since issue 17; optional in the schema so that older snapshots still validate."]]
+    active_broker_count: NotRequired[Annotated[int | None, "Registered, unfenced brokers as the active controller "
+                                                           "says (ActiveBrokerCount); from broker metrics. Written since issue 17; optional in the schema so that older snapshots still validate."]]
+    metadata_error_count: NotRequired[Annotated[int | None, "MetadataErrorCount summed over the controller-role "
+                                                            "nodes (errors loading or applying the metadata log "
+                                                            "since each started); from broker metrics. Written since issue 17; optional in the schema so that older snapshots still validate."]]
     reasons: Annotated[Reasons, "Why a field above is null."]
 
 
@@ -97,6 +151,16 @@ class Broker(TypedDict):
     messages_in_per_sec: Annotated[float | None, "Produced messages per second."]
     produce_p99_ms: Annotated[float | None, "99th percentile of Produce request total time, ms."]
     fetch_p99_ms: Annotated[float | None, "99th percentile of FetchConsumer request total time, ms."]
+    metadata_error_count: NotRequired[Annotated[int | None, "KRaft MetadataErrorCount of this node: errors "
+                                                            "loading or applying the metadata log since it started; "
+                                                            "null on broker-only nodes. Written since issue 17; optional in the schema so that older snapshots still validate."]]
+    fenced_broker_count: NotRequired[Annotated[int | None, "FencedBrokerCount as this controller-role node says; "
+                                                           "null on broker-only nodes. Written since issue 17; optional in the schema so that older snapshots still validate."]]
+    active_broker_count: NotRequired[Annotated[int | None, "ActiveBrokerCount as this controller-role node says; "
+                                                           "null on broker-only nodes. Written since issue 17; optional in the schema so that older snapshots still validate."]]
+    metadata_apply_lag_ms: NotRequired[Annotated[float | None, "LastAppliedRecordLagMs: now minus the append time "
+                                                               "of the last metadata record this node applied, ms; "
+                                                               "null on broker-only nodes. Written since issue 17; optional in the schema so that older snapshots still validate."]]
     error: Annotated[str | None, "Why its metrics could not be read (one line); null when they were."]
     reasons: Annotated[Reasons, "Why a metric above is null."]
 
@@ -423,7 +487,7 @@ class FiringAlert(TypedDict):
     rule: Annotated[str, "Alert rule name (also the runbook key)."]
     severity: Annotated[str, "warning or critical."]
     entity: Annotated[str, "What it is about: cluster/<name>, broker/<id>, group/<id>, sharegroup/<id>, "
-                           "streams/<app id>, probe or collector/<name>."]
+                           "streams/<app id>, probe, collector/<name> or controller/<id> (a KRaft voter)."]
     value: Annotated[float | None, "The value the condition looked at."]
     summary: Annotated[str, "One line for a human, with the numbers."]
     since: Annotated[float, "When the condition was first seen (epoch seconds)."]
@@ -514,6 +578,7 @@ class ClusterMetadataSection(TypedDict):
     preferred_leader_imbalance: Annotated[int, "Partitions not led by their preferred replica."]
     broker_load: Annotated[list[BrokerLoad], "Each broker's load."]
     problem_partitions: Annotated[list[ProblemPartition], "The first partitions with a problem."]
+    quorum: Annotated[KraftQuorum | None, "The KRaft quorum; null when not read (reasons.quorum)."]
 
 
 class BrokerMetricsSection(TypedDict):
@@ -526,6 +591,9 @@ class BrokerMetricsSection(TypedDict):
     active_controller_count: Annotated[int | None, "Sum over the answering nodes that export it."]
     offline_partitions: Annotated[int | None, "Largest over the controllers."]
     controller_id: Annotated[int | None, "The controller most answering nodes name."]
+    fenced_broker_count: Annotated[int | None, "The active controller's FencedBrokerCount (else the largest)."]
+    active_broker_count: Annotated[int | None, "The active controller's ActiveBrokerCount (else the smallest)."]
+    metadata_error_count: Annotated[int | None, "MetadataErrorCount summed over the nodes exporting it."]
     reasons: Annotated[Reasons, "Why a value above is null."]
     errors: Annotated[dict[str, str], "Broker id -> why it could not be read."]
     note: Annotated[str | None, "Why there are no metrics at all (source none)."]

@@ -49,11 +49,19 @@ def healthy(time: float = T0) -> dict:
         "cluster": {"controller_id": 1, "brokers": [{"id": i, "up": True, "address": f"b{i}:9092"} for i in (1, 2, 3)],
                     "brokers_up": 3, "brokers_total": 3, "under_replicated_partitions": 0, "offline_partitions": 0,
                     "under_min_isr_partitions": 0, "active_controller_count": 1, "preferred_leader_imbalance": 0,
-                    "problem_partitions": []},
+                    "problem_partitions": [], "fenced_broker_count": 0, "active_broker_count": 3,
+                    "metadata_error_count": 0,
+                    "quorum": {"leader_id": 1, "leader_epoch": 4, "high_watermark": 900,
+                               "voters": [{"id": i, "log_end_offset": 900 - i, "lag": i - 1, "last_fetch_time": time,
+                                           "last_caught_up_time": time - 1, "caught_up_age_seconds": 1.0}
+                                          for i in (1, 2, 3)],
+                               "observers": [], "max_voter_lag": 2, "max_voter_caught_up_age_seconds": 1.0,
+                               "voter_lag_threshold_records": 1000, "voter_lag_threshold_seconds": 30.0}},
         "brokers": [{"id": i, "up": True, "request_handler_idle_ratio": 0.8, "network_processor_idle_ratio": 0.9,
                      "bytes_in_per_sec": 1e5, "bytes_out_per_sec": 3e5, "messages_in_per_sec": 100.0,
                      "partition_count": 10, "leader_count": 3, "produce_p99_ms": 5.0, "fetch_p99_ms": 500.0,
-                     "error": None} for i in (1, 2, 3)],
+                     "metadata_error_count": 0, "fenced_broker_count": 0, "active_broker_count": 3,
+                     "metadata_apply_lag_ms": 300.0, "error": None} for i in (1, 2, 3)],
         "consumer_groups": [{"group_id": "orders", "state": "Stable", "members": 2, "total_lag": 40,
                              "max_lag_seconds": 3.0, "status": "OK", "lag_seconds_threshold": 60.0,
                              "partitions": [{"topic": "t", "partition": 0, "committed_offset": 60,
@@ -229,6 +237,35 @@ CONDITIONS = [
     condition("CollectorDown", {}, id="every collector up -> nothing"),
     condition("CollectorDown", {"collectors.1.up": None}, unknown={"collector/broker_metrics"},
               id="collector state unknown -> unknown"),
+    condition("MetadataErrors", {"brokers.1.metadata_error_count": 2}, [("broker/2", CRITICAL, 2.0)],
+              id="node 2 counted 2 metadata errors -> critical for that node"),
+    condition("MetadataErrors", {}, id="0 metadata errors (the edge) -> nothing"),
+    condition("MetadataErrors", {"brokers.2.metadata_error_count": None}, unknown={"broker/3"},
+              id="metadata errors not collected (a broker-only node) -> unknown, not 0"),
+    condition("MetadataErrors", {"brokers": None}, unknown={ALL}, id="no broker metrics -> all unknown"),
+    condition("FencedBrokers", {"cluster.fenced_broker_count": 1}, [("cluster/test", CRITICAL, 1.0)],
+              id="1 fenced broker -> critical"),
+    condition("FencedBrokers", {}, id="0 fenced (the edge) -> nothing"),
+    condition("FencedBrokers", {"cluster.fenced_broker_count": None}, unknown={"cluster/test"},
+              id="fenced count not collected -> unknown"),
+    condition("VoterLagging", {"cluster.quorum.voters.2.lag": 1001}, [("controller/3", WARNING, 1001.0)],
+              id="voter 3 1001 records behind (threshold 1000) -> warning for that voter"),
+    condition("VoterLagging", {"cluster.quorum.voters.2.lag": 1000}, id="exactly 1000 records behind -> nothing"),
+    condition("VoterLagging", {"cluster.quorum.voters.1.caught_up_age_seconds": 31.0},
+              [("controller/2", WARNING, 1.0)], id="voter 2 not caught up for 31 s (threshold 30) -> warning"),
+    condition("VoterLagging", {"cluster.quorum.voters.1.caught_up_age_seconds": 30.0},
+              id="not caught up for exactly 30 s -> nothing"),
+    condition("VoterLagging", {"cluster.quorum.voters.0.lag": 5000, "cluster.quorum.voters.0.caught_up_age_seconds": 99},
+              id="the leader is never lagging"),
+    condition("VoterLagging", {"cluster.quorum.voter_lag_threshold_records": 1}, [("controller/3", WARNING, 2.0)],
+              id="the threshold comes from the snapshot (config kraft.voter_lag_records)"),
+    condition("VoterLagging", {"cluster.quorum.voters.2.log_end_offset": None, "cluster.quorum.voters.2.lag": 901,
+                               "cluster.quorum.voters.2.last_caught_up_time": None,
+                               "cluster.quorum.voters.2.caught_up_age_seconds": None},
+              [("controller/3", WARNING, 901.0)], id="a voter the leader never saw fetch (-1) -> warning"),
+    condition("VoterLagging", {"cluster.quorum.voters.2.lag": None}, unknown={"controller/3"},
+              id="a voter's lag unknown -> unknown for that voter"),
+    condition("VoterLagging", {"cluster.quorum": None}, unknown={ALL}, id="quorum not collected -> unknown"),
 ]
 
 
@@ -248,6 +285,7 @@ RULES_TABLE = [  # name, default severity, hold seconds: the agreed table (DOMAI
     ("RequestHandlerIdleLow", WARNING, 300), ("RequestHandlerIdleCritical", CRITICAL, 60),
     ("BrokerDown", CRITICAL, 60), ("ConsumerGroupStatus", WARNING, 0), ("ConsumerGroupLagSeconds", WARNING, 60),
     ("ShareGroupNotAcknowledging", WARNING, 60), ("StreamsAppNotRunning", WARNING, 120), ("ProbeFailing", CRITICAL, 60), ("CollectorDown", WARNING, 120),
+    ("MetadataErrors", CRITICAL, 0), ("FencedBrokers", CRITICAL, 60), ("VoterLagging", WARNING, 30),
 ]
 
 
@@ -296,6 +334,9 @@ BAD = {  # a change that makes each rule's condition hold (at its default severi
     "StreamsAppNotRunning": {"streams_apps.0.state": "REBALANCING"},
     "ProbeFailing": {"probe.produce_availability": 0.0},
     "CollectorDown": {"collectors.0.up": False},
+    "MetadataErrors": {"brokers.0.metadata_error_count": 1},
+    "FencedBrokers": {"cluster.fenced_broker_count": 1},
+    "VoterLagging": {"cluster.quorum.voters.1.lag": 5000},
 }
 
 
@@ -645,7 +686,8 @@ def test_runbook_command_finder_sees_tools_and_flags():
         ("kafka-topics", ["--describe", "--topic"])]
 
 
-HELP_ARGS = {"kafka-metadata-quorum": [["--help"], ["--bootstrap-server", "127.0.0.1:1", "describe", "--help"]]}
+HELP_ARGS = {"kafka-metadata-quorum": [["--help"], ["--bootstrap-server", "127.0.0.1:1", "describe", "--help"]],
+             "kafka-cluster": [["--help"], ["list-endpoints", "--help"]]}
 
 
 def test_every_flag_in_the_runbooks_is_one_the_real_tool_accepts():
@@ -777,8 +819,9 @@ def _capture_groups(pattern: str) -> list[str]:
 def _group_regex(group: str) -> str:
     if re.fullmatch(r"[A-Za-z0-9|]+", group):
         return "(" + group.lower() + ")"
+    # the exporter writes a JMX name's '-' as '_' (raft-metrics' log-end-offset: log_end_offset)
     return "(" + group.lower().replace(r"\w*", "[a-z0-9]*").replace(r"\w+", "[a-z0-9]+").replace(
-        "[^,>]+", "[a-z0-9]+") + ")"
+        "[^,>]+", "[a-z0-9]+").replace("[a-z-]+", "[a-z_]+") + ")"
 
 
 def exporter_name_patterns(path: Path) -> list[re.Pattern]:
@@ -856,7 +899,7 @@ def test_the_job_labels_are_parameters_and_quoted():
     text = "\n".join(rule["expr"] for rule in rules)
     assert 'job="kafka"' not in text
     broker_rules = [r for r in rules if re.search(r"kafka_(server|controller)_|up\{job=\"brok", r["expr"])]
-    assert len(broker_rules) == 7
+    assert len(broker_rules) == 10  # 7, and the KRaft rules MetadataErrors, FencedBrokers, VoterLagging
     assert all('{job="brokers \\"a\\""}' in r["expr"] for r in broker_rules)
     assert any(r["expr"] == 'up{job="kp"} == 0' for r in rules)
     assert all(balanced(rule["expr"]) for rule in rules)

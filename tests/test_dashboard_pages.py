@@ -74,8 +74,26 @@ def test_brokers_page_table_and_balance(app):
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Partition skew (busiest vs mean)"] == f"{40 / (90 / 3) - 1:.0%}"
     assert metrics["Leader skew (busiest vs mean)"] == f"{20 / (36 / 3) - 1:.0%}"
-    assert len(app.get("plotly_chart")) == 5
+    assert len(app.get("plotly_chart")) == 6  # 5, and the KRaft quorum's lag per voter
     assert app.get("code")[0].value.startswith("kpulse reassign")
+
+
+def test_brokers_page_shows_the_kraft_quorum_controller_figures_and_elr_of_problem_partitions(app):
+    open_page(app, "brokers")
+    assert not app.exception
+    assert [h.value for h in app.subheader][:2] == ["KRaft quorum", "Problem partitions"]
+    metrics = {m.label: m.value for m in app.metric}
+    assert {k: metrics[k] for k in ("Quorum leader", "Leader epoch", "High watermark", "Fenced brokers",
+                                    "Active brokers", "Metadata errors")} == {
+        "Quorum leader": "1", "Leader epoch": "5", "High watermark": "1,200", "Fenced brokers": "1",
+        "Active brokers": "2", "Metadata errors": "0"}
+    quorum = next(d.value for d in app.dataframe if "role" in d.value.columns)
+    assert list(quorum["node"]) == [1, 2, 3] and list(quorum["role"]) == ["leader", "follower", "follower"]
+    assert list(quorum["lag"]) == [0, 1, 500] and list(quorum["caught_up_age_seconds"]) == [0.0, 0.5, 95.0]
+    problems = next(d.value for d in app.dataframe if "elr" in d.value.columns)
+    assert problems.to_dict("records") == [{"topic": "orders", "partition": 2, "problems": "under_min_isr, "
+                                            "under_replicated", "leader": 1, "replicas": "1, 2, 3", "isr": "1",
+                                            "elr": "2", "last_known_elr": ""}]
 
 
 def test_brokers_table_shows_byte_rates_and_latencies_with_their_units(app):

@@ -35,12 +35,24 @@ COUNT_GAUGES = {
     "offline_partitions": "kafka_controller_kafkacontroller_offlinepartitionscount",
     "active_controller": "kafka_controller_kafkacontroller_activecontrollercount",
     "controller_id": "kafka_server_metadataloader_currentcontrollerid",
+    "metadata_error_count": "kafka_controller_kafkacontroller_metadataerrorcount",
+    "fenced_broker_count": "kafka_controller_kafkacontroller_fencedbrokercount",
+    "active_broker_count": "kafka_controller_kafkacontroller_activebrokercount",
 }
-CONTROLLER_GAUGES = ("offline_partitions", "active_controller")
+KRAFT_GAUGES = {
+    "metadata_apply_lag_ms": "kafka_controller_kafkacontroller_lastappliedrecordlagms",
+}
+"""KRaft controller gauges that are not counts (milliseconds)."""
+CONTROLLER_GAUGES = ("offline_partitions", "active_controller", "metadata_error_count", "fenced_broker_count",
+                     "active_broker_count", "metadata_apply_lag_ms")
+"""Exported by controller-role nodes only (``kafka.controller:type=KafkaController``)."""
+LAKE_EXCLUDED = ("metadata_error_count", "fenced_broker_count", "active_broker_count", "metadata_apply_lag_ms")
+"""Fields in the snapshot and the exporter but not (yet) in the ``broker_metrics`` lake table, whose
+contract is unchanged: their history is Prometheus' (the exporter's ``kpulse_kraft_*`` series)."""
 REQUEST_TIME = "kafka_network_requestmetrics_totaltimems"
 LATENCY_P99 = {"produce_p99_ms": "Produce", "fetch_p99_ms": "FetchConsumer"}
 READ = frozenset({IDLE_NANOS, IDLE_ONE_MINUTE, NETWORK_IDLE, REQUEST_TIME, *TRAFFIC_COUNTERS.values(),
-                  *COUNT_GAUGES.values()})
+                  *COUNT_GAUGES.values(), *KRAFT_GAUGES.values()})
 """Every metric :func:`values_from_samples` reads (what a scrape is parsed for)."""
 
 
@@ -74,6 +86,19 @@ class BrokerMetrics:
     controller_id: int | None = None
     """The active controller's id as this node's metadata says (-1: unknown). In KRaft this, not
     the Admin API's DescribeCluster (which names a random broker), tells who the controller is."""
+    metadata_error_count: int | None = None
+    """KRaft ``MetadataErrorCount``: errors this controller-role node met loading or applying the
+    metadata log since it started (a count that only a restart resets); > 0 means its metadata may
+    be wrong. None on broker-only nodes."""
+    fenced_broker_count: int | None = None
+    """KRaft ``FencedBrokerCount`` as this controller-role node's metadata says: registered brokers
+    that are fenced (not heartbeating, or still catching up at startup). None on broker-only nodes."""
+    active_broker_count: int | None = None
+    """KRaft ``ActiveBrokerCount``: registered brokers that are not fenced, as this node says."""
+    metadata_apply_lag_ms: float | None = None
+    """KRaft ``LastAppliedRecordLagMs``: now minus the append time of the last metadata record this
+    node applied, ms. On a quiet cluster it stays under ~1 s (the leader appends a no-op record
+    every ``metadata.max.idle.interval.ms``, 500 ms by default); it grows while a node falls behind."""
     produce_p99_ms: float | None = None
     """99th percentile of Produce request total time (the broker's recent-sample histogram)."""
     fetch_p99_ms: float | None = None
@@ -88,6 +113,7 @@ class BrokerMetrics:
 COUNT_FIELDS = frozenset(COUNT_GAUGES)
 VALUE_FIELDS = tuple(f.name for f in dataclasses.fields(BrokerMetrics)
                      if f.name not in ("broker_id", "error", "reasons"))
+LAKE_FIELDS = tuple(name for name in VALUE_FIELDS if name not in LAKE_EXCLUDED)
 
 
 def failed_broker(broker_id: int, error: str) -> BrokerMetrics:
@@ -96,9 +122,10 @@ def failed_broker(broker_id: int, error: str) -> BrokerMetrics:
 
 
 def to_row(broker: BrokerMetrics, *, now: float, cluster: str) -> dict[str, Any]:
-    """The flat lake row of one broker: time (= ``now``), cluster, broker_id, error and every value."""
+    """The flat lake row of one broker: time (= ``now``), cluster, broker_id, error and every value
+    but :data:`LAKE_EXCLUDED`."""
     row = {"time": now, "cluster": cluster, "broker_id": broker.broker_id, "error": broker.error}
-    row.update({name: getattr(broker, name) for name in VALUE_FIELDS})
+    row.update({name: getattr(broker, name) for name in LAKE_FIELDS})
     return row
 
 
@@ -163,6 +190,8 @@ def values_from_samples(broker_id: int, samples: list[prom_text.Sample], at: flo
     for name, metric in COUNT_GAUGES.items():
         missing = CONTROLLER_ONLY if name in CONTROLLER_GAUGES else f"not exported by this broker ({metric})"
         set_value(broker, name, prom_text.first(samples, metric), missing)
+    for name, metric in KRAFT_GAUGES.items():
+        set_value(broker, name, prom_text.first(samples, metric), CONTROLLER_ONLY)
     for name, request in LATENCY_P99.items():
         set_value(broker, name, prom_text.first(samples, REQUEST_TIME, request=request, quantile="0.99"),
              f'not exported by this broker ({REQUEST_TIME}{{request="{request}",quantile="0.99"}})')
@@ -194,6 +223,33 @@ def cluster_level(brokers: list[BrokerMetrics]) -> dict[str, Any]:
     controller_id = max(set(views), key=views.count) if views else None
     if controller_id is None:
         reasons["controller_id"] = "no answering node knows the controller" if answered else "no broker answered"
+    kraft = kraft_cluster_level(answered, controller_id, reasons)
     return {"active_controller_count": sum(controllers) if controllers else None,
             "offline_partitions": max(offline) if offline else None, "controller_id": controller_id,
-            "reasons": reasons}
+            **kraft, "reasons": reasons}
+
+
+def kraft_cluster_level(answered: list[BrokerMetrics], controller_id: int | None,
+                        reasons: dict[str, str]) -> dict[str, Any]:
+    """The KRaft controller figures of the cluster, from the answering nodes:
+    ``fenced_broker_count`` and ``active_broker_count`` as the active controller says (it decides
+    fencing; a standby controller's view can be a moment behind), else the node reporting itself
+    active, else the largest fenced count and the smallest active count over the nodes (the worst
+    view); ``metadata_error_count``, the sum over the nodes (each counts its own errors).
+    ``reasons`` gets why a figure is None."""
+    def exporting(name: str) -> list[BrokerMetrics]:
+        return [b for b in answered if getattr(b, name) is not None]
+
+    active = [b for b in answered if b.broker_id == controller_id] or [b for b in answered if b.active_controller]
+    result: dict[str, Any] = {}
+    for name, worst in (("fenced_broker_count", max), ("active_broker_count", min)):
+        nodes = exporting(name)
+        leader_view = [getattr(b, name) for b in active if getattr(b, name) is not None]
+        result[name] = leader_view[0] if leader_view else worst(getattr(b, name) for b in nodes) if nodes else None
+    errors = exporting("metadata_error_count")
+    result["metadata_error_count"] = sum(b.metadata_error_count for b in errors) if errors else None
+    for name, value in result.items():
+        if value is None:
+            reasons[name] = (f"no answering node exports it ({CONTROLLER_ONLY})" if answered
+                             else "no broker answered")
+    return result

@@ -1,4 +1,13 @@
-"""The cluster metadata collector: brokers, partition health and load, from the Admin API only.
+"""The cluster metadata collector: brokers, partition health and load, from the Admin API; the
+KRaft quorum (DescribeQuorum) and the eligible leader replicas of the problem partitions
+(DescribeTopicPartitions), through kafka-python (``kpulse/kafka/kraft_reads.py``).
+
+ELR and LastKnownElr are read for the problem partitions shown (at most
+:data:`PROBLEM_PARTITIONS_SHOWN`) only, one DescribeTopicPartitions page per topic from its first
+problem partition to its last: a healthy cluster costs no request at all, whatever its size
+(docs/performance.md has the cost against reading every partition). The quorum is one request a
+cycle. Either read failing, or not spoken by the brokers, leaves its fields null with a reason in
+``reasons`` (``quorum``, ``elr``); the rest of the section is unaffected.
 
 Note on the controller: in KRaft, DescribeCluster answered by a broker names a *random live
 broker* as controller (seen here on Kafka 4.3: three calls gave 1, 2, 1 while the quorum leader was
@@ -14,7 +23,9 @@ from typing import Any, Callable
 
 from collectors.cluster.cluster_health import PartitionState, summarize
 from collectors.protocol import CollectContext, CollectorResult
+from kpulse.kafka.batched_client import BatchedClient, one_line
 from kpulse.kafka.clients import LazyAdmin
+from kpulse.kafka.kraft_reads import KraftReader, NotSupported
 from kpulse.lake.schema import SCHEMAS
 from kpulse.snapshot import ClusterMetadataSection
 
@@ -28,9 +39,13 @@ class ClusterMetadataCollector:
     tables = {table: SCHEMAS[table] for table in ("cluster_health", "broker_state")}
 
     def __init__(self, cluster_config, admin_factory: Callable[[dict], Any] | None = None,
-                 clock: Callable[[], float] = time.monotonic, request_timeout: float = 10.0):
+                 clock: Callable[[], float] = time.monotonic, request_timeout: float = 10.0,
+                 kraft_reader: KraftReader | None = None, wall_clock: Callable[[], float] = time.time):
         self._cluster = cluster_config
         self._admin = LazyAdmin(cluster_config, admin_factory)
+        self._kraft = kraft_reader or KraftReader(BatchedClient(cluster_config, client_id="kpulse-metadata",
+                                                                fallback_note=None))
+        self._wall_clock = wall_clock
         self._clock = clock
         self._timeout = request_timeout
         self._known_brokers: set[int] = set()
@@ -77,6 +92,8 @@ class ClusterMetadataCollector:
                 for p in heapq.nsmallest(PROBLEM_PARTITIONS_SHOWN,
                                          {*summary.offline, *summary.under_min_isr, *summary.under_replicated})],
         }
+        section["quorum"] = self._quorum(section["reasons"])
+        self._add_elr(section["problem_partitions"], section["reasons"])
         row = {"time": context.now, "cluster": self._cluster.name,
                **{k: section[k] for k in ("brokers_up", "brokers_total", "topic_count", "partition_count",
                                           "under_replicated_partitions", "offline_partitions",
@@ -86,6 +103,52 @@ class ClusterMetadataCollector:
                         "leader_count": load[b["id"]].leader_count if b["id"] in load else 0} for b in brokers]
         return CollectorResult(sections={"cluster": section},
                                rows={"cluster_health": [row], "broker_state": broker_rows})
+
+    def close(self) -> None:
+        self._kraft.client.close()
+
+    def _quorum(self, reasons: dict[str, str]) -> dict[str, Any] | None:
+        """The quorum with the configured VoterLagging thresholds, or None with ``reasons["quorum"]``."""
+        try:
+            quorum = self._kraft.quorum(self._timeout, self._wall_clock())
+        except NotSupported as reason:
+            reasons["quorum"] = f"not available: {reason}"
+            return None
+        except Exception as error:  # noqa: BLE001 - the rest of the section stands
+            reasons["quorum"] = f"DescribeQuorum failed: {one_line(error)}"
+            return None
+        kraft = getattr(self._cluster, "kraft", None)
+        quorum["voter_lag_threshold_records"] = getattr(kraft, "voter_lag_records", None)
+        quorum["voter_lag_threshold_seconds"] = getattr(kraft, "voter_lag_seconds", None)
+        return quorum
+
+    def _add_elr(self, problems: list[dict[str, Any]], reasons: dict[str, str]) -> None:
+        """Each problem partition's ``elr`` and ``last_known_elr`` (None when not read, with
+        ``reasons["elr"]``)."""
+        for problem in problems:
+            problem["elr"] = problem["last_known_elr"] = None
+        if not problems:
+            return
+        wanted: dict[str, list[int]] = {}
+        for problem in problems:
+            wanted.setdefault(problem["topic"], []).append(problem["partition"])
+        try:
+            found = self._kraft.elr(wanted, self._timeout)
+        except NotSupported as reason:
+            reasons["elr"] = f"not available: {reason}"
+            return
+        except Exception as error:  # noqa: BLE001 - the partitions are still shown
+            reasons["elr"] = f"DescribeTopicPartitions failed: {one_line(error)}"
+            return
+        missing = 0
+        for problem in problems:
+            elr, last_known = found.get((problem["topic"], problem["partition"]), (None, None))
+            problem["elr"], problem["last_known_elr"] = elr, last_known
+            missing += (problem["topic"], problem["partition"]) not in found
+        if missing:
+            reasons["elr"] = f"{missing} problem partition(s) not in the DescribeTopicPartitions answer (deleted?)"
+        elif any(p["elr"] is None for p in problems):
+            reasons["elr"] = "the brokers send no ELR: eligible.leader.replicas.version is not enabled"
 
     def _refresh_min_isr(self, admin, topics: list[str]) -> None:
         """min.insync.replicas of every topic (its effective value, broker default included),

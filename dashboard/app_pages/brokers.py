@@ -1,8 +1,10 @@
-"""Brokers: table, idle ratios with the 0.2 and 0.1 lines, bytes in/out, URP, and balance."""
+"""Brokers: table, idle ratios with the 0.2 and 0.1 lines, bytes in/out, URP, and balance; the KRaft
+quorum (leader, epoch, voters' lag and last caught-up age) with the controller's figures, and the
+problem partitions with their eligible leader replicas."""
 
 import streamlit as st
 
-from dashboard import actions, components, frame
+from dashboard import actions, components, frame, literal
 from dashboard.services import brokers
 from dashboard.services.health import IDLE_CRITICAL_BELOW, IDLE_WARNING_BELOW
 
@@ -21,7 +23,9 @@ with frame.shown_errors():
                                 "bytes_in_per_sec": st.column_config.NumberColumn("bytes in /s", format="bytes"),
                                 "bytes_out_per_sec": st.column_config.NumberColumn("bytes out /s", format="bytes"),
                                 "produce_p99_ms": st.column_config.NumberColumn("produce p99", format="%.1f ms"),
-                                "fetch_p99_ms": st.column_config.NumberColumn("fetch p99", format="%.1f ms")})
+                                "fetch_p99_ms": st.column_config.NumberColumn("fetch p99", format="%.1f ms"),
+                                "metadata_apply_lag_ms": st.column_config.NumberColumn("metadata apply lag",
+                                                                                       format="%.0f ms")})
     skew = brokers.balance(table)
     left, right = st.columns(2)
     left.metric("Partition skew (busiest vs mean)", "—" if skew["partitions"] is None else f"{skew['partitions']:.0%}")
@@ -41,6 +45,36 @@ with frame.shown_errors():
                               title="Bytes out per second", key="brokers-out")
     components.line_chart(brokers.series(metrics, "under_replicated_partitions"), x="time", y="value", color="broker",
                           title="Under-replicated partitions led by each broker", key="brokers-urp")
+    st.subheader("KRaft quorum")
+    figures = brokers.controller_figures(snap)
+    shown = (lambda value: "—" if value is None else f"{value:,}")
+    for column, (label, key) in zip(st.columns(6), (
+            ("Quorum leader", "leader"), ("Leader epoch", "epoch"), ("High watermark", "high_watermark"),
+            ("Fenced brokers", "fenced_brokers"), ("Active brokers", "active_brokers"),
+            ("Metadata errors", "metadata_errors"))):
+        column.metric(label, shown(figures[key]))
+    for field, why in figures["reasons"].items():
+        st.caption(f"{literal.markdown(field)}: {literal.markdown(why)}")
+    quorum = brokers.quorum_table(snap)
+    if len(quorum):
+        st.dataframe(quorum, hide_index=True, width="stretch", key="brokers-quorum",
+                     column_config={"lag": st.column_config.NumberColumn("lag (records)"),
+                                    "caught_up_age_seconds": st.column_config.NumberColumn("last caught up",
+                                                                                           format="%.1f s ago"),
+                                    "last_fetch_age_seconds": st.column_config.NumberColumn("last fetch",
+                                                                                            format="%.1f s ago")})
+        components.bar_chart(quorum.assign(node=quorum["node"].map(lambda n: f"node {n}")), x="node", y="lag",
+                             color="role", title="Metadata log lag behind the quorum leader (records)",
+                             key="brokers-quorum-lag")
+    st.subheader("Problem partitions")
+    problems = brokers.problem_partition_table(snap)
+    if len(problems):
+        st.caption("ELR: replicas out of the ISR that can still be elected leader without losing committed data; "
+                   "LastKnownElr: the candidates of an unclean recovery once a partition is offline "
+                   "(kafka-topics --describe prints both). The first 200, by topic and partition.")
+        st.dataframe(problems, hide_index=True, width="stretch", key="brokers-problems")
+    else:
+        st.caption("No offline, under-min-ISR or under-replicated partition in the latest collection.")
     if len(table):
         ids = [str(b) for b in table["broker"]]
         wanted = frame.entity_param("broker")

@@ -1,10 +1,11 @@
-"""Topics: searchable, paged list (server side), partition detail with offsets, the groups consuming
-the topic with their lag on it, and configs."""
+"""Topics: searchable, paged list (server side), partition detail with offsets, the topic's problem
+partitions with their ELR / LastKnownElr (from the latest snapshot), the groups consuming the topic
+with their lag on it, and configs."""
 
 import streamlit as st
 
 from dashboard import actions, components, frame, literal
-from dashboard.services import topics
+from dashboard.services import brokers, topics
 from dashboard.services.paging import DEFAULT_PAGE_SIZE, search_sort_page
 
 SORTS = {"name": "topic", "partitions": "partitions", "under-replicated": "under_replicated", "offline": "offline"}
@@ -48,6 +49,14 @@ with frame.shown_errors():
         st.dataframe(topics.partition_detail(partitions, chosen, offsets,
                                              int(min_isr_value) if min_isr_value else None),
                      hide_index=True, width="stretch")
+        problems = brokers.problem_partition_table(frame.snapshot(), chosen)
+        if len(problems):
+            st.subheader(f"Problem partitions of {literal.markdown(chosen)}")
+            st.caption("From the latest collection. ELR: out-of-ISR replicas still electable without data loss; "
+                       "LastKnownElr: the candidates once the partition is offline (as kafka-topics --describe "
+                       "prints them).")
+            st.dataframe(problems.drop(columns=["topic"]), hide_index=True, width="stretch",
+                         key="topics-problems")
         st.subheader(f"Groups consuming {literal.markdown(chosen)}")
         consumers = frame.topic_consumers(chosen)
         if consumers is None:

@@ -1,5 +1,5 @@
 """The Brokers page: one row per broker, time series from the lake, partition and leader
-balance. Pure."""
+balance, the KRaft quorum and controller figures, the problem partitions with their ELR. Pure."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ BROKER_TABLE: dict[str, str] = {
     "preferred_leaders": "preferred_leader_count", "request_handler_idle": "request_handler_idle_ratio",
     "network_idle": "network_processor_idle_ratio", "bytes_in_per_sec": "bytes_in_per_sec",
     "bytes_out_per_sec": "bytes_out_per_sec", "produce_p99_ms": "produce_p99_ms", "fetch_p99_ms": "fetch_p99_ms",
+    "metadata_apply_lag_ms": "metadata_apply_lag_ms", "metadata_errors": "metadata_error_count",
     "error": "error",
 }
 """Column of the page's broker table -> the :class:`kpulse.snapshot.Broker` field it shows, under
 the short headings the page has always had (``under_replicated`` comes from the lake instead)."""
 BROKER_COLUMNS = ["broker", "up", "partitions", "leaders", "preferred_leaders", "request_handler_idle",
                   "network_idle", "bytes_in_per_sec", "bytes_out_per_sec", "under_replicated", "produce_p99_ms",
-                  "fetch_p99_ms", "error"]
+                  "fetch_p99_ms", "metadata_apply_lag_ms", "metadata_errors", "error"]
 
 
 def broker_table(snapshot: Snapshot | None, latest_metrics: pd.DataFrame) -> pd.DataFrame:
@@ -57,3 +58,60 @@ def series(metrics: pd.DataFrame, column: str) -> pd.DataFrame:
     frame = metrics[["time", "broker_id", column]].rename(columns={"broker_id": "broker", column: "value"})
     frame["broker"] = "broker " + frame["broker"].astype(str)
     return frame
+
+
+# --- KRaft ---------------------------------------------------------------------------------------------
+
+QUORUM_COLUMNS = ["node", "role", "log_end_offset", "lag", "caught_up_age_seconds", "last_fetch_age_seconds"]
+PROBLEM_COLUMNS = ["topic", "partition", "problems", "leader", "replicas", "isr", "elr", "last_known_elr"]
+
+
+def controller_figures(snapshot: Snapshot | None) -> dict[str, object]:
+    """The KRaft figures of the page's header: quorum leader, epoch, high watermark, fenced and active
+    brokers, metadata errors; None where not known (``reasons`` says why)."""
+    cluster = (snapshot or {}).get("cluster") or {}
+    quorum = cluster.get("quorum") or {}
+    return {"leader": quorum.get("leader_id"), "epoch": quorum.get("leader_epoch"),
+            "high_watermark": quorum.get("high_watermark"),
+            "fenced_brokers": cluster.get("fenced_broker_count"), "active_brokers": cluster.get("active_broker_count"),
+            "metadata_errors": cluster.get("metadata_error_count"),
+            "reasons": {key: why for key, why in (cluster.get("reasons") or {}).items()
+                        if key in ("quorum", "fenced_broker_count", "active_broker_count", "metadata_error_count",
+                                   "elr")}}
+
+
+def quorum_table(snapshot: Snapshot | None) -> pd.DataFrame:
+    """One row per voter (the leader first) and observer, as ``kafka-metadata-quorum describe
+    --replication`` lists them; ages are seconds before the snapshot's time."""
+    cluster = (snapshot or {}).get("cluster") or {}
+    quorum = cluster.get("quorum") or {}
+    taken = (snapshot or {}).get("time")
+    rows = []
+    for role_of, replicas in ((lambda r: "leader" if r["id"] == quorum.get("leader_id") else "follower",
+                               quorum.get("voters") or []),
+                              (lambda r: "observer", quorum.get("observers") or [])):
+        for replica in replicas:
+            fetched = replica.get("last_fetch_time")
+            rows.append({"node": replica["id"], "role": role_of(replica),
+                         "log_end_offset": replica.get("log_end_offset"), "lag": replica.get("lag"), "caught_up_age_seconds": replica.get("caught_up_age_seconds"),
+                         "last_fetch_age_seconds": None if fetched is None or taken is None
+                         else max(0.0, taken - fetched)})
+    frame = pd.DataFrame(rows, columns=QUORUM_COLUMNS)
+    for column in ("log_end_offset", "lag"):
+        frame[column] = pd.array(frame[column], dtype="Int64")
+    return frame
+
+
+def problem_partition_table(snapshot: Snapshot | None, topic: str | None = None) -> pd.DataFrame:
+    """The snapshot's problem partitions (of ``topic`` when given) with ELR and LastKnownElr as
+    ``kafka-topics --describe`` prints them (ids joined by commas; empty when none, ``—`` when not
+    read). Kafka-supplied names stay text."""
+    def ids(values) -> str:
+        return "—" if values is None else ", ".join(map(str, values))
+
+    rows = [{"topic": p["topic"], "partition": p["partition"], "problems": ", ".join(p.get("problems") or []),
+             "leader": p.get("leader"), "replicas": ids(p.get("replicas")), "isr": ids(p.get("isr")),
+             "elr": ids(p.get("elr")), "last_known_elr": ids(p.get("last_known_elr"))}
+            for p in ((snapshot or {}).get("cluster") or {}).get("problem_partitions") or []
+            if topic is None or p["topic"] == topic]
+    return pd.DataFrame(rows, columns=PROBLEM_COLUMNS)

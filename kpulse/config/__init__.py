@@ -12,7 +12,7 @@ from kpulse.config.load import (
 from kpulse.config.model import (
     METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, ClusterConfig, ConsumerGroupsConfig,
     DashboardConfig, ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig,
-    LakeConfig, MetricsConfig, ProbeConfig, SecurityConfig, StreamsAppConfig,
+    KraftConfig, LakeConfig, MetricsConfig, ProbeConfig, SecurityConfig, StreamsAppConfig,
 )
 from kpulse.config.parse import parse_config
 
@@ -20,6 +20,6 @@ __all__ = [
     "CONFIG_ENV_VAR", "DEFAULT_SOURCE", "METRICS_SOURCES", "PROTOCOLS", "SASL_MECHANISMS",
     "ClusterConfig", "ConfigError", "ConsumerGroupsConfig", "DashboardConfig", "ExporterConfig",
     "GroupOverride", "IntervalsConfig", "KafkaSinkConfig", "KpulseConfig", "LakeConfig", "MetricsConfig",
-    "ProbeConfig", "SecurityConfig", "StreamsAppConfig", "default_config", "load_config", "parse_config",
+    "KraftConfig", "ProbeConfig", "SecurityConfig", "StreamsAppConfig", "default_config", "load_config", "parse_config",
     "reference_config_path",
 ]

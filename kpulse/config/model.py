@@ -102,6 +102,25 @@ class ProbeConfig:
     """Created by kpulse when missing (replication factor min(3, brokers), 1 h retention)."""
 
 
+DEFAULT_VOTER_LAG_RECORDS = 1000
+DEFAULT_VOTER_LAG_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class KraftConfig:
+    """Thresholds of the KRaft quorum alert (``VoterLagging``; docs/monitoring.md and the rule's
+    runbook say why these defaults)."""
+
+    voter_lag_records: int = DEFAULT_VOTER_LAG_RECORDS
+    """A voter whose log end is more than this many records behind the leader's is lagging. A healthy
+    follower is a few records behind at most; the leader appends a no-op record every 500 ms, so an
+    idle cluster needs ~8 minutes to put a stopped voter this far behind, a busy one much less."""
+    voter_lag_seconds: float = DEFAULT_VOTER_LAG_SECONDS
+    """A voter that has not caught up with the leader's log end for longer than this is lagging:
+    well above the 2 s ``controller.quorum.fetch.timeout.ms`` after which a follower starts an
+    election, and the broker session timeout (9 s), so a restart's blip does not count."""
+
+
 @dataclass(frozen=True)
 class StreamsAppConfig:
     """One Kafka Streams application to monitor."""
@@ -198,6 +217,7 @@ class ClusterConfig:
     streams_apps: tuple[StreamsAppConfig, ...] = ()
     consumer_groups: ConsumerGroupsConfig = ConsumerGroupsConfig()
     probe: ProbeConfig = ProbeConfig()
+    kraft: KraftConfig = KraftConfig()
 
     def client_config(self) -> dict[str, str]:
         """librdkafka (confluent-kafka) client settings; only the ones that are set."""

@@ -25,7 +25,8 @@ from kpulse.config.model import (
     EXPORTER_GRANULARITIES, METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, AlertingConfig, AlertmanagerConfig,
     ClusterConfig, ConsumerGroupsConfig,
     DashboardConfig, ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig, LakeConfig,
-    MetricsConfig, ProbeConfig, RetentionConfig, SecurityConfig, StreamsAppConfig,
+    KraftConfig, MetricsConfig, ProbeConfig, RetentionConfig, SecurityConfig, StreamsAppConfig,
+    DEFAULT_VOTER_LAG_RECORDS, DEFAULT_VOTER_LAG_SECONDS,
 )
 
 _CLUSTER_NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
@@ -146,7 +147,7 @@ def _kafka_sink(reader: _Section, cluster_names: list[str]) -> KafkaSinkConfig |
 
 def _cluster(reader: _Section) -> ClusterConfig:
     reader.declare("name", "bootstrap_servers", "read_only", "require_approval", "security", "metrics",
-                   "streams_apps", "consumer_groups", "probe")
+                   "streams_apps", "consumer_groups", "probe", "kraft")
     name = reader.string("name", required=True)
     if not _CLUSTER_NAME.match(name):
         raise ConfigError(f"{reader.path('name')}: {name!r} may only use letters, digits, '_', '.', '-'")
@@ -168,7 +169,14 @@ def _cluster(reader: _Section) -> ClusterConfig:
         streams_apps=apps,
         consumer_groups=_consumer_groups(reader.section("consumer_groups")),
         probe=_probe(reader.section("probe")),
+        kraft=_kraft(reader.section("kraft")),
     )
+
+
+def _kraft(reader: _Section) -> KraftConfig:
+    reader.declare("voter_lag_records", "voter_lag_seconds")
+    return KraftConfig(voter_lag_records=reader.integer("voter_lag_records", DEFAULT_VOTER_LAG_RECORDS, minimum=1),
+                       voter_lag_seconds=reader.seconds("voter_lag_seconds", DEFAULT_VOTER_LAG_SECONDS))
 
 
 def _probe(reader: _Section) -> ProbeConfig:

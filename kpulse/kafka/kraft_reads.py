@@ -1,0 +1,195 @@
+"""KRaft reads through the batched client (``kpulse/kafka/batched_client.py``): the metadata
+quorum (DescribeQuorum, what ``kafka-metadata-quorum describe --status/--replication`` prints) and
+the eligible leader replicas of some partitions (DescribeTopicPartitions, the ``Elr:`` and
+``LastKnownElr:`` of ``kafka-topics --describe`` on 4.x).
+
+The answers become plain dicts by pure functions (:func:`quorum_from`, :func:`elr_from`), tested
+on their own; :class:`KraftReader` sends the requests. A cluster whose brokers do not speak a
+request (ZooKeeper mode, Kafka before 3.3 for DescribeQuorum or 3.8 for DescribeTopicPartitions)
+gets :class:`NotSupported` with a one-line reason, never an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kpulse.kafka.batched_client import BatchedClient, Unavailable, answer, error_name, remaining_ms, send
+
+METADATA_TOPIC = "__cluster_metadata"
+"""The KRaft metadata log: one partition, 0."""
+ELR_PAGE = 2000
+"""Partitions per DescribeTopicPartitions answer (the broker's own cap is 2000)."""
+ATTEMPTS = 3
+"""A read sent to a broker that just died fails at once (connection refused); the client then picks
+another broker. Tries per read, within its timeout."""
+
+
+class NotSupported(Exception):
+    """The brokers do not speak the request; the text is one line saying so."""
+
+
+# --- pure ----------------------------------------------------------------------------------------------
+
+def _seconds(timestamp_ms: int | None) -> float | None:
+    """Epoch ms -> epoch seconds; Kafka's -1 (not known) -> None."""
+    return None if timestamp_ms is None or timestamp_ms < 0 else timestamp_ms / 1000.0
+
+
+def _replica(state: Any, leader_leo: int | None, now: float) -> dict[str, Any]:
+    known = state.log_end_offset is not None and state.log_end_offset >= 0
+    caught_up = _seconds(state.last_caught_up_timestamp)
+    return {"id": state.replica_id,
+            "log_end_offset": state.log_end_offset if known else None,
+            # the tool's arithmetic, -1 included: a replica the leader has not seen fetch (since it
+            # was elected) is its whole log end + 1 behind
+            "lag": None if leader_leo is None or state.log_end_offset is None else leader_leo - state.log_end_offset,
+            "last_fetch_time": _seconds(state.last_fetch_timestamp),
+            "last_caught_up_time": caught_up,
+            "caught_up_age_seconds": None if caught_up is None else max(0.0, now - caught_up)}
+
+
+def quorum_from(response: Any, now: float) -> dict[str, Any]:
+    """A DescribeQuorum answer -> the snapshot's quorum (``kpulse.snapshot.KraftQuorum`` without
+    the thresholds). ``lag`` of a replica is the leader's log end offset minus its own, as
+    ``kafka-metadata-quorum describe --replication`` prints it (the leader's is 0; a replica whose
+    log end the leader does not know, -1 in the answer, has ``log_end_offset`` None and the tool's
+    lag, the leader's log end + 1); voters are
+    listed leader first, then by id (the tool's order), observers by id. Raises ``ValueError``
+    (one line) for an answer carrying an error."""
+    if getattr(response, "error_code", 0):
+        raise ValueError(f"DescribeQuorum: {error_name(response.error_code)}"
+                         + (f": {response.error_message}" if getattr(response, "error_message", None) else ""))
+    partition = next((p for topic in response.topics if topic.topic_name == METADATA_TOPIC
+                      for p in topic.partitions if p.partition_index == 0), None)
+    if partition is None:
+        raise ValueError(f"DescribeQuorum: no {METADATA_TOPIC} partition 0 in the answer")
+    if partition.error_code:
+        raise ValueError(f"DescribeQuorum: {error_name(partition.error_code)}"
+                         + (f": {partition.error_message}" if getattr(partition, "error_message", None) else ""))
+    leader = partition.leader_id
+    leader_leo = next((v.log_end_offset for v in partition.current_voters if v.replica_id == leader), None)
+    voters = sorted((_replica(v, leader_leo, now) for v in partition.current_voters),
+                    key=lambda r: (r["id"] != leader, r["id"]))
+    observers = sorted((_replica(o, leader_leo, now) for o in partition.observers), key=lambda r: r["id"])
+    followers = [v for v in voters if v["id"] != leader]
+    lags = [v["lag"] for v in followers if v["lag"] is not None]
+    ages = [v["caught_up_age_seconds"] for v in followers if v["caught_up_age_seconds"] is not None]
+    return {"leader_id": leader if leader is not None and leader >= 0 else None,
+            "leader_epoch": partition.leader_epoch,
+            "high_watermark": partition.high_watermark if partition.high_watermark >= 0 else None,
+            "voters": voters,
+            "observers": observers,
+            "max_voter_lag": max(lags) if lags else None,
+            "max_voter_caught_up_age_seconds": max(ages) if ages else None}
+
+
+def elr_from(responses: Iterable[Any]) -> dict[tuple[str, int], tuple[list[int] | None, list[int] | None]]:
+    """DescribeTopicPartitions answers -> (topic, partition) -> (ELR, LastKnownElr), each a sorted
+    list or None when the answer leaves it out (null: the feature is off). Topics answered with an
+    error (deleted meanwhile) are left out."""
+    found = {}
+    for response in responses:
+        for topic in response.topics:
+            if topic.error_code:
+                continue
+            for p in topic.partitions:
+                if p.error_code:
+                    continue
+                elr = None if p.eligible_leader_replicas is None else sorted(p.eligible_leader_replicas)
+                known = None if p.last_known_elr is None else sorted(p.last_known_elr)
+                found[(topic.name, p.partition_index)] = (elr, known)
+    return found
+
+
+# --- I/O -----------------------------------------------------------------------------------------------
+
+class KraftReader:
+    """Sends DescribeQuorum and DescribeTopicPartitions through ``client`` (a :class:`BatchedClient`;
+    building it connects to nothing)."""
+
+    def __init__(self, client: BatchedClient):
+        self.client = client
+
+    def _manager(self, timeout: float, request: Any):
+        from kpulse.kafka.group_listing import api_version
+
+        try:
+            manager = self.client.manager(timeout, {})
+        except Unavailable as reason:
+            raise NotSupported(str(reason)) from None
+        if api_version(manager, request) < 0:
+            raise NotSupported(f"the brokers do not speak {request.__name__.removesuffix('Request')} "
+                               f"({_SINCE.get(request.__name__, 'an older Kafka')})")
+        return manager
+
+    def quorum(self, timeout: float, now: float) -> dict[str, Any]:
+        """The quorum (:func:`quorum_from`); raises :class:`NotSupported`, or another exception
+        (one line) when the read failed."""
+        from kafka.protocol.admin import DescribeQuorumRequest
+
+        manager = self._manager(timeout, DescribeQuorumRequest)
+        topic = DescribeQuorumRequest.TopicData
+        request = DescribeQuorumRequest(topics=[topic(topic_name=METADATA_TOPIC,
+                                                      partitions=[topic.PartitionData(partition_index=0)])])
+        deadline = self.client.clock() + timeout
+
+        async def read():
+            return await answer(send(manager, request, None, remaining_ms(deadline, self.client.clock)))
+
+        return quorum_from(_retried(lambda: manager.run(read)), now)
+
+    def elr(self, partitions: Mapping[str, Iterable[int]], timeout: float
+            ) -> dict[tuple[str, int], tuple[list[int] | None, list[int] | None]]:
+        """ELR and LastKnownElr of the given partitions (topic -> partition numbers): per topic,
+        pages from its smallest asked partition up to its largest, so a big topic with one problem
+        partition costs one short page, not the whole topic; the topics' first pages are sent at
+        once. Raises :class:`NotSupported`."""
+        from kafka.protocol.admin import DescribeTopicPartitionsRequest as Request
+
+        manager = self._manager(timeout, Request)
+        wanted = {topic: sorted(set(numbers)) for topic, numbers in partitions.items() if numbers}
+        deadline = self.client.clock() + timeout
+
+        def page(topic: str, cursor: int, last: int):
+            request = Request(topics=[Request.TopicRequest(name=topic)],
+                              response_partition_limit=min(ELR_PAGE, last - cursor + 1),
+                              cursor=Request.Cursor(topic_name=topic, partition_index=cursor))
+            return send(manager, request, None, remaining_ms(deadline, self.client.clock))
+
+        async def read():
+            # every topic's first page at once (one round trip for all, not one per topic); the
+            # rare topic with more than ELR_PAGE partitions between its first and last problem
+            # partitions follows its cursor after
+            pending = [(topic, numbers[-1], page(topic, numbers[0], numbers[-1]))
+                       for topic, numbers in sorted(wanted.items())]
+            answers = []
+            while pending:
+                following = []
+                for topic, last, sent in pending:
+                    response = await answer(sent)
+                    answers.append(response)
+                    cursor = response.next_cursor
+                    if cursor is not None and cursor.topic_name == topic and cursor.partition_index <= last:
+                        following.append((topic, last, page(topic, cursor.partition_index, last)))
+                pending = following
+            return answers
+
+        found = elr_from(_retried(lambda: manager.run(read)))
+        return {(topic, number): found[(topic, number)] for topic, numbers in wanted.items() for number in numbers
+                if (topic, number) in found}
+
+
+def _retried(read):
+    """``read()``, tried again (:data:`ATTEMPTS` in all) when it fails for another reason than the
+    answer's content: a broker that just died is left for another."""
+    from tenacity import Retrying, retry_if_not_exception_type, stop_after_attempt
+
+    for attempt in Retrying(stop=stop_after_attempt(ATTEMPTS), reraise=True,
+                            retry=retry_if_not_exception_type((NotSupported, ValueError))):
+        with attempt:
+            return read()
+    raise AssertionError("unreachable: tenacity reraises the last failure")
+
+
+_SINCE = {"DescribeQuorumRequest": "KRaft, Kafka 3.3+", "DescribeTopicPartitionsRequest": "Kafka 3.8+"}
