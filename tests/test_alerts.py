@@ -1022,7 +1022,7 @@ def test_real_brokers_export_every_broker_metric_the_rules_read(local_cluster):
         exposed.update(_exposed_names(node.metrics_url))
     wanted = {name for rule in exported() for name in metric_names(rule["expr"])
               if name.startswith(("kafka_server_", "kafka_controller_", "kafka_network_"))}
-    assert len(wanted) == 5
+    assert len(wanted) == 9  # 5, and the KRaft rules: metadata errors, fenced brokers, raft log end, apply lag
     assert sorted(wanted - set(exposed)) == []
 
 

@@ -92,8 +92,9 @@ class ClusterMetadataCollector:
                 for p in heapq.nsmallest(PROBLEM_PARTITIONS_SHOWN,
                                          {*summary.offline, *summary.under_min_isr, *summary.under_replicated})],
         }
-        section["quorum"] = self._quorum(section["reasons"])
-        self._add_elr(section["problem_partitions"], section["reasons"])
+        nodes = sorted(live)  # asked in turn: a broker down is not asked
+        section["quorum"] = self._quorum(section["reasons"], nodes)
+        self._add_elr(section["problem_partitions"], section["reasons"], nodes)
         row = {"time": context.now, "cluster": self._cluster.name,
                **{k: section[k] for k in ("brokers_up", "brokers_total", "topic_count", "partition_count",
                                           "under_replicated_partitions", "offline_partitions",
@@ -107,10 +108,10 @@ class ClusterMetadataCollector:
     def close(self) -> None:
         self._kraft.client.close()
 
-    def _quorum(self, reasons: dict[str, str]) -> dict[str, Any] | None:
+    def _quorum(self, reasons: dict[str, str], nodes: list[int]) -> dict[str, Any] | None:
         """The quorum with the configured VoterLagging thresholds, or None with ``reasons["quorum"]``."""
         try:
-            quorum = self._kraft.quorum(self._timeout, self._wall_clock())
+            quorum = self._kraft.quorum(self._timeout, self._wall_clock(), nodes)
         except NotSupported as reason:
             reasons["quorum"] = f"not available: {reason}"
             return None
@@ -122,7 +123,7 @@ class ClusterMetadataCollector:
         quorum["voter_lag_threshold_seconds"] = getattr(kraft, "voter_lag_seconds", None)
         return quorum
 
-    def _add_elr(self, problems: list[dict[str, Any]], reasons: dict[str, str]) -> None:
+    def _add_elr(self, problems: list[dict[str, Any]], reasons: dict[str, str], nodes: list[int]) -> None:
         """Each problem partition's ``elr`` and ``last_known_elr`` (None when not read, with
         ``reasons["elr"]``)."""
         for problem in problems:
@@ -133,7 +134,7 @@ class ClusterMetadataCollector:
         for problem in problems:
             wanted.setdefault(problem["topic"], []).append(problem["partition"])
         try:
-            found = self._kraft.elr(wanted, self._timeout)
+            found = self._kraft.elr(wanted, self._timeout, nodes)
         except NotSupported as reason:
             reasons["elr"] = f"not available: {reason}"
             return

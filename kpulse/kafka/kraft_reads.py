@@ -12,7 +12,7 @@ gets :class:`NotSupported` with a one-line reason, never an error.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Sequence
 
 from kpulse.kafka.batched_client import BatchedClient, Unavailable, answer, error_name, remaining_ms, send
 
@@ -123,72 +123,81 @@ class KraftReader:
                                f"({_SINCE.get(request.__name__, 'an older Kafka')})")
         return manager
 
-    def quorum(self, timeout: float, now: float) -> dict[str, Any]:
-        """The quorum (:func:`quorum_from`); raises :class:`NotSupported`, or another exception
-        (one line) when the read failed."""
+    def quorum(self, timeout: float, now: float, nodes: Sequence[int] = ()) -> dict[str, Any]:
+        """The quorum (:func:`quorum_from`), asked of ``nodes`` in turn (live broker ids; none: the
+        client picks); raises :class:`NotSupported`, or another exception (one line) when the read failed."""
         from kafka.protocol.admin import DescribeQuorumRequest
 
         manager = self._manager(timeout, DescribeQuorumRequest)
         topic = DescribeQuorumRequest.TopicData
         request = DescribeQuorumRequest(topics=[topic(topic_name=METADATA_TOPIC,
                                                       partitions=[topic.PartitionData(partition_index=0)])])
-        deadline = self.client.clock() + timeout
 
-        async def read():
-            return await answer(send(manager, request, None, remaining_ms(deadline, self.client.clock)))
+        def attempt(node: int | None, deadline: float):
+            async def read():
+                return await answer(send(manager, request, node, remaining_ms(deadline, self.client.clock)))
+            return manager.run(read)
 
-        return quorum_from(_retried(lambda: manager.run(read)), now)
+        return quorum_from(_retried(attempt, nodes, timeout, self.client.clock), now)
 
-    def elr(self, partitions: Mapping[str, Iterable[int]], timeout: float
+    def elr(self, partitions: Mapping[str, Iterable[int]], timeout: float, nodes: Sequence[int] = ()
             ) -> dict[tuple[str, int], tuple[list[int] | None, list[int] | None]]:
         """ELR and LastKnownElr of the given partitions (topic -> partition numbers): per topic,
         pages from its smallest asked partition up to its largest, so a big topic with one problem
         partition costs one short page, not the whole topic; the topics' first pages are sent at
-        once. Raises :class:`NotSupported`."""
+        once. Asked of ``nodes`` in turn (live broker ids; none: the client picks). Raises
+        :class:`NotSupported`."""
         from kafka.protocol.admin import DescribeTopicPartitionsRequest as Request
 
         manager = self._manager(timeout, Request)
         wanted = {topic: sorted(set(numbers)) for topic, numbers in partitions.items() if numbers}
-        deadline = self.client.clock() + timeout
 
-        def page(topic: str, cursor: int, last: int):
-            request = Request(topics=[Request.TopicRequest(name=topic)],
-                              response_partition_limit=min(ELR_PAGE, last - cursor + 1),
-                              cursor=Request.Cursor(topic_name=topic, partition_index=cursor))
-            return send(manager, request, None, remaining_ms(deadline, self.client.clock))
+        def attempt(node: int | None, deadline: float):
+            def page(topic: str, cursor: int, last: int):
+                request = Request(topics=[Request.TopicRequest(name=topic)],
+                                  response_partition_limit=min(ELR_PAGE, last - cursor + 1),
+                                  cursor=Request.Cursor(topic_name=topic, partition_index=cursor))
+                return send(manager, request, node, remaining_ms(deadline, self.client.clock))
 
-        async def read():
-            # every topic's first page at once (one round trip for all, not one per topic); the
-            # rare topic with more than ELR_PAGE partitions between its first and last problem
-            # partitions follows its cursor after
-            pending = [(topic, numbers[-1], page(topic, numbers[0], numbers[-1]))
-                       for topic, numbers in sorted(wanted.items())]
-            answers = []
-            while pending:
-                following = []
-                for topic, last, sent in pending:
-                    response = await answer(sent)
-                    answers.append(response)
-                    cursor = response.next_cursor
-                    if cursor is not None and cursor.topic_name == topic and cursor.partition_index <= last:
-                        following.append((topic, last, page(topic, cursor.partition_index, last)))
-                pending = following
-            return answers
+            async def read():
+                # every topic's first page at once (one round trip for all, not one per topic); the
+                # rare topic with more than ELR_PAGE partitions between its first and last problem
+                # partitions follows its cursor after
+                pending = [(topic, numbers[-1], page(topic, numbers[0], numbers[-1]))
+                           for topic, numbers in sorted(wanted.items())]
+                answers = []
+                while pending:
+                    following = []
+                    for topic, last, sent in pending:
+                        response = await answer(sent)
+                        answers.append(response)
+                        cursor = response.next_cursor
+                        if cursor is not None and cursor.topic_name == topic and cursor.partition_index <= last:
+                            following.append((topic, last, page(topic, cursor.partition_index, last)))
+                    pending = following
+                return answers
+            return manager.run(read)
 
-        found = elr_from(_retried(lambda: manager.run(read)))
+        found = elr_from(_retried(attempt, nodes, timeout, self.client.clock))
         return {(topic, number): found[(topic, number)] for topic, numbers in wanted.items() for number in numbers
                 if (topic, number) in found}
 
 
-def _retried(read):
-    """``read()``, tried again (:data:`ATTEMPTS` in all) when it fails for another reason than the
-    answer's content: a broker that just died is left for another."""
+def _retried(attempt, nodes: Sequence[int], timeout: float, clock):
+    """``attempt(node, deadline)``, tried again (:data:`ATTEMPTS` in all) when it fails for another
+    reason than the answer's content, each time of the next of ``nodes`` (None when there are none:
+    the client picks) and within its share of ``timeout``: a broker that just died, or one whose
+    connection hangs while a controller is lost, is left for another (seen on the test cluster: a
+    broker down, the client's own pick answered nothing for as long as the test waited)."""
     from tenacity import Retrying, retry_if_not_exception_type, stop_after_attempt
 
-    for attempt in Retrying(stop=stop_after_attempt(ATTEMPTS), reraise=True,
-                            retry=retry_if_not_exception_type((NotSupported, ValueError))):
-        with attempt:
-            return read()
+    tries = iter(range(ATTEMPTS))
+    for trial in Retrying(stop=stop_after_attempt(ATTEMPTS), reraise=True,
+                          retry=retry_if_not_exception_type((NotSupported, ValueError))):
+        with trial:
+            number = next(tries)
+            node = nodes[number % len(nodes)] if nodes else None
+            return attempt(node, clock() + timeout / ATTEMPTS)
     raise AssertionError("unreachable: tenacity reraises the last failure")
 
 
