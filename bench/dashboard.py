@@ -273,7 +273,8 @@ def timed_load(browser, url: str, texts, *, action=None, before=(), timeout: flo
 def browser_bench(args) -> None:
     logging.getLogger("streamlit").setLevel(logging.ERROR)
     from dashboard.frame import TIMING_FILE_ENV
-    from tests.dashboard_browser import Browser, dashboard_healthy, stop_process
+    from tests.dashboard_browser import Browser, dashboard_healthy
+    from tests.support import stop_process
 
     if args.build_topics or args.build_groups:
         print(f"building: {args.build_topics} topics, {args.build_groups} groups on {args.bootstrap} ...", flush=True)

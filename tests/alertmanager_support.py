@@ -15,7 +15,7 @@ from typing import Iterator
 
 import yaml
 
-from tests.support import free_port, wait_for
+from tests.support import free_port, stop_process, wait_for
 
 ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
 
@@ -107,12 +107,7 @@ def running_alertmanager(directory: Path, webhook_url: str) -> Iterator[str]:
         assert process.poll() is None, (directory / "alertmanager.log").read_text()
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(15)
+        stop_process(process, grace=15)
         log.close()
 
 

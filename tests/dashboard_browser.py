@@ -11,7 +11,6 @@ import base64
 import itertools
 import json
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -19,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import websocket
+
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000",
@@ -45,17 +45,6 @@ def wait_for_dashboard(port: int, process: subprocess.Popen | None = None, timeo
             f"the dashboard did not answer its health check on port {port}"
             + (f" (it exited with {process.returncode})" if exited else ""))
         time.sleep(0.5)
-
-
-def stop_process(process: subprocess.Popen) -> None:
-    """SIGTERM a process a test started (a dashboard, a collector), SIGKILL after 30 s."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def is_png(path: Path) -> bool:

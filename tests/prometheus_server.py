@@ -30,7 +30,7 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from tests.support import free_port
+from tests.support import free_port, stop_process
 
 SCRAPE_SECONDS = 2
 """Scrape interval (and timeout) of the test server: with 1 s, a broker's exporter on this loaded
@@ -89,14 +89,8 @@ class PrometheusServer:
         self._wait(self._ready, timeout, "Prometheus ready (/-/ready)")
 
     def stop(self, grace: float = 20) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(grace)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(10)
+        if self.process is not None:
+            stop_process(self.process, grace)
 
     # --- what the tests ask --------------------------------------------------------------------------
 

@@ -434,3 +434,15 @@ def _stop(process: subprocess.Popen, grace: float = 15) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(10)
+
+
+def stop_process(process: subprocess.Popen, grace: float = 30) -> None:
+    """Stop a process a test started (a dashboard, a collector, Prometheus, Alertmanager): SIGTERM,
+    SIGKILL after ``grace`` seconds."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -20,10 +20,10 @@ from dashboard.services.acks import EVERY_ENTITY, AckStore
 from kpulse.expected_idle import FILE_NAME, ExpectedIdleFile
 from operations.audit import AuditLog
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE
-from tests.dashboard_browser import Browser, chromium_path, stop_process, wait_for_dashboard
+from tests.dashboard_browser import Browser, chromium_path, wait_for_dashboard
 from tests.dashboard_lake import CLUSTER, write_lake
 from tests.dashboard_ops import PASSWORDS, sign_in, write_setup
-from tests.support import APP_FILE, open_page
+from tests.support import APP_FILE, open_page, stop_process
 
 IDLE_GROUPS = 2000
 DASHBOARD_PORT = TEST_PORT_BASE + 520

@@ -19,8 +19,8 @@ from streamlit.testing.v1 import AppTest
 
 from localkafka.demo.topology import KIP848_GROUP, STREAMS_APPLICATION_ID
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE, kpulse
-from tests.dashboard_browser import Browser, chromium_path, is_png, stop_process, wait_for_dashboard
-from tests.support import APP_FILE, free_port
+from tests.dashboard_browser import Browser, chromium_path, is_png, wait_for_dashboard
+from tests.support import APP_FILE, free_port, stop_process
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(chromium_path() is None, reason="chromium not installed: run `make test` "

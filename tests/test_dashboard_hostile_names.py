@@ -24,8 +24,8 @@ import yaml
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE, kpulse
-from tests.dashboard_browser import Browser, chromium_path, stop_process, wait_for_dashboard
-from tests.support import APP_FILE, admin_for, committed, create_topic, produce
+from tests.dashboard_browser import Browser, chromium_path, wait_for_dashboard
+from tests.support import APP_FILE, admin_for, committed, create_topic, produce, stop_process
 
 pytestmark = pytest.mark.cluster
 CLUSTER = "hostile"

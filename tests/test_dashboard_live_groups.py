@@ -20,9 +20,9 @@ from dashboard.frame import TIMING_FILE_ENV
 from kpulse.lake.reader import read_table_with_problems
 from kpulse.lake.store import SNAPSHOT_DIR
 from tests.conftest import ARTIFACTS, TEST_PORT_BASE
-from tests.dashboard_browser import Browser, chromium_path, stop_process, wait_for_dashboard
+from tests.dashboard_browser import Browser, chromium_path, wait_for_dashboard
 from tests.dashboard_lake import CLUSTER, write_lake
-from tests.support import wait_for
+from tests.support import stop_process, wait_for
 
 DASHBOARD_PORT = TEST_PORT_BASE + 520
 DEVTOOLS_PORT = TEST_PORT_BASE + 521

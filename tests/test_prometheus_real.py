@@ -21,7 +21,7 @@ from collectors.brokers.prometheus_query import PROMETHEUS_RATE_WINDOW
 from collectors.protocol import CollectContext
 from tests.conftest import start_broker_and_restore_leaders
 from tests.prometheus_server import EVALUATION_SECONDS, SCRAPE_SECONDS, metric_names, running_prometheus, static_job
-from tests.support import admin_for, cli, commit, create_topic, fill_topic, free_port, scrape, wait_for
+from tests.support import admin_for, cli, commit, create_topic, fill_topic, free_port, scrape, stop_process, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -112,12 +112,7 @@ def collecting(local_cluster, tmp_path_factory):
         wait_for(serving, 180, what="kpulse's exporter serving broker, group and probe metrics")
         yield config, url
     finally:
-        process.terminate()
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop_process(process, grace=60)
         log.close()
 
 
