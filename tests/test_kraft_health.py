@@ -408,6 +408,38 @@ def test_the_prometheus_source_asks_for_the_controller_gauges_and_reads_them_per
     assert "controller-role" in broker_only.reasons["metadata_apply_lag_ms"]
 
 
+def test_the_elr_of_many_topics_is_one_request_a_page_not_one_per_topic(monkeypatch):
+    """With a broker down every topic it holds a replica of has problem partitions: one request per
+    topic at once went past the client's five in flight to a broker ("Node paused: max_in_flight")
+    and the ELR read failed while kafka-topics showed it."""
+    import asyncio
+
+    import kpulse.kafka.group_listing as listing
+    import kpulse.kafka.kraft_reads as kraft_reads
+
+    topics = [f"t{i}" for i in range(8)]
+    pages = [SimpleNamespace(topics=[SimpleNamespace(name=t, error_code=0, partitions=[SimpleNamespace(
+                 partition_index=0, error_code=0, eligible_leader_replicas=[3], last_known_elr=[])]) for t in topics[:5]],
+                             next_cursor=SimpleNamespace(topic_name="t5", partition_index=0)),
+             SimpleNamespace(topics=[SimpleNamespace(name=t, error_code=0, partitions=[SimpleNamespace(
+                 partition_index=0, error_code=0, eligible_leader_replicas=[3], last_known_elr=[])]) for t in topics[5:]],
+                             next_cursor=None)]
+    sent = []
+
+    async def answered(request):
+        return pages[len(sent) - 1]
+
+    monkeypatch.setattr(kraft_reads, "send", lambda manager, request, node, timeout_ms: sent.append(request) or request)
+    monkeypatch.setattr(kraft_reads, "answer", answered)
+    monkeypatch.setattr(listing, "api_version", lambda manager, request: 0)
+    manager = SimpleNamespace(run=lambda read, *args: asyncio.run(read()))
+    reader = kraft_reads.KraftReader(SimpleNamespace(manager=lambda timeout, needs: manager, clock=time.monotonic))
+    found = reader.elr({t: [0] for t in topics}, 5, nodes=[2])
+    assert found == {(t, 0): ([3], []) for t in topics}
+    assert [[t.name for t in request.topics] for request in sent] == [topics, topics[5:]]
+    assert (sent[1].cursor.topic_name, sent[1].cursor.partition_index) == ("t5", 0)
+
+
 def test_each_try_asks_the_next_live_broker_within_its_share_of_the_timeout():
     from kpulse.kafka.kraft_reads import ATTEMPTS, _retried
 

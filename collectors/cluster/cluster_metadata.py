@@ -3,8 +3,8 @@ KRaft quorum (DescribeQuorum) and the eligible leader replicas of the problem pa
 (DescribeTopicPartitions), through kafka-python (``kpulse/kafka/kraft_reads.py``).
 
 ELR and LastKnownElr are read for the problem partitions shown (at most
-:data:`PROBLEM_PARTITIONS_SHOWN`) only, one DescribeTopicPartitions page per topic from its first
-problem partition to its last: a healthy cluster costs no request at all, whatever its size
+:data:`PROBLEM_PARTITIONS_SHOWN`) only, one DescribeTopicPartitions for all their topics, page by
+page: a healthy cluster costs no request at all, whatever its size
 (docs/performance.md has the cost against reading every partition). The quorum is one request a
 cycle. Either read failing, or not spoken by the brokers, leaves its fields null with a reason in
 ``reasons`` (``quorum``, ``elr``); the rest of the section is unaffected.
