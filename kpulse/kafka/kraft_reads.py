@@ -184,9 +184,8 @@ class KraftReader:
 def _retried(attempt, nodes: Sequence[int], timeout: float, clock):
     """``attempt(node, deadline)``, tried again (:data:`ATTEMPTS` in all) when it fails for another
     reason than the answer's content, each time of the next of ``nodes`` (None when there are none:
-    the client picks) and within its share of ``timeout``: a broker that just died, or one whose
-    connection hangs while a controller is lost, is left for another (seen on the test cluster: a
-    broker down, the client's own pick answered nothing for as long as the test waited)."""
+    the client picks) and within its share of ``timeout``: a broker that just died, or one that
+    does not answer in time, is left for another instead of taking the whole timeout."""
     from tenacity import Retrying, retry_if_not_exception_type, stop_after_attempt
 
     tries = iter(range(ATTEMPTS))
