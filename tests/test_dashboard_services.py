@@ -290,4 +290,7 @@ def test_a_topic_lists_the_groups_consuming_it_with_their_lag_on_that_topic_wors
     ]
     assert orders.loc[0, "max_lag_seconds"] == 9.5
     assert by_topic["payments"][["group_id", "lag", "status"]].values.tolist() == [["billing", 100, "ERR"]]
+    # each row links to its group's page, the id encoded (a hostile id stays one query value)
+    assert orders["page"].tolist() == ["groups?group=%3Cb%3Eshop%3C%2Fb%3E", "share-groups?sharegroup=jobs",
+                                       "groups?group=billing"]
     assert consumers_by_topic(None) == {}

@@ -64,11 +64,12 @@ with frame.shown_errors():
                        "latest collection.")
         else:
             st.caption("Lag on this topic's partitions only, worst first; where some partitions' lag is unknown "
-                       "(`lag_unknown_partitions`), the sum is a lower bound. Open a group on the Consumer groups "
-                       "or Share groups page for its history.")
+                       "(`lag_unknown_partitions`), the sum is a lower bound. Each row opens its group's page, "
+                       "with its history.")
             st.dataframe(consumers, hide_index=True, width="stretch", key="topics-consumers",
                          column_config={"lag_unknown_partitions": st.column_config.NumberColumn("lag unknown on"),
-                                        "max_lag_seconds": st.column_config.NumberColumn("max lag", format="%.1f s")})
+                                        "max_lag_seconds": st.column_config.NumberColumn("max lag", format="%.1f s"),
+                                        "page": st.column_config.LinkColumn("group page", display_text="open")})
         st.subheader("Configs")
         st.dataframe(topics.config_frame(chosen_configs), hide_index=True, width="stretch")
         actions.slot("topic", frame.cluster(), chosen)

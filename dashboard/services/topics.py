@@ -6,6 +6,7 @@ partition). Settings such as ``min.insync.replicas`` are read for the page shown
 from __future__ import annotations
 
 from typing import Any, Iterable
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -95,7 +96,14 @@ def internal_topics(topic_names: Iterable[str], application_id: str) -> list[str
 
 
 CONSUMER_COLUMNS = ["group_id", "type", "state", "members", "partitions", "lag", "lag_unknown_partitions",
-                    "max_lag_seconds", "status"]
+                    "max_lag_seconds", "status", "page"]
+
+
+def _group_page(kind: str | None, group_id: Any) -> str:
+    """The relative link to a group's page (``groups?group=``, ``share-groups?sharegroup=``), its
+    id percent-encoded: a Kafka-supplied id stays one query value, never markup or a path."""
+    page, param = ("share-groups", "sharegroup") if kind == "share" else ("groups", "group")
+    return f"{page}?{param}={quote(str(group_id), safe='')}"
 
 
 def consumers_by_topic(snapshot: dict[str, Any] | None) -> dict[str, pd.DataFrame]:
@@ -103,8 +111,8 @@ def consumers_by_topic(snapshot: dict[str, Any] | None) -> dict[str, pd.DataFram
     first: consumer groups of every type (classic, KIP-848, Streams) by their committed partitions,
     share groups by the partitions whose start offset the broker reports. ``lag`` sums the lag of
     the group's partitions on that topic whose lag is known (a lower bound when
-    ``lag_unknown_partitions`` > 0); ``status`` is the worst of those partitions'. Built once per
-    snapshot: one pass over every group partition."""
+    ``lag_unknown_partitions`` > 0); ``status`` is the worst of those partitions'; ``page`` links
+    to the group's page. Built once per snapshot: one pass over every group partition."""
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     snap = snapshot or {}
     share = (snap.get("share_groups") or {}).get("groups") or []
@@ -118,7 +126,7 @@ def consumers_by_topic(snapshot: dict[str, Any] | None) -> dict[str, pd.DataFram
                 row = rows.setdefault(topic, {}).setdefault(f"{kind or 'consumer'}/{group.get('group_id')}", {
                     "group_id": group.get("group_id"), "type": kind or group.get("type"), "state": group.get("state"),
                     "members": group.get("members"), "partitions": 0, "lag": None, "lag_unknown_partitions": 0,
-                    "max_lag_seconds": None, "status": None})
+                    "max_lag_seconds": None, "status": None, "page": _group_page(kind, group.get("group_id"))})
                 row["partitions"] += 1
                 lag = partition.get("lag")
                 if lag is None:
