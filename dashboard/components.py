@@ -50,8 +50,10 @@ def freshness_banner(fresh: Freshness) -> None:
 
 
 def line_chart(frame: pd.DataFrame, *, x: str, y: str, color: str | None = None, title: str, y_title: str = "",
-               thresholds: Sequence[tuple[float, str]] = (), key: str | None = None, height: int = 300) -> None:
-    """A time series; ``thresholds`` are (value, label) horizontal lines."""
+               thresholds: Sequence[tuple[float, str]] = (), key: str | None = None, height: int = 300,
+               y_unit: str = "") -> None:
+    """A time series; ``thresholds`` are (value, label) horizontal lines; ``y_unit`` follows each
+    y tick, after Plotly's SI prefix (``B/s``: 3.9kB/s, 12MB/s)."""
     if frame.empty:
         st.info(f"{literal.markdown(title)}: no data in this window")
         return
@@ -61,6 +63,8 @@ def line_chart(frame: pd.DataFrame, *, x: str, y: str, color: str | None = None,
         figure.add_hline(y=value, line_dash="dash", line_color=COLOURS[CRIT] if value <= 0.1 else COLOURS[WARN],
                          annotation_text=label)
     figure.update_layout(margin=dict(l=10, r=10, t=40, b=10), yaxis_title=y_title, xaxis_title="")
+    if y_unit:
+        figure.update_yaxes(ticksuffix=y_unit)
     st.plotly_chart(figure, width="stretch", key=key)
 
 

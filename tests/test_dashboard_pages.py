@@ -108,6 +108,11 @@ def test_brokers_table_shows_byte_rates_and_latencies_with_their_units(app):
     assert formats == {"bytes_in_per_sec": "bytes", "bytes_out_per_sec": "bytes", "produce_p99_ms": "%.1f ms",
                        "fetch_p99_ms": "%.1f ms", "request_handler_idle": "percent"}
     assert columns["bytes_in_per_sec"]["label"] == "bytes in /s"
+    # and the byte-rate charts' axes: SI-prefixed bytes per second (3.9kB/s), not bare numbers
+    charts = {json.loads(chart.proto.spec)["layout"]["title"]["text"]: json.loads(chart.proto.spec)["layout"]
+              for chart in app.get("plotly_chart")}
+    for title in ("Bytes in per second", "Bytes out per second"):
+        assert charts[title]["yaxis"].get("ticksuffix") == "B/s", title
 
 
 def test_groups_page_pages_searches_and_sorts_on_the_server(app, lake):

@@ -39,10 +39,10 @@ with frame.shown_errors():
     left, right = st.columns(2)
     with left:
         components.line_chart(brokers.series(metrics, "bytes_in_per_sec"), x="time", y="value", color="broker",
-                              title="Bytes in per second", key="brokers-in")
+                              title="Bytes in per second", key="brokers-in", y_unit="B/s")
     with right:
         components.line_chart(brokers.series(metrics, "bytes_out_per_sec"), x="time", y="value", color="broker",
-                              title="Bytes out per second", key="brokers-out")
+                              title="Bytes out per second", key="brokers-out", y_unit="B/s")
     components.line_chart(brokers.series(metrics, "under_replicated_partitions"), x="time", y="value", color="broker",
                           title="Under-replicated partitions led by each broker", key="brokers-urp")
     st.subheader("KRaft quorum")
