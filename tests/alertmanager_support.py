@@ -7,7 +7,6 @@ import json
 import shutil
 import subprocess
 import threading
-import urllib.request
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Iterator
 
 import yaml
 
-from tests.support import free_port, stop_process, wait_for
+from tests.support import answers_ok, free_port, stop_process, wait_for
 
 ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
 
@@ -103,17 +102,10 @@ def running_alertmanager(directory: Path, webhook_url: str) -> Iterator[str]:
                                 f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
                                stdout=log, stderr=subprocess.STDOUT)
     try:
-        wait_for(lambda: process.poll() is not None or _ready(url), timeout=60, what="Alertmanager ready")
+        wait_for(lambda: process.poll() is not None or answers_ok(f"{url}/-/ready"), timeout=60,
+                 what="Alertmanager ready")
         assert process.poll() is None, (directory / "alertmanager.log").read_text()
         yield url
     finally:
         stop_process(process, grace=15)
         log.close()
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False

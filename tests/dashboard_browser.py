@@ -19,6 +19,8 @@ from pathlib import Path
 
 import websocket
 
+from tests.support import answers_ok
+
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000",
@@ -29,11 +31,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 def dashboard_healthy(port: int) -> bool:
     """Whether a dashboard answers its health check on ``port``."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as answer:
-            return answer.status == 200
-    except OSError:
-        return False
+    return answers_ok(f"http://127.0.0.1:{port}/_stcore/health")
 
 
 def wait_for_dashboard(port: int, process: subprocess.Popen | None = None, timeout: float = 60.0) -> None:

@@ -30,7 +30,7 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from tests.support import free_port, stop_process
+from tests.support import answers_ok, free_port, stop_process
 
 SCRAPE_SECONDS = 2
 """Scrape interval (and timeout) of the test server: with 1 s, a broker's exporter on this loaded
@@ -135,10 +135,7 @@ class PrometheusServer:
     # --- internals -----------------------------------------------------------------------------------
 
     def _ready(self) -> bool:
-        try:
-            return urllib.request.urlopen(f"{self.url}/-/ready", timeout=5).status == 200
-        except (OSError, urllib.error.URLError):
-            return False
+        return answers_ok(f"{self.url}/-/ready", timeout=5)
 
     def _wait(self, predicate, timeout: float, what: str):
         deadline = time.monotonic() + timeout

@@ -446,3 +446,12 @@ def stop_process(process: subprocess.Popen, grace: float = 30) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def answers_ok(url: str, timeout: float = 2) -> bool:
+    """Whether a server a test started answers ``url`` with 200 (a health or readiness endpoint)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
