@@ -24,7 +24,7 @@ from typing import Any, Callable
 from collectors.cluster.cluster_health import PartitionState, summarize
 from collectors.protocol import CollectContext, CollectorResult
 from kpulse.kafka.batched_client import BatchedClient, one_line
-from kpulse.kafka.clients import LazyAdmin
+from kpulse.kafka.clients import LazyAdmin, list_topics
 from kpulse.kafka.kraft_reads import KraftReader, NotSupported
 from kpulse.lake.schema import SCHEMAS
 from kpulse.snapshot import ClusterMetadataSection
@@ -54,7 +54,7 @@ class ClusterMetadataCollector:
 
     def collect(self, context: CollectContext) -> CollectorResult:
         admin = self._admin.get()
-        metadata = admin.list_topics(timeout=self._timeout)
+        metadata = list_topics(admin, self._timeout)
         live = {broker_id: f"{broker.host}:{broker.port}" for broker_id, broker in metadata.brokers.items()}
         partitions = [
             PartitionState(name, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))

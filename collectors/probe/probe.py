@@ -56,6 +56,7 @@ from typing import Any
 
 from collectors.probe.probe_ledger import PartitionStats, ProbeLedger, plan_probe_topic, summarize
 from collectors.protocol import CollectContext, CollectorResult
+from kpulse.kafka.clients import list_topics
 from kpulse.lake.schema import SCHEMAS
 from kpulse.snapshot import Probe, ProbePartition
 
@@ -131,7 +132,7 @@ class ProbeCollector:
     # --- topic ---------------------------------------------------------------------------------------
     def _topic_metadata(self):
         """(live broker ids, {partition: (leader, replicas)} or None when the topic does not exist)."""
-        metadata = self._admin.list_topics(topic=self.topic, timeout=ADMIN_TIMEOUT_SECONDS)
+        metadata = list_topics(self._admin, ADMIN_TIMEOUT_SECONDS, topic=self.topic)
         topic = metadata.topics.get(self.topic)
         partitions = None
         if topic is not None and topic.error is None and topic.partitions:

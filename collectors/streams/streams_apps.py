@@ -62,7 +62,7 @@ from collectors.streams.streams_state import (InstanceReading, Observation, Tran
                                               unreachable)
 from kpulse import prom_text
 from kpulse.kafka.batched_client import BatchedClient
-from kpulse.kafka.clients import LazyAdmin, group_state_name
+from kpulse.kafka.clients import LazyAdmin, group_state_name, list_topics
 from kpulse.kafka.committed_offsets import BatchedOffsetFetch
 from kpulse.kafka.group_model import GroupReadError, StreamsGroup
 from kpulse.kafka.log_ends import EARLIEST, LeaderLogEnds, LogEnds
@@ -278,7 +278,7 @@ class StreamsAppsCollector:
 
     def _refresh_topic_names(self, now: float) -> None:
         try:
-            self._topics.update(now, self._admin.get().list_topics(timeout=ADMIN_TIMEOUT_SECONDS).topics)
+            self._topics.update(now, list_topics(self._admin.get(), ADMIN_TIMEOUT_SECONDS).topics)
         except Exception:  # noqa: BLE001 - the missing topics stay unknown
             pass
 
@@ -314,7 +314,7 @@ class StreamsAppsCollector:
                         timeout=ADMIN_TIMEOUT_SECONDS)
                     group_ids = [g.group_id for g in listed.valid]
                 if self._topics.stale(now, group_ids):
-                    self._topics.update(now, admin.list_topics(timeout=ADMIN_TIMEOUT_SECONDS).topics)
+                    self._topics.update(now, list_topics(admin, ADMIN_TIMEOUT_SECONDS).topics)
                 monitors = self._cluster.consumer_groups.monitors
                 found = streams_app_ids([g for g in group_ids if monitors(g)], self._topics.names)
                 self._topics.recognised(found)

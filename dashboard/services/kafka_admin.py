@@ -11,7 +11,7 @@ import time
 from typing import Any, Callable
 
 from dashboard.services.sources import DashboardError
-from kpulse.kafka.clients import LazyAdmin, error_text
+from kpulse.kafka.clients import LazyAdmin, error_text, list_topics
 
 TIMEOUT_SECONDS = 5.0
 RETRY_AFTER_SECONDS = 15.0
@@ -43,7 +43,7 @@ class ClusterAdmin:
         """One dict per partition of every topic: topic, partition, leader (-1 = none), replicas, isr."""
         self._check()
         try:
-            metadata = self._admin.get().list_topics(timeout=self._timeout)
+            metadata = list_topics(self._admin.get(), self._timeout)
         except Exception as error:  # noqa: BLE001 - any client failure is one line on the page
             raise self._fail("cannot list topics", error) from None
         self._failure = None

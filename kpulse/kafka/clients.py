@@ -134,23 +134,31 @@ def wait(admin, future, timeout: float):
     return result
 
 
-def list_topics(admin, timeout: float):
-    """``admin.list_topics()`` asked in growing steps (1, 2, 4 s ...) within ``timeout``, so that a
-    connection failure is named at once as in :func:`wait`."""
+def list_topics(admin, timeout: float, topic: str | None = None):
+    """``admin.list_topics(topic)`` asked in growing steps (1, 2, 4 s ...) within ``timeout``.
+
+    A request sent to a broker as it dies is lost, and librdkafka waits out the whole timeout for it
+    (2 of 6 broker kills here): asked again, the next one goes to a live broker. With
+    ``connection_errors`` (:func:`admin_client`), a connection failure is named at once as in
+    :func:`wait`."""
     errors: ConnectionErrors | None = getattr(admin, "connection_errors", None)
-    if errors is None:
-        return admin.list_topics(timeout=timeout)
-    admin.poll(0)
-    mark = errors.mark()
+    if errors is not None:
+        admin.poll(0)
+    mark = errors.mark() if errors is not None else 0
     deadline = time.monotonic() + timeout
     step = 1.0
     while True:
         left = deadline - time.monotonic()
         try:
-            metadata = admin.list_topics(timeout=max(0.1, min(step, left)))
-            errors.answered()
-            return metadata
+            wait_for = max(0.1, min(step, left))
+            metadata = (admin.list_topics(timeout=wait_for) if topic is None
+                        else admin.list_topics(topic=topic, timeout=wait_for))
         except Exception as error:  # noqa: BLE001
+            if errors is None:
+                if not _no_answer(error) or deadline - time.monotonic() <= 0:
+                    raise
+                step *= 2
+                continue
             admin.poll(0)
             why = errors.verdict(mark)
             if why is not None:
@@ -163,6 +171,10 @@ def list_topics(admin, timeout: float):
             if not _no_answer(error):
                 time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
             step *= 2
+            continue
+        if errors is not None:
+            errors.answered()
+        return metadata
 
 
 def _no_answer(error: BaseException) -> bool:
