@@ -158,6 +158,74 @@ def test_topics_page_numbers_equal_the_admin_api(running, monkeypatch):
     assert {STREAMS_APPLICATION_ID, KIP848_GROUP} <= mine  # the classic-protocol Streams app and the KIP-848 group
     assert (consumers["lag"].dropna() >= 0).all()
 
+# Every element of text a page shows (st.markdown and st.write, what Streamlit's magic renders from a
+# bare string at module level, captions, headings, plain text), in the sidebar and the main area, as
+# (its kind, its text). Widgets, tables and charts are left out (their labels come from the page's own
+# calls), and so are callouts (st.info, st.warning, st.error: called by the page, never magic).
+TEXT_ELEMENTS_JS = r"""
+Array.from(document.querySelectorAll('[data-testid="stElementContainer"]'))
+  .filter(c => c.offsetParent !== null && c.firstElementChild)
+  .map(c => [c.firstElementChild.dataset.testid || c.firstElementChild.className, c.innerText.trim()])
+  .filter(([kind, text]) => /^st(Markdown|Caption|Heading|Text|Exception|Code|Json)$/.test(kind))
+"""
+SHOWN_EVERYWHERE = [
+    r"kpulse", r"account_circle \S+ · (admin|operator|viewer)", r"", r"Actions",
+    r"\w+ (data .+ old|STALE: the newest sample is .+)",  # the data's age (an icon's name first)
+    r"From the command line \(a dry run until --execute\):", r"kpulse [a-z-]+ .+",
+    r"\d+ of the \d+ points below are partial .+", r"Partial: .+"]
+TILE = r"[A-Z][\w /-]*\n.+\n(OK|INFO|WARNING|CRITICAL|UNKNOWN)( · .+)?"  # components.tile: name, value, status
+OWN_TEXT = {  # what each page means to show, in any state of the shared cluster: full matches
+    "": [r"Overview", TILE, r"(critical|warning|info): .+",
+         r"\d+ topics · \d+ partitions · \d+ consumer groups( \(.+\))? · \d+ Streams apps"],
+    "brokers": [r"Brokers", r"KRaft quorum", r"Problem partitions", r"[a-z_]+: .+", r"ELR: replicas out of the ISR .+",
+                r"No offline, under-min-ISR or under-replicated partition in the latest collection\."],
+    "topics?topic=demo.orders": [
+        r"Topics", r"\d+ of \d+ topics match · .+", r"Partitions of demo\.orders",
+        r"Problem partitions of demo\.orders", r"From the latest collection\. ELR: .+", r"Groups consuming demo\.orders",
+        r"Lag on this topic's partitions .+",
+        r"No group has committed offsets on this topic, .+", r"Configs", r"Preferred leader election: .+"],
+    "groups?group=demo-slow": [r"Consumer groups", r"\d+ of \d+ groups match · .+", r"⚠ \d+ of \d+ groups have .+",
+                               r"demo-slow", r"(classic|consumer) group.*"],
+    "streams?app=kpulse-demo-streams": [
+        r"Streams apps", r"kpulse-demo-streams", r"protocol \S+( · group error: .+)?",
+        r"Instances \(from their metrics endpoints\)", r"Members \(tasks as .+\)", r"Subtopologies",
+        r"Input lag per partition \(.+\)", r"Internal topics \(repartition and changelog: deleted by a reset\)",
+        r"kpulse-demo-streams-[\w-]+(, kpulse-demo-streams-[\w-]+)*",
+        r"Internal topics \(changelog, repartition\) are found and deleted; output topics are untouched\."],
+    "share-groups": [r"Share groups", r"\d+ of \d+ share groups match · .+", r"⚠ \d+ of \d+ share groups have .+",
+                     r"Shown: the reading of .+", r"Lag: records not yet acknowledged, .+", r"demo-share",
+                     r"Members and assignments", r"Partitions: start offset and lag"],
+    "slos": [r"SLOs", r".+: .+ (left|spent|exhausted).*"],
+    "alerts": [r"Alerts", r"\d+ firing · \d+ critical · \d+ warning · [\d,]+ entit(y|ies) affected",
+               r"One row per rule \(grouped as Alertmanager does\): open a group below for its entities\.",
+               r"\w+ · .+", r"[\d,]+ critical · [\d,]+ warning · the oldest firing since .+",
+               r"(CRITICAL|WARNING|INFO) · firing since .+", r"Runbook", r"What it means:.+",
+               r"No runbook for rule .+", r"Acknowledge or silence .+"],
+    "operations": [r"Operations", r"Approval requests", r"No request waits for approval on cluster \S+\.",
+                   r"Reassignments in progress", r"None started from kpulse in this window\.", r"Audit log",
+                   r"\d+ record\(s\) on cluster \S+ · newest first"],
+}
+
+
+def test_no_page_shows_text_it_does_not_mean_to(running, browser):
+    """No stray text (issue 17: the Operations page began with a module docstring that Streamlit's magic
+    rendered): every text element of every page is on that page's allow-list of its own headings and
+    texts. Checked to fail with that docstring put back."""
+    import re
+
+    strays = {}
+    for page, allowed in OWN_TEXT.items():
+        browser.open(f"http://127.0.0.1:{DASHBOARD_PORT}/{page}")
+        browser.wait_for(PAGES.get(page, allowed[:1]), timeout=90)
+        shown = browser.evaluate(TEXT_ELEMENTS_JS)
+        assert any(kind == "stHeading" for kind, _ in shown), f"{page}: no heading found in {shown}"
+        patterns = [re.compile(p, re.DOTALL) for p in SHOWN_EVERYWHERE + allowed]
+        stray = [(kind, text) for kind, text in shown
+                 if kind == "stException" or not any(p.fullmatch(text) for p in patterns)]
+        if stray:
+            strays[page or "/"] = stray
+    assert strays == {}
+
 
 def test_a_killed_broker_shows_up_on_the_alerts_page_with_its_runbook(running, browser, local_cluster):
     kpulse("cluster", "kill-broker", "3")
