@@ -181,8 +181,8 @@ OWN_TEXT = {  # what each page means to show, in any state of the shared cluster
                 r"No offline, under-min-ISR or under-replicated partition in the latest collection\."],
     "topics?topic=demo.orders": [
         r"Topics", r"\d+ of \d+ topics match · .+", r"Partitions of demo\.orders",
-        r"Problem partitions of demo\.orders", r"From the latest collection\. ELR: .+", r"Groups consuming demo\.orders",
-        r"Lag on this topic's partitions .+",
+        r"Problem partitions of demo\.orders", r"From the latest collection\. ELR: .+",
+        r"Groups consuming demo\.orders", r"Lag on this topic's partitions .+",
         r"No group has committed offsets on this topic, .+", r"Configs", r"Preferred leader election: .+"],
     "groups?group=demo-slow": [r"Consumer groups", r"\d+ of \d+ groups match · .+", r"⚠ \d+ of \d+ groups have .+",
                                r"demo-slow", r"(classic|consumer) group.*"],
