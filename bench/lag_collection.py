@@ -29,13 +29,17 @@ whose figures stay comparable) add, on the same topics, N Kafka Streams applicat
 ``group.protocol=streams`` (KIP-1071, groups ``bench-streams-NNN``, app i reading topic i) and M
 share groups (KIP-932, ``bench-share-NNN``, group i reading topic i, ``share.auto.offset.reset=
 earliest``), each with one member, all in one JVM (``kpulse.demo.GroupsBench``). The bench then
-measures three times on the same cluster: first classic-only (the modern groups do not exist yet),
+measures four times on the same cluster: first classic-only (the modern groups do not exist yet),
 then with them live (after ``kafka-groups --list`` shows each with its type, and another
-``--warm-up``), then, with them still live, kpulse told to see the classic groups only (its
-``consumer_groups`` filter takes ``bench-gNNN`` alone, which every collector obeys). It prints the
-whole cycles and two ratios: with the modern groups against classic-only (the modern groups' clients
-running on the same 2 cores included), and against the classic-only view under the same load (what
-seeing the modern groups costs kpulse itself). Goal: with 200 classic, 50 Streams and 50 share
+``--warm-up``), then the same with the groups' JVM stopped (SIGSTOP) during each measured cycle and
+continued between cycles (``clients_paused``: the groups keep their members and states, and the
+cycle runs on cores their 100 clients do not hold, as kpulse would beside applications on other
+machines), then, with them live, kpulse told to see the classic groups only (its ``consumer_groups``
+filter takes ``bench-gNNN`` alone, which every collector obeys). It prints the whole cycles, kpulse's
+own CPU per whole cycle in each, and three ratios: with the modern groups against classic-only (the
+modern groups' clients running on the same 2 cores included), the same with their clients paused
+during the cycles (the figure the goal is judged on: kpulse's cost of seeing the modern groups), and
+against the classic-only view under the same load. Goal: with 200 classic, 50 Streams and 50 share
 groups, the whole cycle within 20 % of the classic-only figure. The group JVM's CPU time during the
 second measurement is printed too: on 2 cores it competes with the collector and the brokers.
 
@@ -64,9 +68,11 @@ with no overrun and no gap).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -145,6 +151,29 @@ not the collector's own groups."""
 CLASSIC_BENCH_GROUPS = "bench-g[0-9]+"
 
 
+@contextlib.contextmanager
+def clients_paused(pid: int | None):
+    """The groups' JVM stopped (SIGSTOP) for the ``with`` body and continued after it, whatever the
+    body does: the measured cycle then runs on cores the bench's clients do not hold, as kpulse's
+    would beside applications on other machines. A pause of one cycle (well under a second) is far
+    inside the members' session timeouts (45 s), so every group keeps its members and its state.
+    ``None``: nothing is paused."""
+    if pid is None:
+        yield
+        return
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def process_cpu_s() -> float:
+    """This process's CPU time (every thread: the collectors run side by side in threads)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def bench_config(bootstrap: str, metrics_urls: list[str], include: str = ALL_BENCH_GROUPS):
     from kpulse.config import parse_config
 
@@ -170,10 +199,11 @@ def warm_up(bootstrap: str, metrics_urls: list[str], seconds: float, spacing: fl
 
 
 def measure(bootstrap: str, metrics_urls: list[str], cycles: int, spacing: float,
-            include: str = ALL_BENCH_GROUPS, part: str = "whole") -> dict:
+            include: str = ALL_BENCH_GROUPS, part: str = "whole", pause_pid: int | None = None) -> dict:
     """``part`` ``lag``: the lag collector's cycles alone; ``whole``: the whole collection's, as
     ``kpulse collect`` runs it. Each in a process of its own, so the peak RSS of the whole collection
-    is the loop's alone (memory the lag-only cycles freed is not always given back to the system)."""
+    is the loop's alone (memory the lag-only cycles freed is not always given back to the system).
+    ``pause_pid``: a process stopped during each cycle (``clients_paused``)."""
     from collectors.lag.consumer_lag import ConsumerLagCollector
     from collectors.protocol import CollectContext
     from collectors.runner import settle_gc
@@ -181,16 +211,18 @@ def measure(bootstrap: str, metrics_urls: list[str], cycles: int, spacing: float
     config = bench_config(bootstrap, metrics_urls, include)
     cluster = config.cluster(None)
     if part == "whole":
-        return measure_whole(config, cycles, spacing)
+        return measure_whole(config, cycles, spacing, pause_pid)
     lag = ConsumerLagCollector(cluster)
     lag_times, partitions = [], 0
     for cycle in range(WARM_UP_CYCLES + cycles):
         if cycle == 1:
             settle_gc()  # as `kpulse collect` does after its first cycle (unsettled: +0.46 s a cycle at 10,000 groups)
-        began = time.perf_counter()
-        result = lag.collect(CollectContext(cluster, time.time()))
+        with clients_paused(pause_pid):
+            began = time.perf_counter()
+            result = lag.collect(CollectContext(cluster, time.time()))
+            elapsed = time.perf_counter() - began
         if cycle >= WARM_UP_CYCLES:
-            lag_times.append(time.perf_counter() - began)
+            lag_times.append(elapsed)
         partitions = sum(len(g["partitions"]) for g in result.sections["consumer_groups"])
         time.sleep(spacing)
     groups = len(result.sections["consumer_groups"])
@@ -200,17 +232,20 @@ def measure(bootstrap: str, metrics_urls: list[str], cycles: int, spacing: float
             "lag_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def measure_whole(config, cycles: int, spacing: float) -> dict:
+def measure_whole(config, cycles: int, spacing: float, pause_pid: int | None = None) -> dict:
     from collectors.runner import GC_SETTLE_CYCLES, CollectionService
 
     # as `kpulse collect` runs it (the garbage collector settled after the first cycle)
     service = CollectionService(config, flush_seconds=3600, gc_settle_cycles=GC_SETTLE_CYCLES)
-    full_times, collector_times = [], {}
+    full_times, cpu_times, collector_times = [], [], {}
     for cycle in range(WARM_UP_CYCLES + cycles):
-        began = time.perf_counter()
-        snapshot = service.cycle().snapshots["bench"]
+        with clients_paused(pause_pid):
+            began, cpu_began = time.perf_counter(), process_cpu_s()
+            snapshot = service.cycle().snapshots["bench"]
+            elapsed, cpu = time.perf_counter() - began, process_cpu_s() - cpu_began
         if cycle >= WARM_UP_CYCLES:
-            full_times.append(time.perf_counter() - began)
+            full_times.append(elapsed)
+            cpu_times.append(cpu)
             for state in snapshot["collectors"]:
                 collector_times.setdefault(state["name"], []).append(state["duration_seconds"])
         if cycle % CYCLES_PER_FLUSH == CYCLES_PER_FLUSH - 1:
@@ -222,6 +257,7 @@ def measure_whole(config, cycles: int, spacing: float) -> dict:
             "collector_median_s": {name: statistics.median(times) for name, times in collector_times.items()},
             "full_cycle_median_s": statistics.median(full_times),
             "full_cycle_quartiles_s": statistics.quantiles(full_times, n=4)[::2],
+            "full_cycle_cpu_median_s": statistics.median(cpu_times),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -354,6 +390,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="live share groups (KIP-932) on the bench topics, measured against classic-only")
     parser.add_argument("--port-base", type=int, default=PORT_BASE, help="ports of the bench's own cluster")
     parser.add_argument("--include", default=ALL_BENCH_GROUPS, help=argparse.SUPPRESS)
+    parser.add_argument("--pause-pid", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--measure-only", choices=("lag", "whole"), help=argparse.SUPPRESS)
     parser.add_argument("--warm-up-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--peer-only", action="store_true", help=argparse.SUPPRESS)
@@ -410,7 +447,8 @@ def subprocess_command(args: argparse.Namespace) -> list[str]:
     return [sys.executable, __file__, "--bootstrap", args.bootstrap, "--cycles", str(args.cycles),
             "--spacing", str(args.spacing), "--warm-up", str(args.warm_up), "--rounds", str(args.rounds),
             "--include", args.include] + [
-               a for u in args.metrics_url for a in ("--metrics-url", u)]
+               a for u in args.metrics_url for a in ("--metrics-url", u)] + (
+               ["--pause-pid", str(args.pause_pid)] if args.pause_pid is not None else [])
 
 
 def peer_figures(args: argparse.Namespace, broker_pids: list[int]) -> dict:
@@ -480,7 +518,8 @@ def print_figures(title: str, figures: dict, scale: bool = False) -> None:
     print(f"  consumer lag collector cycle:            {figures['lag_cycle_median_s']:.3f} s  (goal <= {goals[0]:g} s)")
     low, high = figures["full_cycle_quartiles_s"]
     print(f"  whole collection cycle (every collector, alerts, lake buffer, snapshot): "
-          f"{figures['full_cycle_median_s']:.3f} s (quartiles {low:.3f}-{high:.3f}; goal <= {goals[1]:g} s)")
+          f"{figures['full_cycle_median_s']:.3f} s (quartiles {low:.3f}-{high:.3f}; goal <= {goals[1]:g} s); "
+          f"kpulse's CPU in it {figures['full_cycle_cpu_median_s']:.3f} s")
     print(f"  peak resident memory of the collection:  {figures['peak_rss_mb']:.0f} MB (goal <= {goals[2]} MB; "
           f"the lag collector alone, in a process of its own: {figures['lag_peak_rss_mb']:.0f} MB)")
     print(f"  collectors: {', '.join(sorted(figures['collectors']))}; snapshot sections: "
@@ -500,7 +539,7 @@ def main() -> None:
         return
     if args.measure_only:
         print(json.dumps(measure(args.bootstrap, args.metrics_url, args.cycles, args.spacing, args.include,
-                                 args.measure_only)))
+                                 args.measure_only, args.pause_pid)))
         return
     if args.peer_only:
         from lag_peer import interleaved
@@ -560,6 +599,8 @@ def main() -> None:
             before = groups.cpu_seconds()
             with_modern = collect_figures(args)
             groups_cpu = (groups.cpu_seconds() - before) / with_modern["measure_wall_s"]
+            print("the same groups, their clients paused during each measured cycle:", flush=True)
+            paused = collect_figures(argparse.Namespace(**{**vars(args), "pause_pid": groups.process.pid}))
             print("the same load, kpulse seeing the classic groups only:", flush=True)
             classic_view = collect_figures(argparse.Namespace(**{**vars(args), "include": CLASSIC_BENCH_GROUPS}))
         if args.kminion:
@@ -586,6 +627,7 @@ def main() -> None:
                       with_modern)
         print(f"  the groups JVM used {groups_cpu:.2f} cores during this measurement (on the same cores)")
         ratio = with_modern["full_cycle_median_s"] / classic["full_cycle_median_s"]
+        print_figures("the same groups, their clients paused during each measured cycle", paused)
         print_figures("the same load, kpulse seeing the classic groups only", classic_view)
         same_load = with_modern["full_cycle_median_s"] / classic_view["full_cycle_median_s"]
         print(f"\n{args.topics} classic + {args.streams_groups} Streams + {args.share_groups} share: whole cycle "
@@ -593,6 +635,12 @@ def main() -> None:
               f"({ratio:.2f}x; goal <= 1.20x)")
         print(f"  under the same load, vs kpulse seeing the classic groups only "
               f"{classic_view['full_cycle_median_s']:.3f} s: {same_load:.2f}x")
+        print(f"  the groups' clients paused during each measured cycle (their CPU off the collector's cores, "
+              f"as on other machines): {paused['full_cycle_median_s']:.3f} s, "
+              f"{paused['full_cycle_median_s'] / classic['full_cycle_median_s']:.2f}x (goal <= 1.20x)")
+        print("  kpulse's own CPU per whole cycle: classic-only {:.3f} s, with them {:.3f} s, paused {:.3f} s".format(
+            classic["full_cycle_cpu_median_s"], with_modern["full_cycle_cpu_median_s"],
+            paused["full_cycle_cpu_median_s"]))
     if peer is not None:
         from lag_peer import print_peer
 

@@ -71,3 +71,37 @@ def test_the_listing_check_names_each_group_missing_or_of_another_type(bench):
     assert bench.listing_mismatches(LISTING, expected) == [
         "bench-share-001 not listed", "bench-streams-001 listed as Consumer, not Streams"]
     assert bench.listing_mismatches(LISTING, {"bench-streams-000": "Streams", "bench-share-000": "Share"}) == []
+
+
+def process_state(pid: int) -> str:
+    """The one-letter state of a process (``T``: stopped) from /proc/PID/stat."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
+def test_the_clients_are_stopped_during_the_measured_cycle_and_continued_after_it_even_when_it_fails(bench):
+    import subprocess
+    import sys
+    import time
+
+    child = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.01)"])
+    try:
+        with pytest.raises(RuntimeError, match="a cycle that failed"):
+            with bench.clients_paused(child.pid):
+                time.sleep(0.2)
+                assert process_state(child.pid) == "T"
+                raise RuntimeError("a cycle that failed")
+        time.sleep(0.2)
+        assert process_state(child.pid) in "SR"
+        with bench.clients_paused(None):  # the other arms: nothing is paused
+            assert process_state(child.pid) in "SR"
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_the_paused_arm_passes_the_clients_pid_to_each_measuring_process(bench):
+    args = bench.parse_args(["--bootstrap", "127.0.0.1:1", "--pause-pid", "4242"])
+    command = bench.subprocess_command(args)
+    assert command[command.index("--pause-pid") + 1] == "4242"
+    assert "--pause-pid" not in bench.subprocess_command(bench.parse_args(["--bootstrap", "127.0.0.1:1"]))
