@@ -172,7 +172,8 @@ SHOWN_EVERYWHERE = [
     r"kpulse", r"account_circle \S+ · (admin|operator|viewer)", r"", r"Actions",
     r"\w+ (data .+ old|STALE: the newest sample is .+)",  # the data's age (an icon's name first)
     r"From the command line \(a dry run until --execute\):", r"kpulse [a-z-]+ .+",
-    r"\d+ of the \d+ points below are partial .+", r"Partial: .+"]
+    r"\d+ of the \d+ points below are partial .+", r"Partial: .+",
+    r"\d+ of \d+ [\w -]+ match · page \d+ of \d+ · \d+ per page"]  # components.searched_list's caption
 TILE = r"[A-Z][\w /-]*\n.+\n(OK|INFO|WARNING|CRITICAL|UNKNOWN)( · .+)?"  # components.tile: name, value, status
 OWN_TEXT = {  # what each page means to show, in any state of the shared cluster: full matches
     "": [r"Overview", TILE, r"(critical|warning|info): .+",

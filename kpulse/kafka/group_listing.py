@@ -10,7 +10,11 @@ the lag collector was down for as long as the broker was, when lag matters most.
 is asked at once; a broker that cannot be reached (a refused connection fails at once) is left
 out. Its groups are listed by the brokers their coordinators move to within seconds; meanwhile the
 groups of the last listing that no broker listed now are kept, so that a group does not vanish
-(and lose its status window) because its coordinator was on the broker that died. The broker list
+(and lose its status window) because its coordinator was on the broker that died. Once the
+controller has fenced it, the broker is gone from the broker list but its groups may not be listed
+yet (their new coordinator loads them first, which took longer than three listings on a loaded
+machine): it counts as not answering until every group it listed last is listed by another broker,
+or for :data:`MISSING_BROKER_SECONDS` at most (a group deleted meanwhile is not kept forever). The broker list
 is read again at every call (a Metadata request for no topics): a broker that is back, or new, is
 asked too. When no broker answers, :meth:`GroupListing.read` returns None and the caller lists
 through librdkafka.
@@ -34,11 +38,11 @@ STATE_NAMES = {"Empty": "EMPTY", "Stable": "STABLE", "PreparingRebalance": "PREP
 e.g. a KIP-848 group's Assigning or Reconciling: UNKNOWN)."""
 LIST_GROUPS_VERSION = 4
 """The first version whose answer carries each group's state."""
-MISSING_BROKER_LISTINGS = 3
+MISSING_BROKER_SECONDS = 60.0
 """A broker that answered a listing and is then gone from the cluster's broker list (killed: the
-controller fences it within seconds) counts as not answering for this many listings, so that the
-groups it coordinated are kept until their coordinators have moved (after that it is taken as
-removed from the cluster)."""
+controller fences it within seconds) counts as not answering until every group it listed last is
+listed by another broker (their coordinators have moved and loaded them), or for this long at most
+(after that it is taken as removed from the cluster, and the groups no broker lists are gone)."""
 TYPED_LIST_GROUPS_VERSION = 5
 """The first version whose answer carries each group's type (and that filters on types)."""
 
@@ -91,9 +95,11 @@ class GroupListing:
         self._last: dict[str, group_model.GroupListing] = {}
         self.unanswered: dict[int, str] = {}
         """Broker id -> why it did not answer the last listing (empty: every broker answered)."""
-        self._missing: dict[int, int] = {}
-        """Broker that answered a listing and is gone from the broker list -> listings left in which
-        it counts as not answering (:data:`MISSING_BROKER_LISTINGS`)."""
+        self._missing: dict[int, float] = {}
+        """Broker that answered a listing and is gone from the broker list -> the time (the client's
+        clock) until which, at most, it counts as not answering (:data:`MISSING_BROKER_SECONDS`)."""
+        self._listed_by: dict[str, int] = {}
+        """Group of the last listing -> the broker that listed it (a kept group: the one that did last)."""
         self._answered: set[int] = set()
         self.typed: bool | None = None
         """Whether the brokers named the groups' types at the last listing (ListGroups v5+); None
@@ -137,6 +143,7 @@ class GroupListing:
         sent = [(broker, send(manager, request, broker, remaining_ms(deadline, self.client.clock)))
                 for broker in brokers]
         listed: dict[str, group_model.GroupListing] = {}
+        listed_by: dict[str, int] = {}
         unanswered: dict[int, str] = {}
         for broker, future in sent:
             try:
@@ -147,10 +154,12 @@ class GroupListing:
             if response.error_code:
                 unanswered[broker] = f"ListGroups: {error_name(response.error_code)}"
                 continue
-            listed.update(typed_listings_from(response.groups, typed))
+            of_broker = typed_listings_from(response.groups, typed)
+            listed.update(of_broker)
+            listed_by.update(dict.fromkeys(of_broker, broker))
         if not brokers or len(unanswered) == len(brokers):
             raise Unavailable(f"no broker answered ListGroups: {'; '.join(unanswered.values()) or 'no brokers known'}")
-        self._note_missing(set(brokers), set(brokers) - set(unanswered), unanswered)
+        self._note_missing(set(brokers), set(brokers) - set(unanswered), unanswered, set(listed))
         if types is not None:
             listed = {g: listing for g, listing in listed.items() if listing.type in types}
         self.unanswered = unanswered
@@ -160,19 +169,25 @@ class GroupListing:
             listed = {**{g: listing for g, listing in kept.items() if g not in listed}, **listed}
         # a listing of some types replaces the last listing of those types only
         self._last = {**{g: listing for g, listing in self._last.items() if g not in kept}, **listed}
+        self._listed_by = {g: listed_by.get(g, self._listed_by.get(g)) for g in self._last}
         return listed
 
 
-    def _note_missing(self, known: set[int], answered: set[int], unanswered: dict[int, str]) -> None:
+    def _note_missing(self, known: set[int], answered: set[int], unanswered: dict[int, str],
+                      listed: set[str]) -> None:
         """Brokers that answered before and are gone from the broker list now count as not
-        answering (for :data:`MISSING_BROKER_LISTINGS` listings)."""
+        answering, until every group they listed last is in ``listed`` (listed by another broker)
+        or :data:`MISSING_BROKER_SECONDS` have passed."""
+        now = self.client.clock()
         for broker in self._answered - known:
-            self._missing.setdefault(broker, MISSING_BROKER_LISTINGS)
-        self._missing = {b: left for b, left in self._missing.items() if b not in known and left > 0}
+            self._missing.setdefault(broker, now + MISSING_BROKER_SECONDS)
+        self._missing = {b: until for b, until in self._missing.items() if b not in known and now < until
+                         and any(by == b and g not in listed for g, by in self._listed_by.items())}
         for broker in self._missing:
             unanswered[broker] = "no longer in the cluster's broker list"
-            self._missing[broker] -= 1
-        self._answered = answered | {b for b in self._answered if b in self._missing}
+        # a broker killed is refused at once and fenced seconds later: it is remembered while it is
+        # still in the broker list, so that leaving the list makes it missing
+        self._answered = answered | {b for b in self._answered if b in known or b in self._missing}
 
 
 def list_groups_version(manager) -> int:
