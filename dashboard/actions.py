@@ -187,33 +187,42 @@ def result(key: str, done: plans.Done, plan, operations) -> None:
         st.dataframe(table, hide_index=True, width="stretch", key=f"{key}-outcome")
     if getattr(done.outcome, "local_state_note", None):
         st.info(literal.markdown(done.outcome.local_state_note))
-    if of_plan(plan).polled and done.outcome is not None and done.result in ("in-progress", "partial"):
+    if of_plan(plan).polled and done.outcome is not None and done.result in POLLED_RESULTS:
+        if done.result == "ok":  # complete at the read-back (small partitions): nothing to poll
+            st.session_state[key].setdefault("finished", done.outcome)
         reassignment_progress(plan, key)
     if st.button("New plan", key=f"{key}-clear"):
         st.session_state.pop(key, None)
         st.rerun()
 
 
+POLLED_RESULTS = ("not-started", "in-progress", "partial", "ok")
+"""Results of a started reassignment shown with its progress bar: not yet seen moving (the
+controller has not published it yet), moving, some partitions refused, or complete already."""
+
+
 def reassignment_progress(plan: ReassignmentPlan, key: str) -> None:
     """A progress bar polling verify every few seconds until the moves complete (verify then
-    removes the throttles); a cancel button."""
+    removes the throttles); a cancel button. The final status is kept in the action's state
+    (``st.session_state[key]["finished"]``), so that "New plan" starts polling afresh."""
 
     @st.fragment(run_every=POLL_SECONDS)
     def poll() -> None:
         with frame.shown_errors("reassignment"):
-            finished = st.session_state.get(f"{key}-finished")
+            state = st.session_state.get(key) or {}
+            finished = state.get("finished")
             user = auth.user()
             operations = frame.operations()
             status = finished or operations.verify_reassignment(user, plan)
             if status.result in ("ok", "cancelled"):
-                st.session_state[f"{key}-finished"] = status  # verified once: stop polling the cluster
+                state["finished"] = status  # verified once: stop polling the cluster
             total = max(1, len(status.partitions))
             st.progress(status.done / total, text=f"{status.done}/{len(status.partitions)} partition(s) at their "
                                                   f"target · {status.result}"
                                                   + (" · throttles removed" if status.throttles_removed else ""))
             if status.result == "in-progress" and st.button("Cancel the reassignment", key=f"{key}-cancel-moves"):
                 cancelled = operations.cancel_reassignment(user, plan)
-                st.session_state[f"{key}-finished"] = cancelled
+                state["finished"] = cancelled
                 st.warning(f"reassignment {cancelled.result}: original replicas kept where moves were pending; "
                            "throttles removed")
 

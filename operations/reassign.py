@@ -179,6 +179,9 @@ class Reassigner:
         status = self.status(plan)
         rows = tuple({**row, "error": errors.get((row["topic"], row["partition"]))} for row in status.partitions)
         failed = len(errors)
+        if not failed and status.result == "ok":  # complete at the read-back (small partitions): the
+            self.remove_throttles(plan.moves)  # throttles would otherwise stay until someone verified
+            return ReassignmentStatus("ok", rows, throttles_removed=True)
         result = status.result if not failed else "failed" if failed == len(rows) else "partial"
         return ReassignmentStatus(result, rows, error=f"{failed} partition(s) refused" if failed else None)
 

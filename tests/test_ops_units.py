@@ -264,3 +264,49 @@ def test_an_approval_request_id_that_cannot_be_one_is_unknown_in_one_line(tmp_pa
     with pytest.raises(BadInput, match="unknown approval request"):
         store.get(request_id)
     assert store.get(made.id) == made
+
+
+class StubbedReassigner:
+    """A Reassigner whose cluster reads and writes are tables: the moves complete at once (small
+    partitions), or stay in progress."""
+
+    def __new__(cls, complete: bool):
+        from operations.reassign import Reassigner
+
+        class Stubbed(Reassigner):
+            def __init__(self):
+                super().__init__(admin=None, legacy_admin_factory=lambda: self)
+                self.throttles: list[str] = []
+                self.replicas = {("t", 0): [1, 2]}
+
+            def current(self, plan, *, check_brokers=False):
+                return dict(self.replicas)
+
+            def ongoing(self):
+                return {} if complete or not self.throttles else {("t", 0): {}}
+
+            def _set_throttles(self, moves, rate):
+                self.throttles.append(f"set {rate}")
+
+            def remove_throttles(self, moves):
+                self.throttles.append("removed")
+
+            def alter_partition_reassignments(self, request):
+                if complete:
+                    self.replicas = {("t", 0): [3, 2]}
+                return dict.fromkeys(request)
+
+        return Stubbed()
+
+
+@pytest.mark.parametrize("complete, result, throttles", [
+    (True, "ok", ["set 1000", "removed"]),  # nothing left to throttle: no throttle stays behind
+    (False, "in-progress", ["set 1000"]),  # kept until verify sees the moves done
+])
+def test_a_reassignment_complete_at_its_read_back_removes_its_throttles_at_once(complete, result, throttles):
+    from operations.reassign_plan import PartitionMove, ReassignmentPlan
+
+    reassigner = StubbedReassigner(complete)
+    plan = ReassignmentPlan("c", "balance over brokers 1,2,3", (PartitionMove("t", 0, (1, 2), (3, 2)),), 0.0)
+    status = reassigner.execute(plan, 1000)
+    assert (status.result, status.throttles_removed, reassigner.throttles) == (result, complete, throttles)
