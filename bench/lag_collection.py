@@ -33,8 +33,8 @@ measures four times on the same cluster: first classic-only (the modern groups d
 then with them live (after ``kafka-groups --list`` shows each with its type, and another
 ``--warm-up``), then the same with the groups' JVM stopped (SIGSTOP) during each measured cycle and
 continued between cycles (``clients_paused``: the groups keep their members and states, and the
-cycle runs on cores their 100 clients do not hold, as kpulse would beside applications on other
-machines), then, with them live, kpulse told to see the classic groups only (its ``consumer_groups``
+cycle, timed from half a second after the stop, runs on cores neither their 100 clients nor the
+brokers' work for them hold, as kpulse would beside applications and brokers on other machines), then, with them live, kpulse told to see the classic groups only (its ``consumer_groups``
 filter takes ``bench-gNNN`` alone, which every collector obeys). It prints the whole cycles, kpulse's
 own CPU per whole cycle in each, and three ratios: with the modern groups against classic-only (the
 modern groups' clients running on the same 2 cores included), the same with their clients paused
@@ -151,18 +151,26 @@ not the collector's own groups."""
 CLASSIC_BENCH_GROUPS = "bench-g[0-9]+"
 
 
+PAUSE_SETTLE_SECONDS = 0.5
+"""After stopping the groups' JVM, how long the brokers are given to finish what its 100 clients
+had just asked (fetches, heartbeats, acknowledgements) before the cycle is timed."""
+
+
 @contextlib.contextmanager
-def clients_paused(pid: int | None):
+def clients_paused(pid: int | None, settle: float = PAUSE_SETTLE_SECONDS):
     """The groups' JVM stopped (SIGSTOP) for the ``with`` body and continued after it, whatever the
-    body does: the measured cycle then runs on cores the bench's clients do not hold, as kpulse's
-    would beside applications on other machines. A pause of one cycle (well under a second) is far
-    inside the members' session timeouts (45 s), so every group keeps its members and its state.
-    ``None``: nothing is paused."""
+    body does; the body starts ``settle`` seconds after the stop. The measured cycle then runs on
+    cores neither the bench's clients nor the brokers' work for them hold, as kpulse's would beside
+    applications (and brokers) on other machines; the brokers' work for kpulse's own requests about
+    the modern groups is still in it. A pause of under two seconds is far inside the members'
+    session timeouts (45 s), so every group keeps its members and its state. ``None``: nothing is
+    paused."""
     if pid is None:
         yield
         return
     os.kill(pid, signal.SIGSTOP)
     try:
+        time.sleep(settle)
         yield
     finally:
         os.kill(pid, signal.SIGCONT)

@@ -87,8 +87,9 @@ def test_the_clients_are_stopped_during_the_measured_cycle_and_continued_after_i
     child = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.01)"])
     try:
         with pytest.raises(RuntimeError, match="a cycle that failed"):
-            with bench.clients_paused(child.pid):
-                time.sleep(0.2)
+            began = time.monotonic()
+            with bench.clients_paused(child.pid, settle=0.3):
+                assert time.monotonic() - began >= 0.3  # the brokers' moment to settle
                 assert process_state(child.pid) == "T"
                 raise RuntimeError("a cycle that failed")
         time.sleep(0.2)
