@@ -165,10 +165,13 @@ def create_topics(admin, plan: ScalePlan, say=print) -> None:
         raise BuildFailed(f"{len(wrong)} topics missing or without {plan.partitions} partitions (e.g. {wrong[0]})")
 
 
-def log_ends(admin, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    """The log end of every partition (ListOffsets latest, in chunks)."""
+def log_ends(admin, partitions: list[tuple[str, int]], bootstrap: str) -> dict[tuple[str, int], int]:
+    """The log end of every partition (ListOffsets latest, in chunks). A round with failures is
+    asked again through a new client: right after 1,000 topics were created, librdkafka's client
+    kept answering "No leaders found" for 5,000-7,000 of their partitions for two minutes (twice,
+    2026-11-27), while the brokers' metadata had every leader."""
     from confluent_kafka import TopicPartition
-    from confluent_kafka.admin import OffsetSpec
+    from confluent_kafka.admin import AdminClient, OffsetSpec
 
     ends: dict[tuple[str, int], int] = {}
     pending, why = list(partitions), ""
@@ -190,6 +193,7 @@ def log_ends(admin, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], 
         pending = failed
         if pending:
             time.sleep(1)
+            admin = AdminClient({"bootstrap.servers": bootstrap})
     return ends
 
 
@@ -198,7 +202,7 @@ def produce(bootstrap: str, admin, plan: ScalePlan, say=print) -> None:
     from confluent_kafka import Producer
 
     every = plan.all_partitions
-    ends = log_ends(admin, every)
+    ends = log_ends(admin, every, bootstrap)
     missing = {tp: plan.records - end for tp, end in ends.items() if end < plan.records}
     over = [tp for tp, end in ends.items() if end > plan.records]
     if over:
@@ -238,10 +242,10 @@ def produce(bootstrap: str, admin, plan: ScalePlan, say=print) -> None:
             + (f" ({why})" if why else "") + (f", {left} not reported" if left else ""))
         if left:
             raise BuildFailed(f"{left} records had no delivery report after 180 s")
-        missing = {tp: plan.records - end for tp, end in log_ends(admin, every).items() if end < plan.records}
+        missing = {tp: plan.records - end for tp, end in log_ends(admin, every, bootstrap).items() if end < plan.records}
         if lost and not missing:
             say("  (the failed ones had reached the log: the idempotent producer counted them failed)")
-    ends = log_ends(admin, every)
+    ends = log_ends(admin, every, bootstrap)
     wrong = {tp: end for tp, end in ends.items() if end != plan.records}
     if wrong:
         (topic, partition), end = next(iter(sorted(wrong.items())))
