@@ -180,8 +180,7 @@ class Reassigner:
         rows = tuple({**row, "error": errors.get((row["topic"], row["partition"]))} for row in status.partitions)
         failed = len(errors)
         if not failed and status.result == "ok":  # complete at the read-back (small partitions): the
-            self.remove_throttles(plan.moves)  # throttles would otherwise stay until someone verified
-            return ReassignmentStatus("ok", rows, throttles_removed=True)
+            return self._completed(plan, rows)  # throttles would otherwise stay until someone verified
         result = status.result if not failed else "failed" if failed == len(rows) else "partial"
         return ReassignmentStatus(result, rows, error=f"{failed} partition(s) refused" if failed else None)
 
@@ -204,8 +203,12 @@ class Reassigner:
         status = self.status(plan)
         if status.result != "ok":
             return status
+        return self._completed(plan, status.partitions)
+
+    def _completed(self, plan: ReassignmentPlan, rows: tuple[dict, ...]) -> ReassignmentStatus:
+        """Every move done: the throttles removed, ``ok``."""
         self.remove_throttles(plan.moves)
-        return ReassignmentStatus("ok", status.partitions, throttles_removed=True)
+        return ReassignmentStatus("ok", rows, throttles_removed=True)
 
     def wait(self, plan: ReassignmentPlan, timeout: float, on_progress: Callable[[ReassignmentStatus], None]) -> ReassignmentStatus:
         """Poll until every move is done or ``timeout``; read-only (verify removes the throttles)."""

@@ -13,6 +13,7 @@ from operations.access import User, UsersFile, authorize, hash_password, passwor
 from operations.audit import AuditLog, AuditRecord
 from operations.errors import BadInput, NotAuthorized, Refused
 from operations.offset_plan import PartitionReset, ResetPlan, Scope, Strategy, choose_offsets, parse_reset_csv
+from operations.reassign import Reassigner
 from operations.time_specs import parse_datetime_ms, parse_duration_ms
 
 
@@ -266,37 +267,32 @@ def test_an_approval_request_id_that_cannot_be_one_is_unknown_in_one_line(tmp_pa
     assert store.get(made.id) == made
 
 
-class StubbedReassigner:
+class StubbedReassigner(Reassigner):
     """A Reassigner whose cluster reads and writes are tables: the moves complete at once (small
     partitions), or stay in progress."""
 
-    def __new__(cls, complete: bool):
-        from operations.reassign import Reassigner
+    def __init__(self, complete: bool):
+        super().__init__(admin=None, legacy_admin_factory=lambda: self)
+        self.complete = complete
+        self.throttles: list[str] = []
+        self.replicas = {("t", 0): [1, 2]}
 
-        class Stubbed(Reassigner):
-            def __init__(self):
-                super().__init__(admin=None, legacy_admin_factory=lambda: self)
-                self.throttles: list[str] = []
-                self.replicas = {("t", 0): [1, 2]}
+    def current(self, plan, *, check_brokers=False):
+        return dict(self.replicas)
 
-            def current(self, plan, *, check_brokers=False):
-                return dict(self.replicas)
+    def ongoing(self):
+        return {} if self.complete or not self.throttles else {("t", 0): {}}
 
-            def ongoing(self):
-                return {} if complete or not self.throttles else {("t", 0): {}}
+    def _set_throttles(self, moves, rate):
+        self.throttles.append(f"set {rate}")
 
-            def _set_throttles(self, moves, rate):
-                self.throttles.append(f"set {rate}")
+    def remove_throttles(self, moves):
+        self.throttles.append("removed")
 
-            def remove_throttles(self, moves):
-                self.throttles.append("removed")
-
-            def alter_partition_reassignments(self, request):
-                if complete:
-                    self.replicas = {("t", 0): [3, 2]}
-                return dict.fromkeys(request)
-
-        return Stubbed()
+    def alter_partition_reassignments(self, request):
+        if self.complete:
+            self.replicas = {("t", 0): [3, 2]}
+        return dict.fromkeys(request)
 
 
 @pytest.mark.parametrize("complete, result, throttles", [
