@@ -30,7 +30,7 @@ def _topics() -> list[str]:
     """Topic names to pick from; none when the cluster does not answer (the page already says so,
     and the pickers accept typed names)."""
     try:
-        return sorted({p["topic"] for p in frame.topic_partitions() if not is_kafka_internal_topic(p["topic"])})
+        return [topic for topic in frame.topic_names() if not is_kafka_internal_topic(topic)]
     except DashboardError:
         return []
 
@@ -41,8 +41,7 @@ def _partitions(text: str) -> list[int]:
 
 
 def _group_topics(name: str) -> list[str]:
-    snap = frame.snapshot() or {}
-    group = next((g for g in snap.get("consumer_groups") or [] if g.get("group_id") == name), {})
+    group = frame.consumer_group(name)
     return sorted({p.get("topic") for p in group.get("partitions") or [] if p.get("topic")})
 
 

@@ -52,5 +52,7 @@ def _freshness() -> None:
 
 
 _freshness()
+with frame.shown_errors("prewarming the snapshot"):
+    frame.prewarm()
 navigation.run()
 frame.record_run_time(navigation.url_path, started)

@@ -260,7 +260,7 @@ def test_a_classic_group_has_no_epochs_and_a_group_listed_empty_no_member_table(
 
 
 def test_a_topic_lists_the_groups_consuming_it_with_their_lag_on_that_topic_worst_first():
-    from dashboard.services.topics import consumers_by_topic
+    from dashboard.services.topics import consumer_rows_by_topic, consumers_frame
 
     def part(topic, partition, committed, lag, seconds=None, status=None):
         return {"topic": topic, "partition": partition, "committed_offset": committed, "lag": lag,
@@ -280,7 +280,7 @@ def test_a_topic_lists_the_groups_consuming_it_with_their_lag_on_that_topic_wors
             {"group_id": "jobs", "state": "Stable", "members": 2, "partitions": [
                 {"topic": "orders", "partition": 0, "start_offset": 3, "lag": 12, "status": "STALLED"}]}]},
     }
-    by_topic = consumers_by_topic(snapshot)
+    by_topic = {topic: consumers_frame(rows) for topic, rows in consumer_rows_by_topic(snapshot).items()}
     assert set(by_topic) == {"orders", "payments"}
     orders = by_topic["orders"]
     assert orders[["group_id", "type", "partitions", "lag", "lag_unknown_partitions", "status"]].values.tolist() == [
@@ -293,4 +293,64 @@ def test_a_topic_lists_the_groups_consuming_it_with_their_lag_on_that_topic_wors
     # each row links to its group's page, the id encoded (a hostile id stays one query value)
     assert orders["page"].tolist() == ["groups?group=%3Cb%3Eshop%3C%2Fb%3E", "share-groups?sharegroup=jobs",
                                        "groups?group=billing"]
-    assert consumers_by_topic(None) == {}
+    assert consumer_rows_by_topic(None) == {}
+
+
+def test_prewarming_parses_each_new_snapshot_and_reads_metadata_once_so_pages_find_them_cached(tmp_path):
+    """The dashboard's prewarming thread (``frame._prewarm_once``, one pass of it): a new snapshot
+    file is parsed and its group and topic tables built before a page asks; the same file is not
+    parsed again; the topic metadata is read once per period, and a cluster that fails leaves
+    the others prewarmed."""
+    import json as json_module
+    from types import SimpleNamespace
+
+    from dashboard import frame
+    from dashboard.services.sources import Sources
+    from kpulse.config import parse_config
+    from kpulse.lake.store import SNAPSHOT_DIR
+
+    config = parse_config({"clusters": [{"name": "down", "bootstrap_servers": "127.0.0.1:8"},
+                                        {"name": "prod", "bootstrap_servers": "127.0.0.1:9"}],
+                           "lake": {"path": str(tmp_path)}}, source="test", base_dir=tmp_path)
+    metadata_reads = []
+
+    class Admin:
+        def __init__(self, client_config):
+            self.servers = client_config.get("bootstrap.servers")
+
+        def list_topics(self, timeout=None):
+            metadata_reads.append(self.servers)
+            if self.servers == "127.0.0.1:8":
+                raise ConnectionError("the cluster 'down' does not answer")
+            return SimpleNamespace(topics={"orders": SimpleNamespace(error=None, partitions={
+                0: SimpleNamespace(leader=1, replicas=[1], isrs=[1])})})
+
+    class Counting(Sources):
+        parsed: list = []
+
+        def snapshot(self, cluster):
+            self.parsed.append(cluster)
+            return super().snapshot(cluster)
+
+    source = Counting(config, admin_factory=Admin)
+    snapshots = tmp_path / SNAPSHOT_DIR
+    snapshots.mkdir()
+    (snapshots / "prod.json").write_text(json_module.dumps({"time": NOW, "consumer_groups": [
+        {"group_id": "billing", "partitions": [{"topic": "orders", "partition": 0, "committed_offset": 1, "lag": 2}]}]}))
+    seen: dict = {}
+    for cache in (frame._snapshot, frame._groups_table, frame._groups_by_id, frame._consumers_by_topic,
+                  frame._partitions, frame._topic_names, frame._topic_catalog):
+        cache.clear()
+    frame._prewarm_once(source, seen)
+    assert source.parsed == ["prod"]  # "down" has no snapshot yet
+    assert sorted(metadata_reads) == ["127.0.0.1:8", "127.0.0.1:9"]  # "down" failed, "prod" was still read
+    stamp = source.snapshot_stamp("prod")
+    assert frame._groups_by_id(source, source.lake_path, "prod", stamp)["billing"]["group_id"] == "billing"
+    assert frame._consumers_by_topic(source, source.lake_path, "prod", stamp)["orders"][0]["lag"] == 2
+    assert source.parsed == ["prod"]  # the page's reads above found them cached
+    bucket = frame._bucket(frame.now(), frame.METADATA_SECONDS)
+    client = frame._admin(source, source.config.source, "prod", id(source.admin_factory))
+    assert frame._topic_names(client, source.config.source, "prod", id(source.admin_factory), bucket) == ("orders",)
+    reads = len(metadata_reads)
+    frame._prewarm_once(source, seen)  # nothing new: nothing parsed or read again
+    assert source.parsed == ["prod"] and len(metadata_reads) == reads

@@ -80,7 +80,7 @@ with frame.shown_errors():
             st.dataframe(streams.transitions_frame(entry), hide_index=True, width="stretch",
                          key="streams-transitions")
         with frame.shown_errors("internal topics"):
-            internal = topics.internal_topics({p["topic"] for p in frame.topic_partitions()}, chosen)
+            internal = topics.internal_topics(set(frame.topic_names()), chosen)
             st.markdown("**Internal topics** (repartition and changelog: deleted by a reset)")
             st.markdown(", ".join(literal.markdown(topic) for topic in internal) if internal else "none found")
         actions.slot("streams", frame.cluster(), chosen, entry.get("protocol"))
