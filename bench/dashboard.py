@@ -367,7 +367,8 @@ def browser_bench(args) -> None:
                 if seconds is not None:
                     server.append(seconds)
             if action is None and "?" not in path:  # a page of the sidebar: also reached as users do, by its link
-                start, before = ("/brokers", brokers_texts) if path == "/operations" else ("/operations", operations_texts)
+                start, before = (("/brokers", brokers_texts) if path == "/operations" else
+                                 ("/operations", operations_texts))
                 for _ in range(args.runs):
                     seconds, _ = timed_load(browser, url + start, texts, before=before,
                                             action=lambda: sidebar_click(browser, url + path))

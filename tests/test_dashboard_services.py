@@ -296,7 +296,8 @@ def test_a_topic_lists_the_groups_consuming_it_with_their_lag_on_that_topic_wors
     assert consumer_rows_by_topic(None) == {}
 
 
-def test_prewarming_parses_each_new_snapshot_and_reads_metadata_once_so_pages_find_them_cached(tmp_path):
+def test_prewarming_parses_each_new_snapshot_and_reads_metadata_once_so_pages_find_them_cached(tmp_path,
+                                                                                               monkeypatch):
     """The dashboard's prewarming thread (``frame._prewarm_once``, one pass of it): a new snapshot
     file is parsed and its group and topic tables built before a page asks; the same file is not
     parsed again; the topic metadata is read once per period, and a cluster that fails leaves
@@ -312,7 +313,8 @@ def test_prewarming_parses_each_new_snapshot_and_reads_metadata_once_so_pages_fi
     config = parse_config({"clusters": [{"name": "down", "bootstrap_servers": "127.0.0.1:8"},
                                         {"name": "prod", "bootstrap_servers": "127.0.0.1:9"}],
                            "lake": {"path": str(tmp_path)}}, source="test", base_dir=tmp_path)
-    metadata_reads = []
+    metadata_reads, parsed = [], []
+    monkeypatch.setattr(frame, "now", lambda: NOW)  # one metadata period throughout
 
     class Admin:
         def __init__(self, client_config):
@@ -326,10 +328,8 @@ def test_prewarming_parses_each_new_snapshot_and_reads_metadata_once_so_pages_fi
                 0: SimpleNamespace(leader=1, replicas=[1], isrs=[1])})})
 
     class Counting(Sources):
-        parsed: list = []
-
         def snapshot(self, cluster):
-            self.parsed.append(cluster)
+            parsed.append(cluster)
             return super().snapshot(cluster)
 
     source = Counting(config, admin_factory=Admin)
@@ -342,15 +342,15 @@ def test_prewarming_parses_each_new_snapshot_and_reads_metadata_once_so_pages_fi
                   frame._partitions, frame._topic_names, frame._topic_catalog):
         cache.clear()
     frame._prewarm_once(source, seen)
-    assert source.parsed == ["prod"]  # "down" has no snapshot yet
+    assert parsed == ["prod"]  # "down" has no snapshot yet
     assert sorted(metadata_reads) == ["127.0.0.1:8", "127.0.0.1:9"]  # "down" failed, "prod" was still read
     stamp = source.snapshot_stamp("prod")
     assert frame._groups_by_id(source, source.lake_path, "prod", stamp)["billing"]["group_id"] == "billing"
     assert frame._consumers_by_topic(source, source.lake_path, "prod", stamp)["orders"][0]["lag"] == 2
-    assert source.parsed == ["prod"]  # the page's reads above found them cached
+    assert parsed == ["prod"]  # the page's reads above found them cached
     bucket = frame._bucket(frame.now(), frame.METADATA_SECONDS)
     client = frame._admin(source, source.config.source, "prod", id(source.admin_factory))
     assert frame._topic_names(client, source.config.source, "prod", id(source.admin_factory), bucket) == ("orders",)
     reads = len(metadata_reads)
     frame._prewarm_once(source, seen)  # nothing new: nothing parsed or read again
-    assert source.parsed == ["prod"] and len(metadata_reads) == reads
+    assert parsed == ["prod"] and len(metadata_reads) == reads

@@ -108,8 +108,8 @@ def _group_page(kind: str | None, group_id: Any) -> str:
 
 def consumer_rows_by_topic(snapshot: dict[str, Any] | None) -> dict[str, list[dict[str, Any]]]:
     """Topic -> the groups of the snapshot that consume it, a row each (:data:`CONSUMER_COLUMNS`;
-    :func:`consumers_frame` makes the table shown): consumer groups of every type (classic, KIP-848, Streams) by their committed partitions,
-    share groups by the partitions whose start offset the broker reports. ``lag`` sums the lag of
+    :func:`consumers_frame` makes the table shown): consumer groups of every type (classic,
+    KIP-848, Streams) by their committed partitions, share groups by the partitions whose start offset the broker reports. ``lag`` sums the lag of
     the group's partitions on that topic whose lag is known (a lower bound when
     ``lag_unknown_partitions`` > 0); ``status`` is the worst of those partitions'; ``page`` links
     to the group's page. Built once per snapshot: one pass over every group partition (0.15 s at
