@@ -363,6 +363,9 @@ class ListGroupsBrokers:
 
     def __init__(self):
         self.answers: dict[int, list[str] | None] = {}
+        self.loading: dict[int, int] = {}
+        """Broker -> how many more ListGroups it answers COORDINATOR_LOAD_IN_PROGRESS (14) to."""
+        self.asked: dict[int, int] = {}
         self.cluster = self
 
     def brokers(self):
@@ -373,10 +376,15 @@ class ListGroupsBrokers:
 
     def send(self, request, node_id, request_timeout_ms):
         groups = self.answers[node_id]
+        self.asked[node_id] = self.asked.get(node_id, 0) + 1
         if groups is None:
             raise ConnectionRefusedError(f"broker {node_id} refused the connection")
+        loading = self.loading.get(node_id, 0) > 0
+        self.loading[node_id] = self.loading.get(node_id, 0) - 1
 
         async def answer():
+            if loading:
+                return NS(error_code=14, groups=[])
             return NS(error_code=0, groups=[NS(group_id=g, group_state="Empty", protocol_type="consumer")
                                             for g in groups])
         return answer()
@@ -413,3 +421,54 @@ def test_groups_of_a_broker_that_does_not_answer_are_kept_until_listed_elsewhere
     brokers.answers = {1: None, 2: None}
     assert listing.read(5.0) is None  # nobody answered: librdkafka lists
     assert client.unavailable_reason.startswith("no broker answered ListGroups")
+
+
+def _listing_on_a_clock(brokers: ListGroupsBrokers) -> tuple[GroupListing, list[float]]:
+    now = [1000.0]
+    client = BatchedClient(object(), lambda *_a, **_k: NS(_manager=NS()), clock=lambda: now[0])
+    client.manager = lambda timeout, needs: brokers
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    return GroupListing(client, sleep=sleep), now
+
+
+def test_a_broker_loading_its_coordinators_is_asked_again_as_the_java_admin_client_does():
+    """After a broker dies, the others answer ListGroups with COORDINATOR_LOAD_IN_PROGRESS while they
+    load its group coordinators (seconds): that broker is asked again after a backoff, not taken as
+    unable to answer (which sent the listing to librdkafka, whose call then ran into its 15 s
+    timeout and failed the lag collector's cycle in CI)."""
+    brokers = ListGroupsBrokers()
+    listing, now = _listing_on_a_clock(brokers)
+    brokers.answers = {1: ["a", "b"], 2: ["c"], 3: ["d"]}
+    assert sorted(g.group_id for g in listing.read(15.0)) == ["a", "b", "c", "d"]
+    brokers.answers, brokers.asked = {1: None, 2: ["a", "c"], 3: ["b", "d"]}, {}
+    brokers.loading = {2: 2, 3: 1}
+    began = now[0]
+    assert sorted(g.group_id for g in listing.read(15.0)) == ["a", "b", "c", "d"]
+    assert brokers.asked == {1: 1, 2: 3, 3: 2}  # the loading brokers again; the refusing one not
+    assert listing.unanswered == {1: listing.unanswered[1]} and "refused" in listing.unanswered[1]
+    assert 0 < now[0] - began <= 1.0  # short backoffs
+    assert listing.client.fallbacks == 0
+
+
+def test_brokers_still_loading_after_the_retries_leave_the_last_listing_in_place_not_librdkafka():
+    """Every reachable broker still loading when the retries end: the groups of the last listing
+    are kept (as for a broker that does not answer), and the listing says which brokers did not
+    answer and why; librdkafka would wait for the same brokers."""
+    from kpulse.kafka.group_listing import LOADING_RETRY_SECONDS
+
+    brokers = ListGroupsBrokers()
+    listing, now = _listing_on_a_clock(brokers)
+    brokers.answers = {1: ["a"], 2: ["b"]}
+    listing.read(15.0)
+    brokers.answers, brokers.loading = {1: None, 2: ["a", "b"]}, {2: 1000}
+    began = now[0]
+    assert sorted(g.group_id for g in listing.read(15.0)) == ["a", "b"]
+    assert now[0] - began <= LOADING_RETRY_SECONDS
+    assert listing.unanswered[2] == "ListGroups: COORDINATOR_LOAD_IN_PROGRESS"
+    assert listing.client.fallbacks == 0
+    fresh, _ = _listing_on_a_clock(brokers)  # nothing listed before: nothing to keep
+    assert fresh.read(15.0) is None
+    assert fresh.client.unavailable_reason.startswith("no broker answered ListGroups")

@@ -59,3 +59,15 @@ def test_a_group_listed_empty_is_read_as_a_group_described_with_no_members(commi
     no_members = SimpleNamespace(state=SimpleNamespace(name="EMPTY"), members=())
     assert (group_offsets._empty_group("g", committed, listed)
             == group_offsets._group("g", no_members, committed, listed))
+
+
+def test_a_listing_through_librdkafka_that_times_out_says_what_was_waited_for():
+    """librdkafka's ListConsumerGroups waits for every broker it knows; when it runs into the
+    timeout, the collector's status line says what did not answer (concurrent.futures' TimeoutError
+    has no text: the status read "TimeoutError: ")."""
+    class Unanswered:
+        def list_consumer_groups(self, request_timeout):
+            return Future()  # never answered
+
+    with pytest.raises(TimeoutError, match=r"^no answer to ListGroups \(through librdkafka\) within 0.1 s$"):
+        group_offsets.read_cluster_offsets(Unanswered(), lambda group_id: True, timeout=0.1)

@@ -16,8 +16,11 @@ yet (their new coordinator loads them first, which took longer than three listin
 machine): it counts as not answering until every group it listed last is listed by another broker,
 or for :data:`MISSING_BROKER_SECONDS` at most (a group deleted meanwhile is not kept forever). The broker list
 is read again at every call (a Metadata request for no topics): a broker that is back, or new, is
-asked too. When no broker answers, :meth:`GroupListing.read` returns None and the caller lists
-through librdkafka.
+asked too. A broker that answers COORDINATOR_LOAD_IN_PROGRESS (it is loading the coordinators of
+a broker that died) is asked again after a short backoff, for :data:`LOADING_RETRY_SECONDS` at
+most, as Kafka's Java admin client does; if every broker is still loading then, the last listing
+stands for this reading. When no broker answers otherwise, :meth:`GroupListing.read` returns None
+and the caller lists through librdkafka.
 
 ListGroups v5 (Kafka 3.8+) names each group's type and can filter on it; an older broker lists
 classic groups only (the other types do not exist there), so every group it lists is ``classic``
@@ -26,8 +29,9 @@ classic groups only (the other types do not exist there), so every group it list
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from kpulse.kafka import group_model
 from kpulse.kafka.batched_client import BatchedClient, Unavailable, answer, error_name, one_line, remaining_ms, send
@@ -43,6 +47,13 @@ MISSING_BROKER_SECONDS = 60.0
 controller fences it within seconds) counts as not answering until every group it listed last is
 listed by another broker (their coordinators have moved and loaded them), or for this long at most
 (after that it is taken as removed from the cluster, and the groups no broker lists are gone)."""
+LOADING_RETRY_SECONDS = 5.0
+"""How long brokers answering ListGroups with COORDINATOR_LOAD_IN_PROGRESS or
+COORDINATOR_NOT_AVAILABLE (loading the group coordinators of a broker that died) are asked again,
+at most, within a reading's timeout, as Kafka's Java admin client retries them."""
+LOADING_BACKOFF_SECONDS = (0.1, 1.0)
+"""The first wait before asking a loading broker again, and the longest (it doubles)."""
+LOADING_ERRORS = ("ListGroups: COORDINATOR_LOAD_IN_PROGRESS", "ListGroups: COORDINATOR_NOT_AVAILABLE")
 TYPED_LIST_GROUPS_VERSION = 5
 """The first version whose answer carries each group's type (and that filters on types)."""
 
@@ -90,8 +101,9 @@ def listings_from(groups: Iterable[Any]) -> dict[str, Listing]:
 
 
 class GroupListing:
-    def __init__(self, client: BatchedClient):
+    def __init__(self, client: BatchedClient, sleep: Callable[[float], None] = time.sleep):
         self.client = client
+        self._sleep = sleep
         self._last: dict[str, group_model.GroupListing] = {}
         self.unanswered: dict[int, str] = {}
         """Broker id -> why it did not answer the last listing (empty: every broker answered)."""
@@ -117,48 +129,71 @@ class GroupListing:
         (``client.unavailable_reason`` says why)."""
         from kafka.protocol.admin import ListGroupsRequest
 
+        clock = self.client.clock
+        deadline = clock() + timeout
         try:
             manager = self.client.manager(timeout, {ListGroupsRequest: LIST_GROUPS_VERSION})
-            listed = manager.run(self._read, manager, self.client.clock() + timeout,
-                                 tuple(types) if types is not None else None)
+            typed, brokers, outcomes = manager.run(self._ask, manager, deadline, types, None)
+            retry_until, backoff = min(deadline, clock() + LOADING_RETRY_SECONDS), LOADING_BACKOFF_SECONDS[0]
+            while (loading := [b for b, outcome in outcomes.items() if _loading(outcome)]) \
+                    and clock() + backoff < retry_until:
+                self._sleep(backoff)
+                backoff = min(2 * backoff, LOADING_BACKOFF_SECONDS[1])
+                outcomes.update(manager.run(self._ask, manager, deadline, types, loading)[2])
+            listed = self._take(typed, brokers, outcomes, types)
         except Unavailable as reason:
             self.client.fell_back(str(reason))
             return None
         self.client.succeeded()
         return list(listed.values())
 
-    async def _read(self, manager, deadline: float, types: tuple[str, ...] | None) -> dict[str, group_model.GroupListing]:
+    async def _ask(self, manager, deadline: float, types: tuple[str, ...] | None,
+                   only: list[int] | None) -> tuple[bool, list[int], dict[int, Any]]:
+        """ListGroups to every broker (``only``: to these), at once: whether the answers name the
+        groups' types, the brokers asked, and broker -> its answer or why it gave none (text)."""
         from kafka.protocol.admin import ListGroupsRequest
 
-        try:  # the broker list only (no topics): brokers that joined or came back since the last cycle
-            await manager.cluster.refresh_metadata()
-        except Exception:  # noqa: BLE001 - the brokers known so far are asked
-            pass
+        if only is None:
+            try:  # the broker list only (no topics): brokers that joined or came back since the last cycle
+                await manager.cluster.refresh_metadata()
+            except Exception:  # noqa: BLE001 - the brokers known so far are asked
+                pass
         typed = list_groups_version(manager) >= TYPED_LIST_GROUPS_VERSION
         if typed and types is not None:
             request = ListGroupsRequest(types_filter=list(types), min_version=TYPED_LIST_GROUPS_VERSION)
         else:
             request = ListGroupsRequest(min_version=LIST_GROUPS_VERSION)
-        brokers = sorted(broker.node_id for broker in manager.cluster.brokers())
+        brokers = sorted(broker.node_id for broker in manager.cluster.brokers()) if only is None else only
         sent = [(broker, send(manager, request, broker, remaining_ms(deadline, self.client.clock)))
                 for broker in brokers]
-        listed: dict[str, group_model.GroupListing] = {}
-        listed_by: dict[str, int] = {}
-        unanswered: dict[int, str] = {}
+        outcomes: dict[int, Any] = {}
         for broker, future in sent:
             try:
                 response = await answer(future)
             except Exception as error:  # noqa: BLE001 - that broker is left out
-                unanswered[broker] = one_line(error)
+                outcomes[broker] = one_line(error)
                 continue
-            if response.error_code:
-                unanswered[broker] = f"ListGroups: {error_name(response.error_code)}"
+            outcomes[broker] = f"ListGroups: {error_name(response.error_code)}" if response.error_code else response
+        return typed, brokers, outcomes
+
+    def _take(self, typed: bool, brokers: list[int], outcomes: dict[int, Any],
+              types: tuple[str, ...] | None) -> dict[str, group_model.GroupListing]:
+        """The listing made of the brokers' answers, with the groups of the last listing that a
+        broker which did not answer may still coordinate (see the module)."""
+        listed: dict[str, group_model.GroupListing] = {}
+        listed_by: dict[str, int] = {}
+        unanswered = {broker: outcome for broker, outcome in outcomes.items() if isinstance(outcome, str)}
+        for broker in brokers:
+            if broker in unanswered:
                 continue
-            of_broker = typed_listings_from(response.groups, typed)
+            of_broker = typed_listings_from(outcomes[broker].groups, typed)
             listed.update(of_broker)
             listed_by.update(dict.fromkeys(of_broker, broker))
         if not brokers or len(unanswered) == len(brokers):
-            raise Unavailable(f"no broker answered ListGroups: {'; '.join(unanswered.values()) or 'no brokers known'}")
+            # brokers still loading their coordinators answer in seconds: the last listing stands
+            # meanwhile (librdkafka would wait for the same brokers, into its timeout)
+            if not self._last or not any(_loading(outcome) for outcome in unanswered.values()):
+                raise Unavailable(f"no broker answered ListGroups: {'; '.join(unanswered.values()) or 'no brokers known'}")
         self._note_missing(set(brokers), set(brokers) - set(unanswered), unanswered, set(listed))
         if types is not None:
             listed = {g: listing for g, listing in listed.items() if listing.type in types}
@@ -171,7 +206,6 @@ class GroupListing:
         self._last = {**{g: listing for g, listing in self._last.items() if g not in kept}, **listed}
         self._listed_by = {g: listed_by.get(g, self._listed_by.get(g)) for g in self._last}
         return listed
-
 
     def _note_missing(self, known: set[int], answered: set[int], unanswered: dict[int, str],
                       listed: set[str]) -> None:
@@ -188,6 +222,11 @@ class GroupListing:
         # a broker killed is refused at once and fenced seconds later: it is remembered while it is
         # still in the broker list, so that leaving the list makes it missing
         self._answered = answered | {b for b in self._answered if b in known or b in self._missing}
+
+
+def _loading(outcome: Any) -> bool:
+    """Whether a broker's outcome is a coordinator still loading (asked again shortly)."""
+    return isinstance(outcome, str) and outcome in LOADING_ERRORS
 
 
 def list_groups_version(manager) -> int:

@@ -95,7 +95,10 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
     (``GroupReader.describe``); when one is not given or returns None, librdkafka reads instead."""
     listed = list_groups(timeout) if list_groups is not None else None
     if listed is None:
-        listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout=timeout).valid
+        try:
+            listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout=timeout).valid
+        except TimeoutError:  # concurrent.futures': no text of its own
+            raise TimeoutError(f"no answer to ListGroups (through librdkafka) within {timeout:g} s") from None
     listings = {g.group_id: g for g in listed if monitors(g.group_id) and _type_of(g) != "share"}
     group_ids = sorted(listings)
     result = ClusterOffsets()
