@@ -37,6 +37,7 @@ import yaml
 
 from kpulse.errors import KpulseError
 from spark_jobs.indicators import INDICATORS
+from spark_jobs.burn import BURN_WINDOWS
 
 DEFAULT_DEFINITIONS = Path(__file__).with_name("slo-definitions.yaml")
 SCOPES = ("cluster", "consumer_group", "streams_app", "broker")
@@ -105,7 +106,15 @@ class SloDefinitions:
 
     @property
     def longest_window_minutes(self) -> int:
-        return max(slo.window_minutes for slo in self.slos)
+        """The longest window a status row sums: an SLO's, or the longest burn window (3 days)
+        when every SLO's is shorter (an update read back less, and its 3-day burn rates then
+        differed from a full run's)."""
+        return max(self.window_lengths)
+
+    @property
+    def window_lengths(self) -> tuple[int, ...]:
+        """Every window a status row sums, in minutes: the burn windows and each SLO's own."""
+        return tuple(sorted({*BURN_WINDOWS.values(), *(slo.window_minutes for slo in self.slos)}))
 
 
 def duration_minutes(text: Any, path: str) -> int:

@@ -1,4 +1,4 @@
-"""The SLO job: lake samples -> ``slo_minute`` and ``slo_status`` (extract, transform, load).
+"""The SLO job: lake samples -> ``slo_minute``, ``slo_hour`` and ``slo_status`` (extract, transform, load).
 
 Incremental and idempotent. A run evaluates up to ``until`` (the end of its newest complete
 minute, E). It recomputes the minutes from the start of the UTC hour of ``previous E - lateness``
@@ -7,7 +7,10 @@ run), so samples that arrived late within the lateness are counted, and it repla
 both tables from that hour on (stored one file per hour: ``lake_io.Staging``): running twice
 gives the same rows, never duplicates, and an hourly run writes an hour or two of rows, not the
 day. A day written whole by an earlier version is recomputed from its midnight once. Rolling
-windows read the stored minutes from the longest window before that start, not the whole history.
+windows read back, of the longest window before that start, the stored minutes around each
+window's edges and the hours in between (``slo_hour``, ``lookback.py``), not every minute: at
+10,000 groups a 30-day window holds 864 M minute rows. Days an earlier version wrote without
+``slo_hour`` are read whole once and their hours written.
 
 A lake file that cannot be read is left out, not fatal: its rows are missing (their minutes are
 no-data, or counted from the other files), the run names it (``RunResult.unreadable``) and records
@@ -48,7 +51,7 @@ _PYTHON_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit
 SHARD_ROWS = 4_000_000
 """Rows (stored minutes and samples) per shard of the window computation, at most."""
 MINUTES_PER_HOUR = 60
-OUTPUTS = ("slo_minute", "slo_status")
+OUTPUTS = ("slo_minute", "slo_hour", "slo_status")
 """The job's tables, in the order a run replaces them: ``slo_status`` last."""
 
 
@@ -87,6 +90,8 @@ class RunResult:
     plan: RunPlan | None
     minute_rows: int = 0
     status_rows: int = 0
+    stored_rows: int = 0
+    """Rows of its earlier outputs the run read back (minutes around the windows' edges and hours)."""
     latest: list[dict[str, Any]] = field(default_factory=list)
     """The ``slo_status`` rows at the evaluation time."""
     unreadable: list[str] = field(default_factory=list)
@@ -98,7 +103,8 @@ class RunResult:
                     "unreadable": self.unreadable}
         iso = lambda m: datetime.fromtimestamp(m * 60, timezone.utc).isoformat()  # noqa: E731
         return {"evaluated_until": iso(self.plan.end), "recomputed_from": iso(self.plan.start),
-                "minute_rows": self.minute_rows, "status_rows": self.status_rows, "status": self.latest,
+                "minute_rows": self.minute_rows, "status_rows": self.status_rows,
+                "stored_rows_read": self.stored_rows, "status": self.latest,
                 "unreadable": self.unreadable}
 
 
@@ -135,24 +141,34 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
     progress.note(f"recomputing minutes {_iso(plan.start)} .. {_iso(plan.end)}, {len(definitions.slos)} SLO(s)")
     staging = lake_io.Staging.new(lake)
     days = tasks.days(plan.first, plan.end)
-    stored = lake_io.count_rows(lake, "slo_minute", day_of_minute(plan.lookback_start), day_of_minute(plan.start - 1),
-                                unreadable)
+    first_day, last_day = day_of_minute(plan.lookback_start), day_of_minute(plan.start - 1)
+    with_hours = set(lake_io.partitions(lake, "slo_hour"))
+    backfill = tuple(day for day in lake_io.partitions(lake, "slo_minute")
+                     if first_day <= day <= last_day and day not in with_hours)
+    # what the shards read back: the lookback's hours, the minutes around the windows' edges (at
+    # most about a day's rows), and every minute of the days to backfill
+    stored = (lake_io.count_rows(lake, "slo_hour", first_day, last_day, unreadable)
+              + lake_io.count_rows(lake, "slo_minute", last_day, last_day, unreadable)
+              + sum(lake_io.count_rows(lake, "slo_minute", day, day, unreadable) for day in backfill if day != last_day))
     samples = sum(lake_io.count_rows(lake, table, days[0], days[-1], unreadable) for table in definitions.tables)
     shards = tasks.shard_count(spark.sparkContext.defaultParallelism, stored + samples, SHARD_ROWS)
-    merge = tuple(lake_io.hour_file_days(lake, "slo_minute", day_of_minute(plan.lookback_start + MINUTES_PER_DAY - 1),
+    merge = tuple(lake_io.hour_file_days(lake, "slo_hour", day_of_minute(plan.lookback_start + MINUTES_PER_DAY - 1),
                                          day_of_minute(plan.start - MINUTES_PER_DAY)))
     work = tasks.Work(lake, staging, definitions, plan.start, plan.end, plan.first, plan.lookback_start,
-                      tuple(clusters) if clusters else None, shards, merge)
+                      tuple(clusters) if clusters else None, shards, merge, backfill)
+    if backfill:
+        progress.note(f"{len(backfill)} day(s) of slo_minute without slo_hour (an earlier version's): "
+                      "read whole this once, and their hours written")
     try:
         with progress.step(f"computing per-minute good/valid counts ({len(days)} day(s), one Spark task each)"):
             counted = in_tasks(spark, [functools.partial(tasks.count_day, work, day) for day in days], progress)
         with progress.step(f"filling no-data minutes, rolling up windows ({sum(r['samples'] for r in counted)} "
-                           f"samples read, {stored} stored minutes, {shards} shard(s))"):
+                           f"samples read, about {stored} stored rows to read back, {shards} shard(s))"):
             evaluated = in_tasks(spark, [functools.partial(tasks.evaluate_shard, work, shard)
                                           for shard in range(shards)], progress)
-        for day in {problem.day for r in evaluated for problem in r["unreadable"] if problem.table == "slo_minute"}:
+        for day in {problem.day for r in evaluated for problem in r["unreadable"] if problem.table == "slo_hour"}:
             if day in merge:  # its rows are not all there: merged, the unread ones would be lost
-                staging.discard("slo_minute", day)
+                staging.discard("slo_hour", day)
         minute_rows = sum(r["minute_rows"] for r in evaluated)
         status_rows = sum(r["status_rows"] for r in evaluated)
         with progress.step(f"replacing slo_minute ({minute_rows} rows) and slo_status ({status_rows} rows)"):
@@ -163,7 +179,8 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
     latest = sorted((_plain(row) for r in evaluated for row in r["latest"]),
                     key=lambda row: (row["cluster"], row["slo"], row["entity"]))
     unreadable += [problem for r in counted + evaluated for problem in r["unreadable"]]
-    return RunResult(plan, minute_rows, status_rows, latest, _left_out(lake, unreadable))
+    return RunResult(plan, minute_rows, status_rows, sum(r["stored_rows"] for r in evaluated), latest,
+                     _left_out(lake, unreadable))
 
 
 def _left_out(lake: str, unreadable: list[UnreadableFile]) -> list[str]:

@@ -148,7 +148,7 @@ class Staging:
         return f"{resolve(self.lake)[1]}/_staging/{self.run}"
 
     def write(self, table: str, rows: pa.Table, part: str, compression: str = "snappy",
-              hourly: bool = False) -> list[date]:
+              hourly: bool = False, row_group_rows: int | None = None) -> list[date]:
         """Write ``rows`` (with a ``time`` column) into one file per UTC date of ``time``, or with
         ``hourly`` one file per UTC hour (``part-h<HH>-<part>.parquet``: :meth:`commit` can then
         replace some hours of a date and keep the others); the dates."""
@@ -173,7 +173,7 @@ class Staging:
                 # Without the Arrow schema in the footer, dictionary-encoded names read back as strings;
                 # dictionary pages for the names only: trying them on every number column costs more.
                 pq.write_table(rows.slice(begin, end - begin), sink, store_schema=False, use_dictionary=names,
-                               compression=compression)
+                               compression=compression, row_group_size=row_group_rows)
             if not written or written[-1] != when:
                 written.append(when)
         return written

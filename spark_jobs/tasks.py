@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kpulse.errors import KpulseError
-from spark_jobs import keys, lake_io, minutes, windows
+from spark_jobs import keys, lake_io, lookback, minutes, windows
 from spark_jobs.definitions import SloDefinitions
 from spark_jobs.indicators import INDICATORS
 from spark_jobs.lake_io import Staging, day_of_minute
@@ -36,6 +36,11 @@ from spark_jobs.sampling import MINUTE_MICROS
 MINUTES_PER_DAY = 1440
 SAMPLE_MARGIN_MINUTES = 60
 """Streams samples are read this much before the recomputed range, to see where a rebalance began."""
+ROW_GROUP_ROWS = 65_536
+"""Rows per row group of the job's outputs (time-ordered): at 20,000 keys about 3 minutes each."""
+_WITH_OBSERVED = pa.schema([("cluster", minutes.NAME), ("slo", minutes.NAME), ("entity", minutes.NAME),
+                            ("minute", pa.int64()), ("good", pa.int64()), ("valid", pa.int64()),
+                            ("observed", pa.int64())])
 COUNTS = "_counts"
 """The staged per-minute counts (not a lake table)."""
 COUNT_SCHEMA = pa.schema([("slo", minutes.NAME), *minutes.MINUTE_SCHEMA])
@@ -58,9 +63,12 @@ class Work:
     shards: int
     """How many shards of keys (a power of two): a key's shard is CRC-32 of its names modulo this."""
     merge: tuple[date, ...] = ()
-    """Closed days of ``slo_minute`` inside the lookback still stored by the hour: each shard writes
-    its rows of them again as one day-wide file (read back on every update, 24 files a day would
-    cost more to open than to read)."""
+    """Closed days of ``slo_hour`` inside the lookback still stored by the hour: each shard writes
+    its rows of them again as one day-wide file (every update reads the lookback's hours, 24 files
+    a day would cost more to open than to read)."""
+    backfill: tuple[date, ...] = ()
+    """Days of the lookback with ``slo_minute`` but no ``slo_hour`` files (written by a version
+    without it): read whole, minute by minute, and their hours written."""
 
 
 def _one_thread_each() -> None:
@@ -115,24 +123,31 @@ def evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
 def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
     names = [slo.name for slo in work.definitions.slos]
     unreadable: list = []
-    stored = lake_io.read_days(work.lake, "slo_minute", day_of_minute(work.lookback_start),
-                               day_of_minute(work.start - 1), dictionary=True,
-                               clusters=list(work.clusters or ()) or None,
-                               files=lambda name: may_hold(name, shard, work.shards), unreadable=unreadable,
-                               times=(work.lookback_start * MINUTE_MICROS, work.start * MINUTE_MICROS))
-    minute = np.floor_divide(pc.cast(stored.column("time"), pa.int64()).to_numpy(), MINUTE_MICROS)
-    key, parts = _keys(stored)
-    mine = shard_of(parts, work.shards) == shard
     part = _shard_name(shard, work.shards)
-    for day in work.merge:
+    clusters = list(work.clusters or ()) or None
+    ranges = lookback.minute_ranges(work.start, work.end, work.lookback_start, work.definitions.window_lengths)
+    hours = lake_io.read_days(work.lake, "slo_hour", day_of_minute(work.lookback_start),
+                              day_of_minute(work.start - 1), dictionary=True, clusters=clusters,
+                              files=lambda name: may_hold(name, shard, work.shards), unreadable=unreadable,
+                              times=(_hour_floor(work.lookback_start) * MINUTE_MICROS, work.start * MINUTE_MICROS))
+    hours = _own(hours, shard, work.shards)
+    hour = np.floor_divide(pc.cast(hours.column("time"), pa.int64()).to_numpy(), MINUTE_MICROS)
+    for day in work.merge:  # closed days of slo_hour still stored by the hour, as one file
         begin = (day - date(1970, 1, 1)).days * MINUTES_PER_DAY
-        whole = stored.filter(pa.array(mine[key] & (minute >= begin) & (minute < begin + MINUTES_PER_DAY)))
-        work.staging.write("slo_minute", whole.select(lake_io.SCHEMAS["slo_minute"].names), part)
-    wanted = mine & np.isin(parts[1].to_numpy(zero_copy_only=False), names)
-    keep = wanted[key] & (minute >= work.lookback_start) & (minute < work.start)
-    stored = stored.append_column("minute", pa.array(minute)).filter(pa.array(keep))
-    counts = work.staging.read(COUNTS, COUNT_STAGED, files=lambda name: name.endswith(
-        f"-{_shard_name(shard, work.shards)}.parquet"))
+        work.staging.write("slo_hour", hours.filter(pa.array((hour >= begin) & (hour < begin + MINUTES_PER_DAY))), part)
+    stored, backfilled = _stored_minutes(work, shard, ranges, unreadable)
+    if backfilled.num_rows:  # days written by an earlier version, without slo_hour: rolled up now
+        _write_output(work, "slo_hour", _as_hour_table(lookback.rollup(backfilled)), part, before=work.start)
+        stored = pa.concat_tables([stored, backfilled])
+    if clusters and stored.num_rows:
+        stored = stored.filter(pc.is_in(stored.column("cluster"), value_set=pa.array(clusters)))
+    gaps = lookback.gap_hours(hour, ranges, work.lookback_start, work.start) & pc.is_in(
+        hours.column("slo"), value_set=pa.array(names)).to_numpy(zero_copy_only=False)
+    gaps &= ~np.isin(hour // MINUTES_PER_DAY, [(day - date(1970, 1, 1)).days for day in work.backfill])
+    stored = pa.concat_tables([stored.append_column("observed", lookback.observed(stored)),
+                               lookback.as_minute_rows(hours.filter(pa.array(gaps))).cast(_WITH_OBSERVED)])
+    stored = stored.filter(pc.is_in(stored.column("slo"), value_set=pa.array(names)))
+    counts = work.staging.read(COUNTS, COUNT_STAGED, files=lambda name: name.endswith(f"-{part}.parquet"))
     fresh = []
     for slo in work.definitions.slos:
         mine = stored.filter(pc.equal(stored.column("slo"), slo.name))
@@ -141,28 +156,90 @@ def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
         filled = minutes.dense(counted, work.first, work.end, known)
         fresh.append(filled.add_column(1, "slo", _repeat(slo.name, filled.num_rows)))
     fresh_minutes = pa.concat_tables(fresh)
-    every = pa.concat_tables([stored.select(fresh_minutes.column_names).cast(fresh_minutes.schema), fresh_minutes])
+    fresh_observed = fresh_minutes.append_column("observed", lookback.observed(fresh_minutes))
+    every = pa.concat_tables([stored.select(fresh_observed.column_names).cast(fresh_observed.schema), fresh_observed])
     status = windows.status(every, work.definitions, work.start, work.end)
     minute_rows = _as_minute_table(fresh_minutes)
     _write_output(work, "slo_minute", minute_rows, part)
+    _write_output(work, "slo_hour", _as_hour_table(lookback.rollup(fresh_minutes)), part)
     _write_output(work, "slo_status", status, part)
     latest = status.filter(pc.equal(pc.cast(status.column("time"), pa.int64()), work.end * MINUTE_MICROS))
     return {"shard": shard, "minute_rows": minute_rows.num_rows, "status_rows": status.num_rows,
-            "latest": latest.to_pylist(), "unreadable": unreadable}
+            "stored_rows": stored.num_rows, "latest": latest.to_pylist(), "unreadable": unreadable}
 
 
-def _write_output(work: Work, table: str, rows: pa.Table, part: str) -> None:
+def _stored_minutes(work: Work, shard: int, ranges: list[tuple[int, int]],
+                    unreadable: list) -> tuple[pa.Table, pa.Table]:
+    """The shard's stored ``slo_minute`` rows of ``ranges`` (of its clusters), as ``(cluster, slo,
+    entity, minute, good, valid)``, reading only the files and row groups that can hold them; and
+    every row (of every cluster) of the lookback's days in ``work.backfill``, before ``start``."""
+    shards = work.shards
+    backfill = {(day - date(1970, 1, 1)).days for day in work.backfill}
+    pieces, filled = [], []
+    for low, high in ranges:
+        for day in days(low, high):
+            number = (day - date(1970, 1, 1)).days
+            if number in backfill:
+                continue
+            day_start = number * MINUTES_PER_DAY
+
+            def wanted(name: str, low=low, high=high, day_start=day_start) -> bool:
+                first, end = lake_io.file_minutes(name, day_start)
+                return first < high and end > low and may_hold(name, shard, shards)
+
+            rows = lake_io.read_days(work.lake, "slo_minute", day, day, dictionary=True, files=wanted,
+                                     clusters=list(work.clusters or ()) or None, unreadable=unreadable,
+                                     times=(low * MINUTE_MICROS, high * MINUTE_MICROS))
+            pieces.append(_minutes_within(_own(rows, shard, shards), low, high))
+    for day in work.backfill:
+        low = max(work.lookback_start, (day - date(1970, 1, 1)).days * MINUTES_PER_DAY)
+        rows = lake_io.read_days(work.lake, "slo_minute", day, day, dictionary=True, unreadable=unreadable,
+                                 files=lambda name: may_hold(name, shard, shards))
+        filled.append(_minutes_within(_own(rows, shard, shards), low, work.start))
+    empty = _WITH_OBSERVED.remove(len(_WITH_OBSERVED) - 1).empty_table()
+    return (pa.concat_tables(pieces) if pieces else empty), (pa.concat_tables(filled) if filled else empty)
+
+
+def _minutes_within(rows: pa.Table, low: int, high: int) -> pa.Table:
+    minute = np.floor_divide(pc.cast(rows.column("time"), pa.int64()).to_numpy(), MINUTE_MICROS)
+    inside = (minute >= low) & (minute < high)
+    return pa.table({"cluster": rows.column("cluster"), "slo": rows.column("slo"), "entity": rows.column("entity"),
+                     "minute": pa.array(minute, pa.int64()), "good": rows.column("good"),
+                     "valid": rows.column("valid")}).filter(pa.array(inside))
+
+
+def _own(rows: pa.Table, shard: int, shards: int) -> pa.Table:
+    """The rows of ``rows`` whose key falls in ``shard`` (a file may hold other shards' keys)."""
+    if rows.num_rows == 0 or shards == 1:
+        return rows
+    key, parts = _keys(rows)
+    return rows.filter(pa.array((shard_of(parts, shards) == shard)[key]))
+
+
+def _hour_floor(minute: int) -> int:
+    return minute - minute % 60
+
+
+def _write_output(work: Work, table: str, rows: pa.Table, part: str, before: int | None = None) -> None:
     """Stage ``rows`` by the hour, but those of whole days that no later update can start in (from
-    the run's start to the day of its end less the lateness) as one file per day."""
-    first = -(-work.start // MINUTES_PER_DAY) * MINUTES_PER_DAY
-    end = (work.end - work.definitions.lateness_minutes) // MINUTES_PER_DAY * MINUTES_PER_DAY
-    if first >= end:
-        work.staging.write(table, rows, part, hourly=True)
+    the run's start to the day of its end less the lateness; with ``before``, rows of earlier
+    minutes: the days before that minute's) as one file per day. Rows are in time order, in row
+    groups of :data:`ROW_GROUP_ROWS`: an update reads only the row groups around its windows'
+    edges (``lookback.py``)."""
+    if rows.num_rows == 0:
         return
+    rows = rows.sort_by("time") if table != "slo_status" else rows
+    if before is None:
+        first = -(-work.start // MINUTES_PER_DAY) * MINUTES_PER_DAY
+        end = (work.end - work.definitions.lateness_minutes) // MINUTES_PER_DAY * MINUTES_PER_DAY
+    else:
+        first, end = 0, before // MINUTES_PER_DAY * MINUTES_PER_DAY
     minute = np.floor_divide(pc.cast(rows.column("time"), pa.int64()).to_numpy(), MINUTE_MICROS)
     closed = (minute >= first) & (minute < end)
-    work.staging.write(table, rows.filter(pa.array(closed)), part)
-    work.staging.write(table, rows.filter(pa.array(~closed)), part, hourly=True)
+    if closed.any():
+        work.staging.write(table, rows.filter(pa.array(closed)), part, row_group_rows=ROW_GROUP_ROWS)
+    if not closed.all():
+        work.staging.write(table, rows.filter(pa.array(~closed)), part, hourly=True, row_group_rows=ROW_GROUP_ROWS)
 
 
 def shard_count(parallelism: int, rows: int, rows_per_shard: int, most: int = 256) -> int:
@@ -226,6 +303,13 @@ def _repeat(name: str, count: int) -> pa.Array:
 
 def _time(minute) -> pa.Array:
     return pc.cast(pc.multiply(minute, MINUTE_MICROS), pa.timestamp("us", tz="UTC"))
+
+
+def _as_hour_table(rows: pa.Table) -> pa.Table:
+    columns = {"time": _time(rows.column("hour")), "cluster": rows.column("cluster"), "slo": rows.column("slo"),
+               "entity": rows.column("entity"), "good": rows.column("good"), "valid": rows.column("valid"),
+               "observed": rows.column("observed")}
+    return pa.table({name: columns[name] for name in lake_io.SCHEMAS["slo_hour"].names})
 
 
 def _as_minute_table(rows: pa.Table) -> pa.Table:

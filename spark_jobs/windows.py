@@ -36,43 +36,43 @@ def status(minutes: pa.Table, definitions: SloDefinitions, eval_from: int, eval_
     if len(minute) == 0:
         return STATUS_SCHEMA.empty_table()
     key, keys = _keys(minutes)
-    # Each key's minutes from its first to its last, laid end to end: ``position`` is a row's place.
-    count = len(keys["slo"])
-    first = np.full(count, np.iinfo(np.int64).max)
-    last = np.full(count, np.iinfo(np.int64).min)
-    np.minimum.at(first, key, minute)
-    np.maximum.at(last, key, minute)
-    starts = np.concatenate([[0], np.cumsum(last - first + 1)[:-1]])
-    position = starts[key] + (minute - first[key])
-    size = int((last - first + 1).sum())
+    # Rows in key, then minute order; a window's sum is the difference of two running totals, the
+    # earlier one found by binary search: rows may be sparse (minutes missing, or a whole hour
+    # rolled up into one row at its last minute), nothing is laid out per minute.
+    low = int(minute.min())
+    span = int(minute.max()) - low + 2
+    composite = key.astype(np.int64) * span + (minute - low + 1)
+    order = np.argsort(composite, kind="stable")
+    composite, key, minute = composite[order], key[order], minute[order]
+    observed = (minutes.column("observed").fill_null(0).to_numpy() if "observed" in minutes.column_names
+                else minutes.column("valid").is_valid().to_numpy(zero_copy_only=False))
     totals = {}
-    observed = minutes.column("valid").is_valid().to_numpy(zero_copy_only=False).astype(np.float64)
-    for kind, values in (("good", minutes.column("good").fill_null(0).to_numpy().astype(np.float64)),
-                         ("valid", minutes.column("valid").fill_null(0).to_numpy().astype(np.float64)),
+    for kind, values in (("good", minutes.column("good").fill_null(0).to_numpy()),
+                         ("valid", minutes.column("valid").fill_null(0).to_numpy()),
                          ("observed", observed)):
-        spread = np.zeros(size + 1)
-        spread[position + 1] = values
-        totals[kind] = np.cumsum(spread)  # totals[kind][p]: the key's sum before position p (+ earlier keys')
+        # totals[kind][i]: the sum of the first i rows (earlier keys' rows included)
+        totals[kind] = np.concatenate([[0.0], np.cumsum(values.astype(np.float64)[order])])
 
     evaluated = np.flatnonzero((minute >= eval_from - 1) & (minute < eval_to))
     # In order of their UTC day, so that writing one file per date partition needs no sort.
     evaluated = evaluated[np.argsort((minute[evaluated] + 1) // MINUTES_PER_DAY, kind="stable")]
-    key, position = key[evaluated], position[evaluated]
+    key, minute, row = key[evaluated], minute[evaluated], evaluated
     by_name = {slo.name: index for index, slo in enumerate(definitions.slos)}
     slo_index = np.array([by_name[name] for name in keys["slo"].to_pylist()], dtype=np.int64)[key]
     window_minutes = np.array([s.window_minutes for s in definitions.slos], dtype=np.int64)[slo_index]
-    begin = starts[key]
+    up_to = {kind: totals[kind][row + 1] for kind in totals}
+    base = key.astype(np.int64) * span
 
-    after = position + 1
-    up_to = {kind: totals[kind][after] for kind in totals}
+    def summed(kinds: tuple[str, ...], length) -> list[np.ndarray]:
+        """Sums of the ``length`` minutes up to and including each evaluated row's minute: the
+        running total there less the one at the key's last row ``length`` minutes earlier or more."""
+        before = np.searchsorted(composite, base + np.maximum(minute - length - low + 1, 0), side="right")
+        return [up_to[kind] - totals[kind][before] for kind in kinds]
 
-    def summed(kind: str, length) -> np.ndarray:
-        """Sum of the ``length`` minutes up to and including each evaluated row's minute."""
-        return up_to[kind] - totals[kind][np.maximum(after - length, begin)]
-
-    sums = {name: (summed("good", length), summed("valid", length))
+    sums = {name: tuple(summed(("good", "valid"), length))
             for name, length in {**burn.BURN_WINDOWS, "window": window_minutes}.items()}
-    observed_minutes = np.round(summed("observed", window_minutes)).astype(np.int64)
+    [observed_window] = summed(("observed",), window_minutes)
+    observed_minutes = np.round(observed_window).astype(np.int64)
     objective, min_events = _objective(definitions, slo_index, keys["entity"].to_pylist(), key)
     budget = burn.error_budget(objective)
     rates = {name: burn.burn_rate(good, valid, budget) for name, (good, valid) in sums.items()}
@@ -89,7 +89,7 @@ def status(minutes: pa.Table, definitions: SloDefinitions, eval_from: int, eval_
     met = np.where(too_few, 0, burn.conditions_met(rates))  # below its minimum of events nothing pages
     exhaustion = burn.time_to_exhaustion_seconds(remaining, rates[burn.CURRENT_BURN_WINDOW], window_minutes)
     exhaustion[too_few] = np.nan
-    evaluated_minute = minute[evaluated]
+    evaluated_minute = minute
     columns = {
         "time": pa.array((evaluated_minute + 1) * MINUTE_MICROS, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
         "cluster": _take(keys["cluster"], key), "slo": _take(keys["slo"], key), "entity": _take(keys["entity"], key),

@@ -4,6 +4,7 @@ the contract of both output tables, rerun, late data, incremental runs, bad inpu
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import datetime, timezone
 
 import pandas as pd
@@ -120,13 +121,15 @@ def test_incremental_runs_give_exactly_the_rows_of_one_full_run_over_the_same_sa
         samples(incremental, range(until - 3, until) if until < runs[-1] else [])  # late, within the lateness
     samples(full, range(0, runs[-1]))
     run(spark, str(full), DEFINITIONS, until=at(runs[-1]).timestamp(), full=True)
-    for table in ("slo_minute", "slo_status"):
+    for table in ("slo_minute", "slo_hour", "slo_status"):
         expected = lake_rows(full, table)
-        assert len(expected) > 400
+        assert len(expected) > (10 if table == "slo_hour" else 400)
         pd.testing.assert_frame_equal(lake_rows(incremental, table), expected, check_exact=True)
-    # the run from midnight wrote the closed day's minutes again as one file per shard, no hour files
-    day_one = [p.name for p in (incremental / "slo_minute" / "date=2026-03-09").glob("*.parquet")]
+    # the run from midnight wrote the closed day's hours again as one file per shard, no hour files;
+    # the minutes stay one file per hour (an update reads only the hours around its windows' edges)
+    day_one = [p.name for p in (incremental / "slo_hour" / "date=2026-03-09").glob("*.parquet")]
     assert day_one and not [name for name in day_one if "-part-h" in name]
+    assert [p.name for p in (incremental / "slo_minute" / "date=2026-03-09").glob("*-part-h23-*.parquet")]
     # each run wrote the rows of its own minutes (and the evaluations at their ends), no others
     minute_times, status_times = (lake_rows(full, table)["time"] for table in ("slo_minute", "slo_status"))
     for start, until, minute_rows, status_rows in written:
@@ -151,13 +154,13 @@ def test_an_update_of_a_day_written_whole_by_an_earlier_version_recomputes_that_
         pd.testing.assert_frame_equal(lake_rows(updated, table), lake_rows(full, table), check_exact=True)
 
 
-def test_a_closed_day_with_an_unreadable_minute_file_is_not_merged(spark, tmp_path):
-    """The update from midnight writes the closed day's minutes again as day files, unless one of
+def test_a_closed_day_with_an_unreadable_hour_file_is_not_merged(spark, tmp_path):
+    """The update from midnight writes the closed day's hours again as day files, unless one of
     that day's files could not be read: merged, its rows would be gone for good."""
     write_samples(tmp_path, range(0, 110))
     run(spark, str(tmp_path), DEFINITIONS, until=at(55).timestamp())  # before midnight: day one by the hour
     run(spark, str(tmp_path), DEFINITIONS, until=at(100).timestamp())
-    day_one = tmp_path / "slo_minute" / "date=2026-03-09"
+    day_one = tmp_path / "slo_hour" / "date=2026-03-09"
     bad = sorted(day_one.glob("*-part-h23-*.parquet"))[0]
     bad.write_bytes(b"PAR1 this is not parquet")
     before = sorted(p.name for p in day_one.glob("*.parquet"))
@@ -298,3 +301,28 @@ def test_every_keeps_running_through_a_missing_lake_and_stops_cleanly_on_sigterm
             service.kill()
     assert "Traceback" not in log.read_text()
     assert not read_table(str(lake), "slo_status").empty
+
+
+def test_updates_read_the_minutes_around_the_windows_edges_and_hours_between_and_equal_a_full_run(spark, tmp_path):
+    """1-day windows over 30 hours of samples: an update reads back the stored minutes around each
+    window's edges and the hours in between (``slo_hour``), far fewer rows than the window's
+    minutes, and every row of the three tables equals one full run's. A lake whose ``slo_hour`` is
+    missing (written by an earlier version) gets it back from its minutes on the next update."""
+    incremental, full = tmp_path / "incremental", tmp_path / "full"
+    bad = {5, 70, 400, 1000, 1441, 1500, 1650, 1790}
+    runs, read_back = [200, 1300, 1500, 1570, 1650, 1800], []
+    for previous, until in zip([0, *runs], runs):
+        write_samples(incremental, range(previous, until), offline_at=bad)
+        if until == 1570:  # as an earlier version left it: no slo_hour
+            shutil.rmtree(incremental / "slo_hour")
+        result = run(spark, str(incremental), DEFINITIONS, until=at(until).timestamp())
+        read_back.append((result.stored_rows, result.plan.start - int(at(0).timestamp()) // 60))
+    write_samples(full, range(0, runs[-1]), offline_at=bad)
+    run(spark, str(full), DEFINITIONS, until=at(runs[-1]).timestamp(), full=True)
+    for table in ("slo_minute", "slo_hour", "slo_status"):
+        pd.testing.assert_frame_equal(lake_rows(incremental, table), lake_rows(full, table), check_exact=True)
+    keys = 2
+    for rows, stored_minutes in (read_back[2], read_back[-1]):  # hours, not minutes, between the edges
+        assert 0 < rows < keys * stored_minutes / 2
+    rows, stored_minutes = read_back[3]  # the update after slo_hour was lost: every minute once
+    assert rows >= keys * stored_minutes - len(bad)

@@ -41,7 +41,7 @@ PER_PARTITION_TABLES = ("consumer_lag", "share_partition")
 """Tables with one row per group partition and cycle: ~100,000 rows every 10 s at 10,000 groups."""
 DOWNSAMPLED = {"consumer_lag": "consumer_lag_downsampled"}
 """Per-partition table -> the table its rows are folded into, kept after the raw rows expire."""
-NOT_COMPACTED = ("slo_minute", "slo_status")
+NOT_COMPACTED = ("slo_minute", "slo_hour", "slo_status")
 """The SLO job replaces these partitions whole and reads them by shard file names: never merged."""
 ROW_GROUP_ROWS = 1_000_000
 """Rows gathered (then sorted) before a row group of the compacted file is written."""

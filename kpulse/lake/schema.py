@@ -240,6 +240,15 @@ _TABLES: dict[str, tuple[pa.Schema, dict[str, str]]] = {
         ("valid", pa.int64(), "Valid events, or 1 for a minute with data; null = no data."),
         time="Start of the minute (UTC).",
     ),
+    # SLO job: slo_minute rolled up by the hour, what its updates read between the windows' edges.
+    "slo_hour": _table(
+        ("slo", pa.string(), "SLO name."),
+        ("entity", pa.string(), "Cluster name, group id, application id or broker id."),
+        ("good", pa.int64(), "Sum of the hour's `slo_minute.good` (no data counts 0)."),
+        ("valid", pa.int64(), "Sum of the hour's `slo_minute.valid` (no data counts 0)."),
+        ("observed", pa.int64(), "Minutes of the hour with data (`valid` not null)."),
+        time="Start of the hour (UTC).",
+    ),
     # SLO job: SLI, error budget, burn rates and alerts per SLO, entity and evaluation time.
     "slo_status": _table(
         ("slo", pa.string(), "SLO name."),
