@@ -237,6 +237,8 @@ def history_update(args) -> int:
     print(f"{args.history_days} days of job outputs for {keys:,} keys ({args.groups:,} groups): {minute_rows:,} "
           f"slo_minute rows ({size / 1e9:.2f} GB, {shards} shards) in {lake}; {time.perf_counter() - began:.0f}s",
           flush=True)
+    if args.generate_only:
+        return 0
     spark = build_session("local[2]", shuffle_partitions=8, extra={"spark.ui.enabled": "false",
                                                                    "spark.driver.memory": "6g"})
     try:

@@ -29,7 +29,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 def add_parsers(commands) -> None:
     slo = commands.add_parser("slo", help="SLIs, error budgets and burn rates from the lake (PySpark job)")
     actions = slo.add_subparsers(dest="action", required=True, metavar="ACTION")
-    add_run_arguments(actions.add_parser("run", help="compute slo_minute and slo_status into the lake"))
+    add_run_arguments(actions.add_parser("run", help="compute slo_minute, slo_hour and slo_status into the lake"))
     check = actions.add_parser("check", help="validate SLO definitions and print them")
     check.add_argument("--definitions", help="SLO definitions YAML (default: the shipped one)")
     rules = actions.add_parser("export-rules", help="Prometheus recording and alerting rules for the same SLOs")

@@ -138,7 +138,8 @@ def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
     stored, backfilled = _stored_minutes(work, shard, ranges, unreadable)
     if backfilled.num_rows:  # days written by an earlier version, without slo_hour: rolled up now
         _write_output(work, "slo_hour", _as_hour_table(lookback.rollup(backfilled)), part, before=work.start)
-        stored = pa.concat_tables([stored, backfilled])
+        inside = pc.greater_equal(backfilled.column("minute"), work.lookback_start)
+        stored = pa.concat_tables([stored, backfilled.filter(inside)])
     if clusters and stored.num_rows:
         stored = stored.filter(pc.is_in(stored.column("cluster"), value_set=pa.array(clusters)))
     gaps = lookback.gap_hours(hour, ranges, work.lookback_start, work.start) & pc.is_in(
@@ -172,7 +173,7 @@ def _stored_minutes(work: Work, shard: int, ranges: list[tuple[int, int]],
                     unreadable: list) -> tuple[pa.Table, pa.Table]:
     """The shard's stored ``slo_minute`` rows of ``ranges`` (of its clusters), as ``(cluster, slo,
     entity, minute, good, valid)``, reading only the files and row groups that can hold them; and
-    every row (of every cluster) of the lookback's days in ``work.backfill``, before ``start``."""
+    every row (of every cluster) of the days in ``work.backfill``, before ``start``."""
     shards = work.shards
     backfill = {(day - date(1970, 1, 1)).days for day in work.backfill}
     pieces, filled = [], []
@@ -191,11 +192,10 @@ def _stored_minutes(work: Work, shard: int, ranges: list[tuple[int, int]],
                                      clusters=list(work.clusters or ()) or None, unreadable=unreadable,
                                      times=(low * MINUTE_MICROS, high * MINUTE_MICROS))
             pieces.append(_minutes_within(_own(rows, shard, shards), low, high))
-    for day in work.backfill:
-        low = max(work.lookback_start, (day - date(1970, 1, 1)).days * MINUTES_PER_DAY)
+    for day in work.backfill:  # the whole day before start: its hours are written whole
         rows = lake_io.read_days(work.lake, "slo_minute", day, day, dictionary=True, unreadable=unreadable,
                                  files=lambda name: may_hold(name, shard, shards))
-        filled.append(_minutes_within(_own(rows, shard, shards), low, work.start))
+        filled.append(_minutes_within(_own(rows, shard, shards), 0, work.start))
     empty = _WITH_OBSERVED.remove(len(_WITH_OBSERVED) - 1).empty_table()
     return (pa.concat_tables(pieces) if pieces else empty), (pa.concat_tables(filled) if filled else empty)
 
