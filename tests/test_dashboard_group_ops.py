@@ -33,7 +33,7 @@ def test_an_operator_deletes_a_groups_offsets_of_one_topic_through_plan_and_type
     assert "delete-group" not in choice.options  # an admin's: an operator is not offered it
     choice.set_value("delete-offsets").run()
     key = f"{group_key(group)}-delete-offsets"
-    assert any(f"kpulse delete-offsets --cluster {CLUSTER} --group {group}" in c.value for c in app.code)
+    assert any(f"kpulse delete-offsets --cluster {CLUSTER} --group {group}" in c.value for c in app.text)
     app.multiselect(key=f"{key}-delete-topics").set_value([other])
     next(b for b in app.button if b.label == "Plan (changes nothing)").click().run()
     assert not app.exception and not app.error, [e.value for e in app.error]

@@ -185,7 +185,7 @@ def test_every_page_shows_the_hostile_names_only_as_text(setup, monkeypatch, tmp
         app = visit("groups", group=name)
         assert app.selectbox(key="groups-chosen").value == name, which
         raw[f"groups?group={which}"] = raw_names(app)
-        command = next(c.value for c in app.get("code") if c.value.startswith("kpulse reset-offsets"))
+        command = next(c.value for c in app.text if c.value.startswith("kpulse reset-offsets"))
         assert command_words(command, tmp_path) == ["reset-offsets", "--cluster", CLUSTER, "--group", name,
                                                     "--all-topics", "--to-latest"], command
         assert not list(tmp_path.iterdir()), f"the command box of {which} ran something: {command}"
