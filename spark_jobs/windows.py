@@ -29,8 +29,11 @@ MINUTES_PER_DAY = 1440
 def status(minutes: pa.Table, definitions: SloDefinitions, eval_from: int, eval_to: int) -> pa.Table:
     """Status rows for every SLO and entity at each minute end ``t`` with ``eval_from <= t <= eval_to``
     (epoch minutes) whose minute ``t - 1`` has a row. ``minutes`` (``cluster, slo, entity, minute,
-    good, valid``, in any order, null = no data) must hold every minute of the longest window before
-    ``eval_from`` that exists; minutes without a row count as no data."""
+    good, valid``, in any order, null = no data; optionally ``observed``, the minutes with data a
+    row stands for, else 1 when ``valid`` is not null) must hold every minute of the longest window
+    before ``eval_from`` that exists; minutes without a row count as no data. A row may stand for
+    a whole hour at its last minute (``lookback.as_minute_rows``) where no window edge falls inside
+    that hour."""
     minutes = minutes.filter(pc.is_in(minutes.column("slo"), value_set=pa.array([s.name for s in definitions.slos])))
     minute = minutes.column("minute").to_numpy()
     if len(minute) == 0:
