@@ -34,7 +34,7 @@ def minute_ranges(start: int, end: int, lookback_start: int, lengths: Iterable[i
     ``[start - 1 - w, end - w)``, and the hour before ``start`` (evaluated at ``start``); within
     ``[lookback_start, start)``."""
     wanted = [(start - 1, start)] + [(start - 1 - w, end - w) for w in set(lengths)]
-    hours = sorted((max(lookback_start, _floor(low)), min(start, _ceil(high))) for low, high in wanted)
+    hours = sorted((max(lookback_start, floor_hour(low)), min(start, _ceil(high))) for low, high in wanted)
     merged: list[tuple[int, int]] = []
     for low, high in hours:
         if low >= high:
@@ -98,7 +98,8 @@ def _plain(column) -> pa.ChunkedArray:
     return column.cast(pa.string()) if pa.types.is_dictionary(column.type) else column
 
 
-def _floor(minute: int) -> int:
+def floor_hour(minute: int) -> int:
+    """The first minute of ``minute``'s hour (epoch minutes)."""
     return minute - minute % MINUTES_PER_HOUR
 
 

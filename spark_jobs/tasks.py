@@ -87,7 +87,7 @@ def count_day(work: Work, day: date) -> dict[str, Any]:
 
 
 def _count_day(work: Work, day: date) -> dict[str, Any]:
-    day_start = int((day - date(1970, 1, 1)).days) * MINUTES_PER_DAY
+    day_start = _first_minute(day)
     low, high = max(day_start, work.first), min(day_start + MINUTES_PER_DAY, work.end)
     pieces, read, unreadable = [], 0, []
     for table in work.definitions.tables:
@@ -129,11 +129,11 @@ def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
     hours = lake_io.read_days(work.lake, "slo_hour", day_of_minute(work.lookback_start),
                               day_of_minute(work.start - 1), dictionary=True, clusters=clusters,
                               files=lambda name: may_hold(name, shard, work.shards), unreadable=unreadable,
-                              times=(_hour_floor(work.lookback_start) * MINUTE_MICROS, work.start * MINUTE_MICROS))
+                              times=(lookback.floor_hour(work.lookback_start) * MINUTE_MICROS, work.start * MINUTE_MICROS))
     hours = _own(hours, shard, work.shards)
     hour = np.floor_divide(pc.cast(hours.column("time"), pa.int64()).to_numpy(), MINUTE_MICROS)
     for day in work.merge:  # closed days of slo_hour still stored by the hour, as one file
-        begin = (day - date(1970, 1, 1)).days * MINUTES_PER_DAY
+        begin = _first_minute(day)
         work.staging.write("slo_hour", hours.filter(pa.array((hour >= begin) & (hour < begin + MINUTES_PER_DAY))), part)
     stored, backfilled = _stored_minutes(work, shard, ranges, unreadable)
     if backfilled.num_rows:  # days written by an earlier version, without slo_hour: rolled up now
@@ -144,7 +144,6 @@ def _evaluate_shard(work: Work, shard: int) -> dict[str, Any]:
         stored = stored.filter(pc.is_in(stored.column("cluster"), value_set=pa.array(clusters)))
     gaps = lookback.gap_hours(hour, ranges, work.lookback_start, work.start) & pc.is_in(
         hours.column("slo"), value_set=pa.array(names)).to_numpy(zero_copy_only=False)
-    gaps &= ~np.isin(hour // MINUTES_PER_DAY, [(day - date(1970, 1, 1)).days for day in work.backfill])
     stored = pa.concat_tables([stored.append_column("observed", lookback.observed(stored)),
                                lookback.as_minute_rows(hours.filter(pa.array(gaps))).cast(_WITH_OBSERVED)])
     stored = stored.filter(pc.is_in(stored.column("slo"), value_set=pa.array(names)))
@@ -175,14 +174,12 @@ def _stored_minutes(work: Work, shard: int, ranges: list[tuple[int, int]],
     entity, minute, good, valid)``, reading only the files and row groups that can hold them; and
     every row (of every cluster) of the days in ``work.backfill``, before ``start``."""
     shards = work.shards
-    backfill = {(day - date(1970, 1, 1)).days for day in work.backfill}
     pieces, filled = [], []
     for low, high in ranges:
         for day in days(low, high):
-            number = (day - date(1970, 1, 1)).days
-            if number in backfill:
+            if day in work.backfill:  # read whole below
                 continue
-            day_start = number * MINUTES_PER_DAY
+            day_start = _first_minute(day)
 
             def wanted(name: str, low=low, high=high, day_start=day_start) -> bool:
                 first, end = lake_io.file_minutes(name, day_start)
@@ -216,8 +213,9 @@ def _own(rows: pa.Table, shard: int, shards: int) -> pa.Table:
     return rows.filter(pa.array((shard_of(parts, shards) == shard)[key]))
 
 
-def _hour_floor(minute: int) -> int:
-    return minute - minute % 60
+def _first_minute(day: date) -> int:
+    """The epoch minute ``day`` (UTC) begins at."""
+    return (day - date(1970, 1, 1)).days * MINUTES_PER_DAY
 
 
 def _write_output(work: Work, table: str, rows: pa.Table, part: str, before: int | None = None) -> None:

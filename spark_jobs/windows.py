@@ -92,9 +92,8 @@ def status(minutes: pa.Table, definitions: SloDefinitions, eval_from: int, eval_
     met = np.where(too_few, 0, burn.conditions_met(rates))  # below its minimum of events nothing pages
     exhaustion = burn.time_to_exhaustion_seconds(remaining, rates[burn.CURRENT_BURN_WINDOW], window_minutes)
     exhaustion[too_few] = np.nan
-    evaluated_minute = minute
     columns = {
-        "time": pa.array((evaluated_minute + 1) * MINUTE_MICROS, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        "time": pa.array((minute + 1) * MINUTE_MICROS, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
         "cluster": _take(keys["cluster"], key), "slo": _take(keys["slo"], key), "entity": _take(keys["entity"], key),
         "scope": _per_slo(definitions, lambda s: s.scope, slo_index),
         "indicator": _per_slo(definitions, lambda s: s.indicator, slo_index),
