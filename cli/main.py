@@ -44,7 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     kafka_cli = commands.add_parser("kafka-cli", help="run an official Kafka command-line tool",
                                     description="Run an official Kafka tool from the pinned release, e.g. "
-                                                "`kpulse kafka-cli kafka-topics --bootstrap-server 127.0.0.1:19091 --list`.")
+                                                "`kpulse kafka-cli kafka-topics --bootstrap-server 127.0.0.1:19091 --list`. "
+                                                "With a config (--config or $KPULSE_CONFIG), the tool is pointed at the "
+                                                "configured cluster: --bootstrap-server and a client config file with its "
+                                                "security settings are added unless given.")
+    kafka_cli.add_argument("--cluster", help="with a config: the configured cluster to use (default: the first)")
+    kafka_cli.add_argument("--config", default=argparse.SUPPRESS, help="kpulse YAML config (before TOOL)")
     kafka_cli.add_argument("tool", help="tool name as in Kafka's bin/ (kafka-topics, kafka-consumer-groups, ...)")
     kafka_cli.add_argument("args", nargs=argparse.REMAINDER)
 
@@ -93,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _accept_config_after_the_command(commands) -> None:
     """``kpulse collect --config F`` as well as ``kpulse --config F collect``: every command's
-    parser takes ``--config`` too (``kafka-cli`` excepted: its arguments belong to the tool)."""
+    parser takes ``--config`` too (``kafka-cli`` only before the tool: its arguments are the tool's)."""
     for name, sub in commands.choices.items():
         if name == "kafka-cli":
             continue
@@ -130,7 +135,7 @@ def _main(argv: list[str] | None) -> int:
         return 1
 
 
-WITHOUT_CONFIG = ("setup", "kafka-cli", "down", "cluster", "demo")
+WITHOUT_CONFIG = ("setup", "down", "cluster", "demo")
 """Commands that never read the configuration (they work with a broken one)."""
 
 
@@ -138,6 +143,10 @@ def needs_config(args: argparse.Namespace) -> bool:
     """Whether the command reads the configuration: :func:`_dispatch` loads it once, for it."""
     if args.command in WITHOUT_CONFIG:
         return False
+    if args.command == "kafka-cli":  # only when one is named: else the tool runs as given
+        from kpulse.config import CONFIG_ENV_VAR
+
+        return bool(args.config or os.environ.get(CONFIG_ENV_VAR) or args.cluster)
     if args.command == "config":
         return args.action == "check"
     if args.command == "slo":
@@ -159,10 +168,9 @@ def _dispatch(args: argparse.Namespace) -> int | None:
         print(f"Java runtime ready: {runtime.root}")
         return None
     if args.command == "kafka-cli":
-        from localkafka.tools import tool_command
+        from localkafka.tools import kafka_cli
 
-        command = tool_command(args.tool, args.args, progress)
-        os.execvp(command[0], command)
+        return kafka_cli(args.tool, args.args, None if config is None else config.cluster(args.cluster), progress)
     if args.command == "config":
         return _config(args, config)
     if args.command == "alerts":
