@@ -13,6 +13,7 @@ import time
 
 from collectors.runner import GC_SETTLE_CYCLES, CollectionService, CycleResult
 from kpulse.config import DEFAULT_SOURCE
+from kpulse.printable import visible
 
 ONCE_READINGS = 3
 ONCE_SPACING_SECONDS = 1.0
@@ -31,6 +32,9 @@ def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
                 if reading:
                     time.sleep(spacing)
                 result = service.cycle()
+                refused = unreadable(result)
+                if refused:
+                    break  # no second reading of a cluster that said no
         finally:
             service.close()
         snapshots = list(result.snapshots.values())
@@ -39,7 +43,9 @@ def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
         else:
             for snapshot in snapshots:
                 print(summary_line(snapshot, result), file=out)
-        return 0
+        for line in refused:
+            print(f"kpulse: error: {line}", file=sys.stderr)
+        return 1 if refused else 0
 
     if os.environ.get(_SUPERVISED) is None:
         return supervise(config, cluster, out)
@@ -163,6 +169,16 @@ def _record_crash(config, cluster: str | None, why: str, *, pid: int, died: floa
     lake.append("lake_gap", gaps)
     flushed = lake.flush()
     return lost if flushed.ok else f"{lost} (not written: {'; '.join(flushed.errors.values())})"
+
+
+def unreadable(result: CycleResult) -> list[str]:
+    """One line per cluster that refused kpulse's identity or could not be reached this cycle."""
+    lines = []
+    for name, snapshot in result.snapshots.items():
+        connection = snapshot.get("connection")
+        if connection is not None and not connection["ok"] and connection["conclusive"]:
+            lines.append(visible(f"cluster {name!r} cannot be read: {connection['error']}"))
+    return lines
 
 
 def summary_line(snapshot: dict, result: CycleResult) -> str:

@@ -110,6 +110,10 @@ class Collector(Protocol):
         plain JSON type. The JSON Schema of the snapshot includes it
         (``kpulse.snapshot.json_schema(add_on_sections)``). A built-in section name
         (``kpulse.snapshot.RESERVED_NAMES``) can be declared only with its built-in type.
+    ``uses_kafka: bool``
+        Whether it talks to the Kafka cluster (default true). When the cluster refuses the configured
+        identity (``collectors/connection_gate.py``), the loop does not run such collectors that
+        cycle: they are down with the reason.
     ``tables: Mapping[str, pyarrow.Schema]``
         The lake tables it writes, name -> schema beginning with ``time`` (timestamp[us, tz=UTC])
         and ``cluster`` (string). A built-in table can be declared only with its own schema

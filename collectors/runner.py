@@ -24,7 +24,8 @@ from typing import Any, Callable
 from alerting.delivery import AlertDelivery, configured_delivery
 from alerting.state import AlertState, to_dicts
 from collectors.loop_state import LoopMark, LoopState, restorable_alerts
-from collectors.protocol import CollectContext, Collector, Registry, declarations, run_isolated
+from collectors.connection_gate import ConnectionGate
+from collectors.protocol import CollectContext, Collector, CollectorStatus, Registry, declarations, run_isolated
 from collectors.registry import default_registry
 from collectors.snapshot import compose
 from kpulse.expected_idle import ExpectedIdleError, ExpectedIdleFile, default_file, label_groups
@@ -50,6 +51,8 @@ class ClusterCollection:
     collectors: list[Collector]
     alerts: AlertState
     last_snapshot: dict[str, Any] | None = None
+    gate: Any = None
+    """The cluster's :class:`~collectors.connection_gate.ConnectionGate`; None: no check (tests' fakes)."""
 
 
 @dataclass
@@ -67,12 +70,19 @@ class CollectionService:
                  cluster_names: list[str] | None = None, flush_seconds: float = FLUSH_SECONDS,
                  kafka_sink=None, gc_settle_cycles: int | None = None,
                  expected_idle: ExpectedIdleFile | None = None, alert_delivery: AlertDelivery | None = None,
-                 deliver_alerts: bool = True):
+                 deliver_alerts: bool = True, connection_gate: Callable[[Any], Any] | None | bool = None):
+        """``connection_gate``: ``factory(cluster) -> ConnectionGate`` for the check before each cycle
+        (``collectors/connection_gate.py``); False: none; None (default): the real check with the
+        built-in registry, none with a registry given."""
         self.config = config
+        if connection_gate is None:  # the built-in collectors talk to Kafka: check it; a test's own registry may not
+            connection_gate = ConnectionGate if registry is None else False
         registry = registry or default_registry()
         clusters = [config.cluster(name) for name in cluster_names] if cluster_names else list(config.clusters)
         factory = alert_state_factory or (lambda cluster: AlertState(cluster=cluster.name))
-        self.clusters = [ClusterCollection(c, registry.create(c), factory(c)) for c in clusters]
+        self.clusters = [ClusterCollection(c, registry.create(c), factory(c),
+                                           gate=connection_gate(c) if connection_gate else None)
+                         for c in clusters]
         self.declared = declarations(c for entry in self.clusters for c in entry.collectors)
         """The sections and lake tables the collectors declare (``collectors/protocol.py``)."""
         register_tables(self.declared.tables)
@@ -114,10 +124,14 @@ class CollectionService:
             self._resume()
         for entry in self.clusters:
             now = self._clock()
-            sections, rows, statuses = run_isolated(entry.collectors, CollectContext(entry.cluster, now),
-                                                    pool=self._pool)
+            connection = entry.gate.check() if entry.gate is not None else None
+            running, skipped = _gated(entry.collectors, connection)
+            sections, rows, statuses = run_isolated(running, CollectContext(entry.cluster, now), pool=self._pool)
+            statuses = _in_registration_order(entry.collectors, statuses + skipped)
             self._say_undeclared(sections)
             snapshot = compose(entry.cluster.name, now, sections, statuses, self._add_on_sections)
+            if connection is not None:
+                snapshot["connection"] = connection
             label_groups(snapshot.get("consumer_groups") or [], entry.cluster.consumer_groups,
                          self._marks(entry.cluster.name))
             evaluation = entry.alerts.evaluate(snapshot)
@@ -268,6 +282,23 @@ class CollectionService:
         if gaps:
             LOG.warning("kafka sink dropped rows: %s", "; ".join(f"{g.table}: {g.rows_dropped}" for g in gaps))
             self.lake.append("lake_gap", [gap_row(gap) for gap in gaps])
+
+
+def _gated(collectors: list[Collector], connection) -> tuple[list[Collector], list[CollectorStatus]]:
+    """The collectors to run this cycle, and the statuses of those not run: when the cluster said
+    no to the configured identity (``connection``, conclusive), a collector that talks to Kafka
+    (``uses_kafka``, true unless it says otherwise) is down with the reason instead of running into
+    its own timeouts."""
+    if connection is None or connection["ok"] or not connection["conclusive"]:
+        return collectors, []
+    why = f"cluster not readable: {connection['error']}"
+    running = [c for c in collectors if not getattr(c, "uses_kafka", True)]
+    return running, [CollectorStatus(c.name, False, 0.0, why) for c in collectors if getattr(c, "uses_kafka", True)]
+
+
+def _in_registration_order(collectors: list[Collector], statuses: list[CollectorStatus]) -> list[CollectorStatus]:
+    by_name = {status.name: status for status in statuses}
+    return [by_name[c.name] for c in collectors if c.name in by_name]
 
 
 def settle_gc() -> None:

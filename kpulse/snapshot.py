@@ -521,6 +521,23 @@ class CollectorState(TypedDict):
     error: Annotated[str | None, "Why it failed (one line); null when up."]
 
 
+class ClusterConnection(TypedDict):
+    """Whether the cluster answered the configured identity this cycle (one DescribeCluster before the
+    collectors run, ``collectors/connection_gate.py``)."""
+
+    ok: Annotated[bool, "The cluster answered."]
+    error: Annotated[str | None, "Why it could not be read (authentication failed, TLS handshake failed, "
+                                 "cannot read the client key, all brokers down, no answer ...), one line; "
+                                 "null when ok."]
+    conclusive: Annotated[bool, "When not ok: the cluster said no (true: the Kafka collectors did not run this "
+                                "cycle and are down with the error) or merely did not answer in time (false: "
+                                "they ran and report what they read)."]
+    cluster_operations: Annotated[list[str] | None, "What the principal may do on the cluster resource "
+                                                    "(KIP-430 authorized operations: DESCRIBE, ALTER, ...); "
+                                                    "null when not known."]
+    check_seconds: Annotated[float, "How long the check took, seconds."]
+
+
 # --- the snapshot ---------------------------------------------------------------------------------------
 
 class Snapshot(TypedDict):
@@ -543,6 +560,8 @@ class Snapshot(TypedDict):
                                                                       "when one is configured."]]
     lake_errors: NotRequired[Annotated[list[str], "Lake rows refused this cycle: a collector broke the lake's "
                                                   "contract (one line each)."]]
+    connection: NotRequired[Annotated[ClusterConnection, "Whether the cluster answered the configured identity "
+                                                         "this cycle, checked before the collectors ran."]]
 
 
 ADD_ON_SECTIONS_NOTE = ("Sections of add-on collectors, under the names they declare (collectors/protocol.py); "

@@ -80,6 +80,31 @@ def _wait_for_the_group_coordinator(bootstrap: str, timeout: float = 120) -> Non
         admin.close()
 
 
+SECURE_PORT_BASE = TEST_PORT_BASE + 1000
+"""The secured one-node cluster's ports (``localkafka/secure.py``), beside the plain test cluster's."""
+
+
+@pytest.fixture(scope="session")
+def secure_cluster(test_state_dir):
+    """The secured one-node cluster (TLS, SASL, mTLS, ACLs; ``localkafka/secure.py``), started once
+    for the session, with what the secured tests read (``tests/secure_support.py``)."""
+    from kpulse.progress import Progress
+    from localkafka.secure import SecureCluster
+    from tests.secure_support import seed
+
+    cluster = SecureCluster(test_state_dir, SECURE_PORT_BASE, Progress())
+    try:
+        cluster.up()
+        seed(cluster)
+        yield cluster
+    finally:
+        target = ARTIFACTS / "cluster-logs"
+        target.mkdir(parents=True, exist_ok=True)
+        if cluster.log_file.exists():
+            (target / "secure-node.log").write_bytes(cluster.log_file.read_bytes()[-2_000_000:])
+        cluster.down(wipe=True)
+
+
 @pytest.fixture(scope="session")
 def demo_workload(local_cluster):
     from localkafka.demo.workload import DemoWorkload

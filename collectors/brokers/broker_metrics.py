@@ -96,6 +96,9 @@ class BrokerMetricsCollector:
     Keep one object per cluster across cycles: it holds the previous counter readings."""
 
     name = "broker_metrics"
+    uses_kafka = False
+    """It reads the brokers' metrics endpoints or Prometheus, not Kafka: it runs even when the cluster
+    refuses kpulse's identity (``collectors/connection_gate.py``)."""
     sections = {SECTION: BrokerMetricsSection}
     tables = {TABLE: SCHEMAS[TABLE]}
 

@@ -9,6 +9,8 @@ import logging
 import threading
 import time
 
+from kpulse.errors import KpulseError
+
 _LIBRDKAFKA_LOG = logging.getLogger("kpulse.librdkafka")
 _LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
 _LIBRDKAFKA_LOG.propagate = False
@@ -30,15 +32,47 @@ def admin_client(settings: dict[str, str], *, connection_errors: bool = False):
     from confluent_kafka.admin import AdminClient
 
     if not connection_errors:
-        return AdminClient({**settings, "logger": _LIBRDKAFKA_LOG})
+        return built(AdminClient, {**settings, "logger": _LIBRDKAFKA_LOG})
     errors = ConnectionErrors()
-    admin = AdminClient({**settings, "logger": _LIBRDKAFKA_LOG, "error_cb": errors.record})
+    admin = built(AdminClient, {**settings, "logger": _LIBRDKAFKA_LOG, "error_cb": errors.record})
     admin.connection_errors = errors
     return admin
 
 
+def built(client_class, settings: dict):
+    """``client_class(settings)`` (a librdkafka AdminClient, Producer or Consumer); a client that
+    cannot even be made (a client key that does not decrypt, a certificate file that is not PEM, an
+    unknown setting) raises :class:`ClientSetupFailed` with one line naming the setting."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return client_class(settings)
+    except KafkaException as error:
+        raise ClientSetupFailed(setup_failure_text(error_text(error), settings)) from None
+
+
+def setup_failure_text(text: str, settings: dict) -> str:
+    """One line for a librdkafka client that could not be made (``text``: librdkafka's words)."""
+    text = " ".join(text.split()).removeprefix("Failed to create admin client: ")
+    text = text.removeprefix("Failed to create producer: ").removeprefix("Failed to create consumer: ")
+    key = settings.get("ssl.key.location")
+    if "ssl.key.location failed" in text and key:
+        hint = ("wrong ssl_key_password?" if settings.get("ssl.key.password") else
+                "is it encrypted? then set ssl_key_password")
+        return f"cannot read the client key {key}: {hint} (librdkafka: {text})"
+    if "ssl.certificate.location failed" in text:
+        return f"cannot read the client certificate {settings.get('ssl.certificate.location')} (librdkafka: {text})"
+    if "ssl.ca.location failed" in text:
+        return f"cannot read the CA file {settings.get('ssl.ca.location')} (librdkafka: {text})"
+    return f"cannot set up a Kafka client: {text}"
+
+
 class ConnectionFailed(Exception):
     """The cluster cannot be used now, and librdkafka said why (one line)."""
+
+
+class ClientSetupFailed(ConnectionFailed, KpulseError):
+    """A client could not be made from the configured settings (key, certificate, CA file); one line."""
 
 
 class ConnectionErrors:
@@ -88,6 +122,8 @@ class ConnectionErrors:
         if not all_down or not events:
             return None
         for name, text in events:
+            if _CLIENT_CERTIFICATE_REFUSED in text:
+                return f"TLS handshake failed: the broker refused the client certificate: {text}"
             if name == "_SSL" or "SSL_HANDSHAKE" in text or "SSL handshake failed" in text:
                 return f"TLS handshake failed: {text}"
         return f"all brokers down: {events[-1][1]}"
@@ -98,6 +134,9 @@ class ConnectionErrors:
 
 
 POLL_SECONDS = 0.1
+_CLIENT_CERTIFICATE_REFUSED = "alert bad certificate"
+"""What OpenSSL says when the broker rejects the client's certificate, or its absence (TLS 1.3
+tells the client after the handshake: the first request fails)."""
 
 
 def wait(admin, future, timeout: float):

@@ -1,0 +1,79 @@
+"""The check before a cycle's collectors run: does the cluster answer with the configured identity?
+
+One DescribeCluster (asking for the principal's authorized operations, KIP-430) names within
+seconds what would otherwise surface as each collector's own timeout a minute later: a wrong
+password or mechanism, a CA that does not verify the brokers, a client certificate the broker
+refuses or that is missing, a client key that does not decrypt, a closed port. When the cluster
+cannot be read, the loop marks its Kafka collectors down with that one line instead of running them
+(``collectors/runner.py``); ``kpulse collect --once`` exits non-zero with it.
+
+A check that merely times out (a slow or overloaded cluster: nothing said no) lets the collectors
+run as usual: each of them reports what it could read.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from kpulse.kafka.clients import ClientSetupFailed, ConnectionFailed, admin_client, error_text, wait
+from kpulse.snapshot import ClusterConnection
+
+CHECK_SECONDS = 5.0
+"""How long the check waits for DescribeCluster."""
+CONNECT_SECONDS = 5.0
+"""librdkafka's connection setup timeout for the check's client."""
+_TIMED_OUT = "no answer within"
+
+
+class ConnectionGate:
+    """The check for one cluster (a ``kpulse.config.ClusterConfig``). The constructor connects to
+    nothing; the client is made at the first check and kept while the cluster answers."""
+
+    def __init__(self, cluster, *, factory: Callable | None = None, timeout: float = CHECK_SECONDS):
+        self._cluster = cluster
+        self._factory = factory or (lambda settings: admin_client(settings, connection_errors=True))
+        self._timeout = timeout
+        self._admin = None
+
+    def check(self) -> ClusterConnection:
+        began = time.monotonic()
+        try:
+            if self._admin is None:
+                self._admin = self._factory({**self._cluster.client_config(),
+                                             "socket.connection.setup.timeout.ms": int(CONNECT_SECONDS * 1000)})
+            described = wait(self._admin, self._admin.describe_cluster(
+                include_authorized_operations=True, request_timeout=self._timeout), self._timeout + 1)
+        except ClientSetupFailed as error:
+            return _refused(str(error), began)
+        except ConnectionFailed as error:
+            self._admin = None  # a fresh client next cycle: librdkafka backs off its reconnects
+            text = str(error)
+            return _refused(self._explained(text), began, conclusive=not text.startswith(_TIMED_OUT))
+        except Exception as error:  # noqa: BLE001 - any other client failure: one line, collectors still run
+            self._admin = None
+            return _refused(error_text(error), began, conclusive=False)
+        # asked for, so librdkafka's None is the broker's empty set (no Describe on the cluster)
+        operations = getattr(described, "authorized_operations", None) or []
+        return {"ok": True, "error": None, "conclusive": True,
+                "cluster_operations": sorted(op.name for op in operations),
+                "check_seconds": round(time.monotonic() - began, 4)}
+
+    def _explained(self, text: str) -> str:
+        """``text`` with what the configuration says about a refused client certificate."""
+        security = self._cluster.security
+        if "refused the client certificate" not in text:
+            return text
+        if security.ssl_certificate_location is None:
+            return ("TLS handshake failed: the broker requires a client certificate and none is configured "
+                    f"(ssl_certificate_location, ssl_key_location): {text.split(': ', 2)[-1]}")
+        return (f"TLS handshake failed: the broker refused the client certificate {security.ssl_certificate_location}"
+                f" (not signed by a CA it trusts, or expired): {text.split(': ', 2)[-1]}")
+
+    def close(self) -> None:
+        self._admin = None
+
+
+def _refused(text: str, began: float, *, conclusive: bool = True) -> ClusterConnection:
+    return {"ok": False, "error": text, "conclusive": conclusive, "cluster_operations": None,
+            "check_seconds": round(time.monotonic() - began, 4)}
