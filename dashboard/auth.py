@@ -99,9 +99,11 @@ def _sign_in() -> None:
         users = users_file(frame.sources().config)
         try:
             st.session_state[USER_KEY] = users.authenticate(name.strip(), password)
-        except LoginFailed as error:
+        except LoginFailed:
             _audit_failed_login(users.failed_login_actor(name.strip()))
-            st.error(literal.markdown(str(error)), icon=":material/error:")
+            # never what was typed (it may be a password typed into the name field), and the same
+            # line for an unknown user and a wrong password
+            st.error(FAILED_LOGIN, icon=":material/error:")
             return
         st.session_state.pop(SIGNED_OUT_KEY, None)
         st.rerun()

@@ -24,8 +24,8 @@ from dashboard.services.groups import groups_frame
 from dashboard.services.kafka_admin import ClusterAdmin
 from dashboard.services.slos import READ_BACK_SECONDS, latest_status, status_table
 from dashboard.services.sources import DashboardError, MissingData, Sources, TableRead, load_sources, one_line
-from dashboard.services.topics import (consumer_rows_by_topic, consumers_frame, partitions_frame, sizes_from_log_dirs,
-                                       topics_frame)
+from dashboard.services.topics import (TopicConfigs, consumer_rows_by_topic, consumers_frame, partitions_frame,
+                                       sizes_from_log_dirs, topics_frame)
 
 LOG = logging.getLogger("kpulse.dashboard")
 SOURCES_KEY = "kpulse_sources"
@@ -289,14 +289,19 @@ def topic_catalog() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 @st.cache_data(show_spinner=False, ttl=60, max_entries=32)
 def _topic_configs(_admin_client: ClusterAdmin, source: str, cluster_name: str, factory_id: int,
-                   topic_names: tuple[str, ...]) -> dict[str, dict[str, dict[str, Any]]]:
+                   topic_names: tuple[str, ...]) -> TopicConfigs:
     return _admin_client.topic_configs(list(topic_names))
 
 
-def topic_configs(topic_names: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
-    """The configs of the topics shown (one DescribeConfigs), refreshed every minute."""
+def topic_configs(topic_names: list[str]) -> TopicConfigs:
+    """The configs of the topics shown (one DescribeConfigs), refreshed every minute; topics whose
+    configs were refused say why. When the call fails as a whole, every topic says why (that
+    answer is not cached: the next run asks again)."""
     src = sources()
-    return _topic_configs(admin(), src.config.source, cluster(), id(src.admin_factory), tuple(topic_names))
+    try:
+        return _topic_configs(admin(), src.config.source, cluster(), id(src.admin_factory), tuple(topic_names))
+    except DashboardError as error:
+        return TopicConfigs.unread(topic_names, str(error))
 
 
 @st.cache_data(show_spinner=False, ttl=60, max_entries=32)

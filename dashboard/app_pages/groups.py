@@ -6,10 +6,17 @@ import streamlit as st
 
 from dashboard import actions, auth, components, frame, literal
 from dashboard.services import groups
+from dashboard.services.unread import group_problem, unread_caption
 from kpulse.expected_idle import CONFIG, reason
 from operations.access import MARK_EXPECTED_IDLE, allowed
 
 WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600}
+HEADERS = {"group_id": st.column_config.TextColumn("group"),
+           "total_lag": st.column_config.NumberColumn("lag (offsets)"),
+           "max_lag_seconds": st.column_config.NumberColumn("lag seconds", format="%.0f"),
+           "lag_seconds_threshold": st.column_config.NumberColumn("lag threshold", format="%.0f s"),
+           "expected_idle": st.column_config.CheckboxColumn("expected idle"),
+           "problem": st.column_config.TextColumn("why not read")}
 
 
 def expected_idle_slot(cluster: str, group_id: str, why: str | None) -> None:
@@ -78,13 +85,12 @@ def group_list() -> None:
             st.session_state[SHOWN_KEY] = (options, list(page.rows["group_id"]))
         elif options != st.session_state.get(SHOWN_KEY, (None, []))[0]:
             st.rerun(scope="app")
-        if partial := int(table["partial"].notna().sum()):
-            st.caption(f"⚠ {partial} of {len(table)} groups have partial lag sums (see the partial column): some "
-                       "partitions' lag is unknown (log end not read, e.g. a broker down), so their total lag and "
-                       "lag seconds are a lower bound.")
-        st.dataframe(page.rows.drop(columns=["status_rank"]), hide_index=True, width="stretch",
-                     column_config={"max_lag_seconds": st.column_config.NumberColumn("lag seconds", format="%.0f"),
-                                    "expected_idle": st.column_config.CheckboxColumn("expected idle")})
+        if note := groups.partial_caption(table):
+            st.caption(note)
+        if note := unread_caption(int(table["problem"].notna().sum()), len(table), "groups"):
+            st.caption(note)
+        st.dataframe(page.rows.drop(columns=groups.HIDDEN_COLUMNS), hide_index=True, width="stretch",
+                     column_config=HEADERS)
 
 
 st.session_state[FULL_RUN_KEY] = True
@@ -103,6 +109,8 @@ with frame.shown_errors():
                               key="groups-chosen", format_func=literal.visible)
         st.subheader(literal.markdown(chosen))
         group = frame.consumer_group(chosen)
+        if problem := group_problem(chosen, group.get("error")):
+            st.warning(f"kpulse may not read this group: {literal.markdown(problem)}", icon=":material/warning:")
         consumer_groups, marks = idle_settings()
         why = reason(chosen, consumer_groups, marks)
         if why:
@@ -113,7 +121,7 @@ with frame.shown_errors():
         expected_idle_slot(frame.cluster(), chosen, why)
         if note := groups.partial_note(group):
             st.caption(f"Partial: {note}. Each partition's why_null says why its value is unknown.")
-        if group:
+        if group.get("partitions") or (group and not problem):
             st.dataframe(groups.partitions_of(group), hide_index=True, width="stretch")
         if caption := groups.membership_caption(group):
             st.caption(caption)

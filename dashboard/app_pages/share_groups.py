@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard import actions, components, frame, literal
 from dashboard.services import share_groups
+from dashboard.services.unread import group_problem, unread_caption
 
 WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600}
 
@@ -27,7 +28,12 @@ with frame.shown_errors():
                "members while records wait (docs/monitoring.md).")
     if partial := int(table["partial"].notna().sum()):
         st.caption(f"⚠ {partial} of {len(table)} share groups have partial lag sums (see the partial column).")
-    st.dataframe(page.rows.drop(columns=["status_rank"]), hide_index=True, width="stretch")
+    if note := unread_caption(int(table["problem"].notna().sum()), len(table), "share groups"):
+        st.caption(note)
+    st.dataframe(page.rows.drop(columns=["status_rank"]), hide_index=True, width="stretch",
+                 column_config={"group_id": st.column_config.TextColumn("share group"),
+                                "total_lag": st.column_config.NumberColumn("lag (records not acknowledged)"),
+                                "problem": st.column_config.TextColumn("why not read")})
 
     names = list(page.rows["group_id"])
     wanted = frame.entity_param("sharegroup")
@@ -46,9 +52,8 @@ with frame.shown_errors():
         facts[1].metric("Members", "unknown" if group.get("members") is None else str(group["members"]))
         facts[2].metric("Lag (records)", "unknown" if group.get("total_lag") is None else f"{group['total_lag']:,}")
         facts[3].metric("Status", group.get("status") or "not yet")
-        if group.get("error"):
-            st.error("Could not read all of this group:")
-            st.text(group["error"])
+        if problem := group_problem(chosen, group.get("error")):
+            st.warning(f"kpulse may not read this group: {literal.markdown(problem)}", icon=":material/warning:")
         if note := share_groups.partial_note(group):
             st.caption(f"Partial: {note}. Each partition's why_null says why its value is unknown.")
         st.markdown("**Members and assignments**")

@@ -8,11 +8,12 @@ import streamlit as st
 
 from dashboard import actions, components, frame, literal
 from dashboard.services import streams, topics
+from dashboard.services.unread import group_problem, unread_caption
 
 WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600, "1 day": 86400}
 
 
-def streams_group(group: dict) -> None:
+def streams_group(application_id: str, group: dict) -> None:
     """The Streams group of an application on the streams protocol."""
     state, epochs, topology, members, lag = st.columns(5)
     state.metric("Group state", group.get("state") or "—")
@@ -24,8 +25,8 @@ def streams_group(group: dict) -> None:
     lag.metric("Input lag", "—" if group.get("total_lag") is None else f"{group['total_lag']:,}")
     if group.get("missing_topics"):
         st.warning("NotReady: the cluster lacks " + ", ".join(literal.markdown(t) for t in group["missing_topics"]))
-    if group.get("lag_error"):
-        st.error("Input lag not read: " + literal.markdown(group["lag_error"]))
+    if lag_error := group_problem(application_id, group.get("lag_error")):
+        st.error("Input lag not read: " + literal.markdown(lag_error))
     st.markdown("**Members** (tasks as subtopology:[partitions]; still reconciling first, highlighted)")
     st.dataframe(members_frame.style.apply(streams.reconciling_style, axis=1), hide_index=True, width="stretch",
                  key="streams-members")
@@ -43,8 +44,15 @@ st.title("Streams apps")
 with frame.shown_errors():
     snap = frame.snapshot()
     apps = streams.apps_frame(snap)
+    if note := unread_caption(int(apps["problem"].notna().sum()), len(apps), "Streams applications"):
+        st.caption(note)
     st.dataframe(apps, hide_index=True, width="stretch",
-                 column_config={"rebalancing_seconds": st.column_config.NumberColumn("rebalancing s", format="%.0f")})
+                 column_config={"application_id": st.column_config.TextColumn("application"),
+                                "group_state": st.column_config.TextColumn("group state"),
+                                "expected_instances": st.column_config.NumberColumn("expected instances"),
+                                "input_lag": st.column_config.NumberColumn("input lag (offsets)"),
+                                "rebalancing_seconds": st.column_config.NumberColumn("rebalancing s", format="%.0f"),
+                                "problem": st.column_config.TextColumn("why not read")})
     names = list(apps["application_id"])
     if not names:
         st.info("No Kafka Streams application seen yet (configured apps, Streams groups, or groups with "
@@ -55,10 +63,12 @@ with frame.shown_errors():
                               key="streams-chosen", format_func=literal.visible)
         entry = streams.app(snap, chosen) or {}
         st.subheader(literal.markdown(chosen))
-        st.caption(f"protocol {literal.markdown(entry.get('protocol') or '—')}"
-                   + (f" · group error: {literal.markdown(entry['group_error'])}" if entry.get("group_error") else ""))
+        st.caption(f"protocol {literal.markdown(entry.get('protocol') or '—')}")
+        if problem := group_problem(chosen, entry.get("group_error")):
+            st.warning(f"kpulse may not read this application's group: {literal.markdown(problem)}",
+                       icon=":material/warning:")
         if entry.get("group"):
-            streams_group(entry["group"])
+            streams_group(chosen, entry["group"])
         if entry.get("instances") or entry.get("protocol") != "streams":
             st.markdown("**Instances** (from their metrics endpoints)")
             st.dataframe(streams.instances_frame(entry), hide_index=True, width="stretch", key="streams-instances")

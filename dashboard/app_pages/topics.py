@@ -1,6 +1,7 @@
 """Topics: searchable, paged list (server side), partition detail with offsets, the topic's problem
 partitions with their ELR / LastKnownElr (from the latest snapshot), the groups consuming the topic
-with their lag on it, and configs."""
+with their lag on it, and configs. A topic whose configs kpulse may not read keeps its row and its
+detail: only the config-derived values are missing, with the reason."""
 
 import streamlit as st
 
@@ -9,6 +10,12 @@ from dashboard.services import brokers, topics
 from dashboard.services.paging import DEFAULT_PAGE_SIZE, search_sort_page
 
 SORTS = {"name": "topic", "partitions": "partitions", "under-replicated": "under_replicated", "offline": "offline"}
+HEADERS = {"replication_factor": st.column_config.NumberColumn("replication factor"),
+           "under_replicated": st.column_config.NumberColumn("under-replicated partitions"),
+           "offline": st.column_config.NumberColumn("offline partitions"),
+           "min_isr": st.column_config.NumberColumn("min ISR"),
+           "size_bytes": st.column_config.NumberColumn("size", format="bytes"),
+           "configs_problem": st.column_config.TextColumn("why configs not read")}
 
 st.title("Topics")
 with frame.shown_errors():
@@ -29,8 +36,10 @@ with frame.shown_errors():
     sizes = None
     with frame.shown_errors("sizes"):
         sizes = frame.topic_sizes(list(page.rows["topic"]))
-    st.dataframe(topics.with_sizes(topics.with_min_isr(page.rows, configs), sizes), hide_index=True, width="stretch",
-                 column_config={"size_bytes": st.column_config.NumberColumn("size", format="bytes")})
+    listed = topics.with_sizes(topics.with_min_isr(page.rows, configs), sizes)[topics.LISTED_COLUMNS]
+    if note := topics.configs_caption(listed):
+        st.caption(note)
+    st.dataframe(listed, hide_index=True, width="stretch", column_config=HEADERS)
 
     names = list(page.rows["topic"])
     wanted = frame.entity_param("topic")
@@ -41,13 +50,11 @@ with frame.shown_errors():
     if names:
         chosen = st.selectbox("Topic detail", names, index=names.index(wanted) if wanted in names else 0,
                               key="topics-chosen", format_func=literal.visible)
-        chosen_configs = configs.get(chosen) or frame.topic_configs([chosen]).get(chosen, {})
-        min_isr_value = (chosen_configs.get("min.insync.replicas") or {}).get("value")
+        chosen_configs = configs if configs.answers(chosen) else frame.topic_configs([chosen])
         numbers = list(partitions.loc[partitions["topic"] == chosen, "partition"])
         offsets = frame.admin().offsets(chosen, numbers)
         st.subheader(f"Partitions of {literal.markdown(chosen)}")
-        st.dataframe(topics.partition_detail(partitions, chosen, offsets,
-                                             int(min_isr_value) if min_isr_value else None),
+        st.dataframe(topics.partition_detail(partitions, chosen, offsets, chosen_configs.min_isr(chosen)),
                      hide_index=True, width="stretch")
         problems = brokers.problem_partition_table(frame.snapshot(), chosen)
         if len(problems):
@@ -71,5 +78,9 @@ with frame.shown_errors():
                                         "max_lag_seconds": st.column_config.NumberColumn("max lag", format="%.1f s"),
                                         "page": st.column_config.LinkColumn("group page", display_text="open")})
         st.subheader("Configs")
-        st.dataframe(topics.config_frame(chosen_configs), hide_index=True, width="stretch")
+        if why := chosen_configs.problems.get(chosen):
+            st.warning(f"Configs not read: {literal.markdown(why)}", icon=":material/warning:")
+        else:
+            st.dataframe(topics.config_frame(chosen_configs.configs.get(chosen) or {}), hide_index=True,
+                         width="stretch")
         actions.slot("topic", frame.cluster(), chosen)

@@ -3,12 +3,15 @@ group, and its lag history from the lake's ``consumer_group`` table. Pure.
 
 A group's ``total_lag`` and ``max_lag_seconds`` may be partial (some partitions' values unknown,
 e.g. a broker down: ``collectors/lag/lag_math.py``); :func:`partial_note` says so in one line made of
-numbers only (no Kafka-supplied name: it is safe to show as a caption)."""
+numbers only (no Kafka-supplied name: it is safe to show as a caption). A group whose offsets
+could not be read at all (its ``error``: kpulse may not read it) keeps its row, its numbers null,
+never 0, and ``problem`` saying why (``services/unread.py``)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from dashboard.services.unread import group_problem
 from kpulse.expected_idle import reason
 from kpulse.lag_contract import STATUS_SEVERITY
 from kpulse.snapshot import ConsumerGroup, Snapshot
@@ -21,7 +24,9 @@ GROUP_TABLE: dict[str, str] = {
 """Column of the page's group table -> the :class:`kpulse.snapshot.ConsumerGroup` field it shows.
 The one renamed: ``partitions`` (``partition_count``), the name of the lake's ``consumer_group``
 column the group's history beside it is read from."""
-GROUP_COLUMNS = [*GROUP_TABLE, "expected_idle", "partial"]
+GROUP_COLUMNS = [*GROUP_TABLE, "expected_idle", "partial", "problem"]
+HIDDEN_COLUMNS = ["status_rank", "lag_unknown_partitions", "lag_seconds_unknown_partitions"]
+"""Columns of :func:`groups_frame` for sorting and captions, not shown in the table."""
 STATUS_ORDER = STATUS_SEVERITY
 """Burrow's order (worst last, ``kpulse/lag_contract.py``); unknown status sorts before OK."""
 SORTS = {"lag seconds": "max_lag_seconds", "status": "status_rank", "lag (offsets)": "total_lag",
@@ -29,21 +34,53 @@ SORTS = {"lag seconds": "max_lag_seconds", "status": "status_rank", "lag (offset
 
 
 def groups_frame(snapshot: Snapshot | None, expected_idle: set[str] | None = None) -> pd.DataFrame:
-    """One row per group of the snapshot (:data:`GROUP_TABLE`), with ``status_rank`` for sorting by
-    status; the ``expected_idle`` column says whether the group is in ``expected_idle``
-    (:func:`expected_idle_now`), by default whether the snapshot labels it so."""
+    """One row per group of the snapshot (:data:`GROUP_TABLE`), and :data:`HIDDEN_COLUMNS`
+    (``status_rank`` for sorting by status, the counts of partitions left out of the sums); the
+    ``expected_idle`` column says whether the group is in ``expected_idle``
+    (:func:`expected_idle_now`), by default whether the snapshot labels it so; ``problem`` why the
+    group could not be read (its partition count is then unknown, not 0)."""
     groups = (snapshot or {}).get("consumer_groups") or []
     frame = pd.DataFrame([{**{column: g.get(field) for column, field in GROUP_TABLE.items()},
+                           "partitions": None if g.get("error") and not g.get("partitions") else g.get("partition_count"),
                            "expected_idle": bool(g.get("expected_idle")) if expected_idle is None
                            else g.get("group_id") in expected_idle,
-                           "partial": partial_note(g)} for g in groups],
-                         columns=GROUP_COLUMNS)
-    frame["total_lag"] = pd.array(frame["total_lag"], dtype="Int64")
-    frame["members"] = pd.array(frame["members"], dtype="Int64")
-    frame["partitions"] = pd.array(frame["partitions"], dtype="Int64")
+                           "partial": partial_note(g), "problem": group_problem(g.get("group_id"), g.get("error")),
+                           "lag_unknown_partitions": g.get("lag_unknown_partitions") or 0,
+                           "lag_seconds_unknown_partitions": g.get("lag_seconds_unknown_partitions") or 0}
+                          for g in groups],
+                         columns=[*GROUP_COLUMNS, *HIDDEN_COLUMNS[1:]])
+    for column in ("total_lag", "members", "partitions", "lag_unknown_partitions", "lag_seconds_unknown_partitions"):
+        frame[column] = pd.array(frame[column], dtype="Int64")
     frame["max_lag_seconds"] = pd.to_numeric(frame["max_lag_seconds"], errors="coerce")
     frame["status_rank"] = frame["status"].map(STATUS_ORDER).astype("float64").fillna(-1)
     return frame
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+def partial_caption(table: pd.DataFrame) -> str | None:
+    """One line on the groups of :func:`groups_frame` whose sums leave partitions out, telling the
+    two causes apart: offset lag unknown (the log end was not read: the total lag, and the lag in
+    seconds, leave those partitions out) and only the lag in seconds unknown (every offset lag known,
+    but no log-end timestamp to interpolate a time from). Numbers only; ``None`` when no sum is partial."""
+    partial = int(table["partial"].notna().sum())
+    if not partial:
+        return None
+    offsets = table["lag_unknown_partitions"].fillna(0)
+    seconds_only = (table["lag_seconds_unknown_partitions"].fillna(0) - offsets).clip(lower=0)
+    causes = []
+    if groups := int((offsets > 0).sum()):
+        causes.append(f"offset lag unknown on {_count(int(offsets.sum()), 'partition')} of {_count(groups, 'group')} "
+                      f"(log end not read, e.g. a broker down): {'its' if groups == 1 else 'their'} total lag and lag "
+                      "seconds are lower bounds")
+    if groups := int((seconds_only > 0).sum()):
+        causes.append(f"only lag in seconds unknown on {_count(int(seconds_only.sum()), 'partition')} of "
+                      f"{_count(groups, 'group')} (no timestamp to interpolate from): {'its' if groups == 1 else 'their'} "
+                      "lag seconds are a lower bound, the offset lag is whole")
+    return f"⚠ {partial:,} of {len(table):,} groups have partial lag sums (see the partial column): " + "; ".join(
+        causes) + "."
 
 
 _SUMS = (("total lag", "total_lag", "total_lag_partial", "lag_unknown_partitions"),

@@ -1,5 +1,6 @@
 """The dashboard's only Kafka calls (Admin API): topic metadata, topic configs and partition
-offsets. Plain data out; every failure is a :class:`DashboardError` with one line.
+offsets. Plain data out; every failure of a call is a :class:`DashboardError` with one line (a
+topic whose configs alone are refused is not: :class:`services.topics.TopicConfigs` says why).
 
 The client is built on first use (:class:`kpulse.kafka.clients.LazyAdmin`); pass ``factory`` to
 use another (tests, benchmarks). After a failure, calls fail at once with the same error for
@@ -7,10 +8,13 @@ use another (tests, benchmarks). After a failure, calls fail at once with the sa
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from typing import Any, Callable
 
 from dashboard.services.sources import DashboardError
+from dashboard.services.topics import TopicConfigs
+from dashboard.services.unread import TOPIC_AUTHORIZATION_FAILED, not_authorized
 from kpulse.kafka.clients import LazyAdmin, error_text, list_topics
 
 TIMEOUT_SECONDS = 5.0
@@ -56,26 +60,37 @@ class ClusterAdmin:
                              "replicas": list(partition.replicas), "isr": list(partition.isrs)})
         return rows
 
-    def topic_configs(self, topics: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
-        """Topic -> config name -> {value, source, default} (one DescribeConfigs for all of them)."""
+    def topic_configs(self, topics: list[str]) -> TopicConfigs:
+        """The configs of ``topics`` (one DescribeConfigs for all of them), topic by topic: a topic
+        the cluster refuses (its ACLs, an unknown topic) is a problem of that topic only, and the
+        others are read. Raises :class:`DashboardError` only when the call as a whole fails."""
         if not topics:
-            return {}
+            return TopicConfigs({}, {})
         from confluent_kafka.admin import ConfigResource, ResourceType
 
         self._check()
         resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in topics]
         try:
             futures = self._admin.get().describe_configs(resources, request_timeout=self._timeout)
-            result = {}
-            for resource, future in futures.items():
-                entries = future.result(timeout=self._timeout)
-                result[resource.name] = {name: {"value": entry.value, "source": entry.source.name
-                                                if hasattr(entry.source, "name") else str(entry.source),
-                                                "default": bool(entry.is_default)}
-                                         for name, entry in entries.items()}
-        except Exception as error:  # noqa: BLE001
-            raise self._fail("cannot describe topic configs", error) from None
-        return result
+        except Exception as error:  # noqa: BLE001 - refused at once: nothing waited for, nothing to remember
+            raise DashboardError(f"cluster {self._name}: cannot describe topic configs: {error_text(error)}") from None
+        _, waiting = concurrent.futures.wait(list(futures.values()), timeout=self._timeout)
+        if waiting:
+            raise self._fail("cannot describe topic configs", TimeoutError(
+                f"no answer for {len(waiting)} of {len(futures)} topics within {self._timeout:g} s"))
+        configs: dict[str, dict[str, dict[str, Any]]] = {}
+        problems: dict[str, str] = {}
+        for resource, future in futures.items():
+            try:
+                entries = future.result(timeout=0)
+            except Exception as error:  # noqa: BLE001 - this topic's: the others stand
+                problems[resource.name] = _config_problem(resource.name, error)
+                continue
+            configs[resource.name] = {name: {"value": entry.value, "source": entry.source.name
+                                             if hasattr(entry.source, "name") else str(entry.source),
+                                             "default": bool(entry.is_default)}
+                                      for name, entry in entries.items()}
+        return TopicConfigs(configs, problems)
 
     def log_dirs(self, topics: list[str]) -> list[dict[str, Any]]:
         """DescribeLogDirs of ``topics`` on every broker (kafka-python: confluent-kafka has no such
@@ -112,3 +127,12 @@ class ClusterAdmin:
             except Exception as error:  # noqa: BLE001
                 raise self._fail(f"cannot list offsets of {topic}", error) from None
         return result
+
+
+def _config_problem(topic: str, error: BaseException) -> str:
+    """Why one topic's configs were not read: the ACL kpulse lacks when the cluster refused it,
+    else the error's text."""
+    first = error.args[0] if error.args else None
+    if callable(getattr(first, "name", None)) and first.name() == TOPIC_AUTHORIZATION_FAILED:
+        return not_authorized("DescribeConfigs", "topic", topic)
+    return error_text(error)

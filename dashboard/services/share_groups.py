@@ -4,7 +4,9 @@ assignments and per-partition start offset and lag, and its lag history from the
 
 A share group's lag is the broker's count of records not yet acknowledged, not the log end minus
 anything (``collectors/share/share_groups.py``); its ``total_lag`` may be partial (some partitions'
-lag unknown), which :func:`partial_note` says in one line made of numbers only."""
+lag unknown), which :func:`partial_note` says in one line made of numbers only. A share group that
+could not be described or whose offsets could not be read (its ``error``) keeps its row, its
+numbers null, never 0, and ``problem`` saying why (``services/unread.py``)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import time
 
 import pandas as pd
 
+from dashboard.services.unread import group_problem
 from kpulse.share_contract import SHARE_STATUS_SEVERITY
 from kpulse.snapshot import ShareGroupState, Snapshot
 
@@ -21,7 +24,7 @@ GROUP_TABLE: dict[str, str] = {
 }
 """Column of the page's group table -> the :class:`kpulse.snapshot.ShareGroupState` field it shows
 (``partitions`` is the name of the lake's ``share_group`` column)."""
-GROUP_COLUMNS = [*GROUP_TABLE, "partial"]
+GROUP_COLUMNS = [*GROUP_TABLE, "partial", "problem"]
 SORTS = {"status": "status_rank", "lag (records not acknowledged)": "total_lag", "members": "members",
          "group id": "group_id"}
 """Sort choice -> column of :func:`groups_frame`."""
@@ -62,9 +65,13 @@ def reading_note(snapshot: Snapshot | None) -> str | None:
 
 
 def groups_frame(snapshot: Snapshot | None) -> pd.DataFrame:
-    """One row per share group of the snapshot (:data:`GROUP_TABLE`), with ``status_rank`` for sorting."""
+    """One row per share group of the snapshot (:data:`GROUP_TABLE`), with ``status_rank`` for
+    sorting; ``problem`` says why a group could not be read (its partition count is then unknown,
+    not 0)."""
     frame = pd.DataFrame([{**{column: g.get(field) for column, field in GROUP_TABLE.items()},
-                           "partial": partial_note(g)} for g in groups(snapshot)], columns=GROUP_COLUMNS)
+                           "partitions": None if g.get("error") and not g.get("partitions") else g.get("partition_count"),
+                           "partial": partial_note(g), "problem": group_problem(g.get("group_id"), g.get("error"))}
+                          for g in groups(snapshot)], columns=GROUP_COLUMNS)
     for column in ("total_lag", "members", "partitions"):
         frame[column] = pd.array(frame[column], dtype="Int64")
     frame["status_rank"] = frame["status"].map(SHARE_STATUS_SEVERITY).astype("float64").fillna(-1)

@@ -10,13 +10,16 @@ import pandas as pd
 
 from collectors.streams.streams_group import MEMBER_RECONCILING, MEMBER_STABLE, member_instance
 from collectors.streams.streams_state import GROUP_INSTANCE, is_rebalancing
+from dashboard.services.unread import group_problem
 from kpulse.snapshot import Snapshot, StreamsApp
 
 APP_COLUMNS = ["application_id", "protocol", "state", "group_state", "members", "instances", "expected_instances",
-               "input_lag", "rebalances", "rebalancing_seconds"]
+               "input_lag", "rebalances", "rebalancing_seconds", "problem"]
 
 
 def apps_frame(snapshot: Snapshot | None) -> pd.DataFrame:
+    """One row per application; ``problem`` says why its group could not be read (``group_error``,
+    ``services/unread.py``), its group's values then null."""
     rows = []
     for app in (snapshot or {}).get("streams_apps") or []:
         rebalances = app.get("rebalances") or {}
@@ -25,8 +28,12 @@ def apps_frame(snapshot: Snapshot | None) -> pd.DataFrame:
                      "state": app.get("state"), "input_lag": group.get("total_lag"),
                      "group_state": app.get("group_state"), "members": app.get("members"),
                      "instances": len(app.get("instances") or []), "expected_instances": app.get("expected_instances"),
-                     "rebalances": rebalances.get("count"), "rebalancing_seconds": rebalances.get("total_seconds")})
-    return pd.DataFrame(rows, columns=APP_COLUMNS)
+                     "rebalances": rebalances.get("count"), "rebalancing_seconds": rebalances.get("total_seconds"),
+                     "problem": group_problem(app.get("application_id"), app.get("group_error"))})
+    frame = pd.DataFrame(rows, columns=APP_COLUMNS)
+    for column in ("members", "expected_instances", "input_lag"):
+        frame[column] = pd.array(frame[column], dtype="Int64")
+    return frame
 
 
 def app(snapshot: Snapshot | None, application_id: str) -> StreamsApp | None:

@@ -1,10 +1,13 @@
 """The Topics page: the topic list and partition detail from Admin API metadata. Pure.
 
 Metadata comes from :meth:`services.kafka_admin.ClusterAdmin.partitions` (one dict per
-partition). Settings such as ``min.insync.replicas`` are read for the page shown only."""
+partition). Settings such as ``min.insync.replicas`` are read for the page shown only, topic by
+topic (:class:`TopicConfigs`): a topic whose configs could not be read keeps its row, its
+config-derived columns empty and the reason beside them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable
 from urllib.parse import quote
 
@@ -14,6 +17,9 @@ from kpulse.lag_contract import STATUS_SEVERITY
 from kpulse.share_contract import SHARE_STATUS_SEVERITY
 
 TOPIC_COLUMNS = ["topic", "partitions", "replication_factor", "under_replicated", "offline", "internal"]
+LISTED_COLUMNS = [*TOPIC_COLUMNS, "min_isr", "size_bytes", "configs_problem"]
+"""The Topics page's list: :data:`TOPIC_COLUMNS`, then :func:`with_min_isr`'s and :func:`with_sizes`'s
+columns, the reason a topic's configs were not read last."""
 PARTITION_COLUMNS = ["topic", "partition", "leader", "replicas", "isr", "under_replicated", "offline"]
 STREAMS_INTERNAL_SUFFIXES = ("-repartition", "-changelog")
 
@@ -36,13 +42,46 @@ def topics_frame(partitions: pd.DataFrame) -> pd.DataFrame:
     return grouped[TOPIC_COLUMNS]
 
 
-def with_min_isr(rows: pd.DataFrame, configs: dict[str, dict[str, dict[str, Any]]]) -> pd.DataFrame:
-    """The page's rows with ``min_isr`` (from the topic configs; null when not read)."""
-    def min_isr(topic: str) -> int | None:
-        value = (configs.get(topic) or {}).get("min.insync.replicas", {}).get("value")
+@dataclass(frozen=True)
+class TopicConfigs:
+    """The configs of some topics, as one DescribeConfigs answered them, topic by topic."""
+
+    configs: dict[str, dict[str, dict[str, Any]]]
+    """Topic -> config name -> {value, source, default}, for each topic whose configs were read."""
+    problems: dict[str, str]
+    """Topic -> why its configs were not read (one line: "not authorized: DescribeConfigs on topic
+    T" when the cluster's ACLs refuse it, else the error)."""
+
+    @classmethod
+    def unread(cls, topics: Iterable[str], why: str) -> "TopicConfigs":
+        """No topic's configs, each for the same reason (the whole call failed)."""
+        return cls({}, {topic: why for topic in topics})
+
+    def answers(self, topic: str) -> bool:
+        """Whether this reading says anything about ``topic`` (its configs or why they are missing)."""
+        return topic in self.configs or topic in self.problems
+
+    def min_isr(self, topic: str) -> int | None:
+        """The topic's ``min.insync.replicas``; null when its configs were not read."""
+        value = (self.configs.get(topic) or {}).get("min.insync.replicas", {}).get("value")
         return int(value) if value not in (None, "") else None
 
-    return rows.assign(min_isr=pd.array([min_isr(t) for t in rows["topic"]], dtype="Int64"))
+
+def with_min_isr(rows: pd.DataFrame, configs: TopicConfigs) -> pd.DataFrame:
+    """The page's rows with ``min_isr`` (from the topic configs; null when not read) and
+    ``configs_problem``: why a topic's configs, hence its ``min_isr``, were not read (null when they were)."""
+    return rows.assign(min_isr=pd.array([configs.min_isr(t) for t in rows["topic"]], dtype="Int64"),
+                       configs_problem=[configs.problems.get(t) for t in rows["topic"]])
+
+
+def configs_caption(rows: pd.DataFrame) -> str | None:
+    """"min ISR unknown for 2 of 50 topics on this page: ..." when :func:`with_min_isr` could not
+    read some topics' configs (numbers only: safe as a caption); else ``None``."""
+    unread = int(rows["configs_problem"].notna().sum())
+    if not unread:
+        return None
+    return (f"min ISR unknown for {unread} of {len(rows)} topics on this page: kpulse could not read their configs "
+            "(why: the last column).")
 
 
 def sizes_from_log_dirs(log_dirs: list[dict[str, Any]]) -> dict[str, int]:
