@@ -224,6 +224,27 @@ def unread_group(group_id: str, error: str) -> dict:
             "assignment_epoch": None, "reconciling_members": None, "member_details": [], "partitions": []}
 
 
+@pytest.mark.parametrize("error, shown", [
+    (None, None),
+    ("", None),
+    ("no coordinator: GROUP_AUTHORIZATION_FAILED", "not authorized: Describe on group g"),
+    ("OffsetFetch: GROUP_AUTHORIZATION_FAILED (Not authorized to access group: g)",
+     "not authorized: Describe on group g"),
+    ("StreamsGroupDescribe: KafkaError{code=GROUP_AUTHORIZATION_FAILED,val=30,str=\"Broker: Group authorization "
+     "failed\"}", "not authorized: Describe on group g"),
+    ("Committed offsets: Broker: Group authorization failed", "not authorized: Describe on group g"),
+    ("describe: GROUP_AUTHORIZATION_FAILED; offsets: GROUP_AUTHORIZATION_FAILED", "not authorized: Describe on group g"),
+    ("describe: COORDINATOR_NOT_AVAILABLE; offsets: GROUP_AUTHORIZATION_FAILED",
+     "describe: COORDINATOR_NOT_AVAILABLE; not authorized: Describe on group g"),
+    ("OffsetFetch: COORDINATOR_LOAD_IN_PROGRESS", "OffsetFetch: COORDINATOR_LOAD_IN_PROGRESS"),
+    ("not authorized: Describe on group g", "not authorized: Describe on group g"),  # already said so: kept
+])
+def test_a_group_error_is_shown_as_the_acl_kpulse_lacks_or_as_its_text(error, shown):
+    from dashboard.services.unread import group_problem
+
+    assert group_problem("g", error) == shown
+
+
 UNREAD_GROUPS = {"team-b-audit": "no coordinator: GROUP_AUTHORIZATION_FAILED",
                  "billing-eu": "OffsetFetch: COORDINATOR_LOAD_IN_PROGRESS",
                  HOSTILE_GROUP: "OffsetFetch: GROUP_AUTHORIZATION_FAILED"}

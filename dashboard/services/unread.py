@@ -7,8 +7,12 @@ pages show them as text (``dashboard/literal.py``), never as Markdown."""
 
 from __future__ import annotations
 
-GROUP_AUTHORIZATION_FAILED = "GROUP_AUTHORIZATION_FAILED"
+import re
+
 TOPIC_AUTHORIZATION_FAILED = "TOPIC_AUTHORIZATION_FAILED"
+_GROUP_REFUSED = re.compile(r"GROUP_AUTHORIZATION_FAILED|GroupAuthorizationFailed|Group authorization failed")
+"""A group refused, as the error's name (kpulse's own reads), kafka-python's exception class or
+librdkafka's text says it."""
 
 
 def not_authorized(operation: str, resource_type: str, name: str) -> str:
@@ -18,14 +22,14 @@ def not_authorized(operation: str, resource_type: str, name: str) -> str:
 
 def group_problem(group_id: object, error: str | None) -> str | None:
     """Why a group's values (offsets, lag, members) are missing, from its snapshot ``error``:
-    every part of it ("describe: ...; offsets: ...") that names GROUP_AUTHORIZATION_FAILED becomes
-    "not authorized: Describe on group <id>" (once), the other parts stay as they are; ``None``
-    without an error."""
+    every part of it ("describe: ...; offsets: ...") that names GROUP_AUTHORIZATION_FAILED (or
+    librdkafka's "Group authorization failed") becomes "not authorized: Describe on group <id>"
+    (once), the other parts stay as they are; ``None`` without an error."""
     if not error:
         return None
     parts: list[str] = []
     for part in str(error).split("; "):
-        shown = not_authorized("Describe", "group", str(group_id)) if GROUP_AUTHORIZATION_FAILED in part else part
+        shown = not_authorized("Describe", "group", str(group_id)) if _GROUP_REFUSED.search(part) else part
         if shown not in parts:
             parts.append(shown)
     return "; ".join(parts)
