@@ -31,6 +31,8 @@ VoterLagging                  warning   a follower voter's lag > kraft.voter_lag
                                         or not caught up for > kraft.voter_lag_seconds,
                                         or never seen fetching by the leader
                                         (``controller/<id>``)
+KpulseNotAuthorized           warning   kpulse's principal may not read a value            0
+                                        (``cluster/<name>``) or run the probe (``probe``)
 ============================  ========  ==============================================  ======
 
 A value that is ``None`` never fires and never resolves (see :mod:`alerting.state`).
@@ -67,6 +69,7 @@ from typing import Any, Callable, Sequence
 
 from alerting.model import CRITICAL, WARNING, Check, Finding, Rule, Unknown
 from kpulse.lag_contract import PartitionStatus, within_lag_threshold
+from kpulse.refusals import AREAS, refusals
 from kpulse.share_contract import NOT_ACKNOWLEDGING, ShareStatus
 from kpulse.snapshot import ConsumerGroup, Snapshot
 
@@ -356,6 +359,22 @@ def _fenced_brokers(snapshot):
                                     "client request")]
 
 
+def _not_authorized(snapshot):
+    """kpulse's own permissions: what its principal may not read (entity ``cluster/<name>``) or the
+    probe may not do (``probe``). A warning about kpulse, not about Kafka: the values it cannot read
+    are null with these reasons, so the rules over them can neither fire nor resolve."""
+    found = refusals(snapshot)
+    results: list = []
+    probe = found.pop("probe", [])
+    if probe:
+        results.append(Finding("probe", float(len(probe)), f"kpulse may not run the probe: {probe[0]}"))
+    reads = [text for area in AREAS if area in found for text in found[area]]
+    if reads:
+        shown = "; ".join(reads[:3]) + (f"; and {len(reads) - 3} more" if len(reads) > 3 else "")
+        results.append(Finding(cluster_entity(snapshot), float(len(reads)), f"kpulse may not read everything: {shown}"))
+    return results
+
+
 def _voters_lagging(snapshot):
     cluster = snapshot.get("cluster")
     quorum = None if cluster is None else cluster.get("quorum")
@@ -423,6 +442,8 @@ RULES: tuple[Rule, ...] = (
     _rule("FencedBrokers", CRITICAL, FENCED_HOLD_SECONDS, _fenced_brokers, "fenced brokers > 0"),
     _rule("VoterLagging", WARNING, VOTER_LAG_HOLD_SECONDS, _voters_lagging,
           "a KRaft voter lags > kraft.voter_lag_records records or is not caught up for > kraft.voter_lag_seconds"),
+    _rule("KpulseNotAuthorized", WARNING, 0.0, _not_authorized,
+          "kpulse's principal may not read a value or run the probe (its ACLs, not a Kafka failure)"),
 )
 
 

@@ -39,6 +39,7 @@ StreamsAppNotRunning       critical  Streams JMX ``client_state >= 5`` (PENDING_
                                      any instance
 ProbeFailing               critical  ``kpulse_probe_produce_availability < 1`` (produce only)
 CollectorDown              warning   ``kpulse_collector_up == 0``
+KpulseNotAuthorized        warning   ``kpulse_not_authorized_values > 0`` (per area)
 CollectorDown              warning   ``up{job=<kpulse_job>} == 0``: kpulse's exporter itself
                                      (label ``collector: exporter``)
 MetadataErrors             critical  ``…metadataerrorcount{job} > 0``, per node
@@ -92,6 +93,7 @@ STREAMS_RUNNING = "kpulse_streams_app_running"
 SHARE_GROUP_STATUS = "kpulse_sharegroup_status"
 PROBE_PRODUCE = "kpulse_probe_produce_availability"
 COLLECTOR_UP = "kpulse_collector_up"
+NOT_AUTHORIZED = "kpulse_not_authorized_values"
 METADATA_ERRORS = "kafka_controller_kafkacontroller_metadataerrorcount"
 FENCED_BROKERS = "kafka_controller_kafkacontroller_fencedbrokercount"
 APPLY_LAG_MS = "kafka_controller_kafkacontroller_lastappliedrecordlagms"
@@ -210,6 +212,9 @@ def prometheus_alerts(job_label: str = DEFAULT_JOB_LABEL, *, kpulse_job_label: s
                         "Streams app {{ $labels.application_id }} has an instance in ERROR: its threads died"),
         PrometheusAlert("ProbeFailing", f"{PROBE_PRODUCE} < 1", CRITICAL, _hold("ProbeFailing"),
                         "end-to-end probe " + in_cluster + ": produce availability {{ $value | humanizePercentage }}"),
+        PrometheusAlert("KpulseNotAuthorized", f"{NOT_AUTHORIZED} > 0", WARNING, _hold("KpulseNotAuthorized"),
+                        "kpulse's principal " + in_cluster + " may not read {{ $value }} value(s) in "
+                        "{{ $labels.area }}: see the dashboard for each ACL missing"),
         PrometheusAlert("CollectorDown", f"{COLLECTOR_UP} == 0", WARNING, _hold("CollectorDown"),
                         "kpulse collector {{ $labels.collector }} " + in_cluster + " is down: its data is missing"),
         PrometheusAlert("CollectorDown", "up{job=" + promql_string(kpulse_job_label) + "} == 0", WARNING,

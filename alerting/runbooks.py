@@ -357,6 +357,21 @@ blip does not count.""",
 - A voter lost for good: add a new controller and remove the old one (kafka-metadata-quorum
   add-controller / remove-controller, dynamic quorums, kraft.version 1).""",
     ),
+    "KpulseNotAuthorized": Runbook(
+        meaning="""kpulse's own principal lacks an ACL: some values it would show are null with "not authorized:
+<Operation> on <resource>" (a group's lag, under-min-ISR partitions without DescribeConfigs on
+topics, the KRaft quorum without Describe on the cluster), or the probe may not write to or read
+its topic. Kafka itself is not failing; what kpulse cannot read, it cannot alert on either.""",
+        check="""- The alert's summary names each missing ACL; the pages show the same reason beside the value.
+- What the principal may do, feature by feature:
+  kpulse doctor
+- The ACLs it has now:
+  kpulse kafka-cli kafka-acls --bootstrap-server $BOOTSTRAP --list --principal User:<kpulse's principal>""",
+        action="""- Grant what is missing (docs/operations.md lists the ACLs per feature); `kpulse acls --principal
+  User:<name>` prints the kafka-acls commands.
+- Or accept the limit: turn the probe off (probe.enabled: false), or narrow consumer_groups.include
+  to the groups kpulse may read. The alert resolves at the next cycle that reads everything.""",
+    ),
 }
 
 

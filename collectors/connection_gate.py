@@ -16,7 +16,9 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from kpulse.kafka.authorization import not_authorized
 from kpulse.kafka.clients import ClientSetupFailed, ConnectionFailed, admin_client, error_text, wait
+from kpulse.kafka.oauth import LIBRDKAFKA_TOKEN_FAILURE, token_failure_text
 from kpulse.snapshot import ClusterConnection
 
 CHECK_SECONDS = 5.0
@@ -54,14 +56,16 @@ class ConnectionGate:
             self._admin = None
             return _refused(error_text(error), began, conclusive=False)
         # asked for, so librdkafka's None is the broker's empty set (no Describe on the cluster)
-        operations = getattr(described, "authorized_operations", None) or []
-        return {"ok": True, "error": None, "conclusive": True,
-                "cluster_operations": sorted(op.name for op in operations),
-                "check_seconds": round(time.monotonic() - began, 4)}
+        operations = sorted(op.name for op in getattr(described, "authorized_operations", None) or [])
+        return {"ok": True, "error": None, "conclusive": True, "cluster_operations": operations,
+                "limits": limits_of(operations), "check_seconds": round(time.monotonic() - began, 4)}
 
     def _explained(self, text: str) -> str:
-        """``text`` with what the configuration says about a refused client certificate."""
+        """``text`` with what the configuration says about a refused client certificate, or the token
+        endpoint's own words for an OAUTHBEARER token librdkafka could not get."""
         security = self._cluster.security
+        if LIBRDKAFKA_TOKEN_FAILURE in text and security.sasl_oauthbearer_token_endpoint_url:
+            return token_failure_text(security, text.split(LIBRDKAFKA_TOKEN_FAILURE, 1)[1])
         if "refused the client certificate" not in text:
             return text
         if security.ssl_certificate_location is None:
@@ -74,6 +78,16 @@ class ConnectionGate:
         self._admin = None
 
 
+def limits_of(cluster_operations: list[str]) -> list[str]:
+    """What the principal cannot see for want of an ACL on the cluster, one line each: Kafka filters
+    some answers silently instead of refusing them (DOMAIN.md §9)."""
+    limits = []
+    if "DESCRIBE" not in cluster_operations and "ALL" not in cluster_operations:
+        limits.append(f"{not_authorized('Describe', 'cluster')}: consumer groups are listed only where kpulse may "
+                      "describe them (ListGroups leaves the others out), and the KRaft quorum is not readable")
+    return limits
+
+
 def _refused(text: str, began: float, *, conclusive: bool = True) -> ClusterConnection:
-    return {"ok": False, "error": text, "conclusive": conclusive, "cluster_operations": None,
+    return {"ok": False, "error": text, "conclusive": conclusive, "cluster_operations": None, "limits": [],
             "check_seconds": round(time.monotonic() - began, 4)}

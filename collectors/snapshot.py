@@ -61,18 +61,28 @@ def _cluster(metadata: ClusterMetadataSection | None, metrics: BrokerMetricsSect
         cluster.setdefault("quorum", None)
         if cluster["quorum"] is None:
             cluster["reasons"].setdefault("quorum", "not read")
-    cluster["active_controller_count"] = metrics.get("active_controller_count")
-    cluster["controller_id"] = metrics.get("controller_id")
-    for key in _KRAFT_CLUSTER_FIELDS:
-        cluster[key] = metrics.get(key)
+    from_admin = cluster.pop("kraft_from_admin", None) or {}
+    admin_reasons = {key: cluster["reasons"].get(reason) for key, reason in _ADMIN_REASONS.items()}
+    for key in ("active_controller_count", "controller_id", *_KRAFT_CLUSTER_FIELDS):
+        value = metrics.get(key)
+        cluster[key] = value if value is not None else from_admin.get(key)
     if cluster["controller_id"] is not None:
         cluster["reasons"].pop("controller_id", None)
+    elif from_admin and admin_reasons["controller_id"]:  # why the Admin API's fallback did not tell it either
+        cluster["reasons"]["controller_id"] = admin_reasons["controller_id"]
     for key in ("active_controller_count", "controller_id", *_KRAFT_CLUSTER_FIELDS):
         if cluster[key] is None:
-            cluster["reasons"].setdefault(key, (metrics.get("reasons") or {}).get(key)
+            cluster["reasons"].setdefault(key, (from_admin and admin_reasons.get(key))
+                                          or (metrics.get("reasons") or {}).get(key)
                                           or down.get("broker_metrics") or metrics.get("note")
                                           or "needs broker metrics")
     return cluster
+
+
+_ADMIN_REASONS = {"controller_id": "quorum", "active_controller_count": "quorum",
+                  "fenced_broker_count": "kraft_brokers", "active_broker_count": "kraft_brokers"}
+"""Which of the metadata collector's reasons says why a KRaft figure read from the Admin API
+(``kraft_from_admin``, without broker metrics) is null."""
 
 
 def _brokers(metadata: ClusterMetadataSection | None, metrics: BrokerMetricsSection,

@@ -47,9 +47,9 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from kpulse.config.model import EXPORTER_GRANULARITIES
-
 from kpulse.kafka.group_model import STATES
 from kpulse.lag_contract import STATUS_NAMES
+from kpulse.refusals import AREAS, refusals
 from kpulse.share_contract import SHARE_STATUS_NAMES
 from kpulse.snapshot import Snapshot
 
@@ -240,6 +240,11 @@ def _emit_snapshot(emit, snapshot: Snapshot, granularity: str = "partition") -> 
                       ("active_controller_count", "Active controllers reported by the nodes (must be 1)"),
                       ("preferred_leader_imbalance", "Partitions not led by their preferred replica")):
         emit(f"kpulse_cluster_{key}", text, c, cluster.get(key))
+    found = refusals(snapshot)
+    for area in AREAS:
+        emit("kpulse_not_authorized_values", "Values kpulse's principal may not read, or probe steps it may not "
+             "take, by area (their reasons, 'not authorized: <Operation> on <resource>', are in the snapshot)",
+             {**c, "area": area}, len(found.get(area, ())))
     for broker in snapshot.get("brokers", []):
         b = {**c, "broker": broker["id"]}
         emit("kpulse_broker_up", "1 when the broker is registered", b,

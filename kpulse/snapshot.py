@@ -477,6 +477,10 @@ class Probe(TypedDict):
     duplicated: Annotated[int, "Reads of a record already read."]
     per_partition: Annotated[list[ProbePartition], "Each probe partition."]
     error: Annotated[str | None, "Why the probe could not run, or a summary of the produce errors; else null."]
+    not_authorized: NotRequired[Annotated[str | None, "kpulse's principal may not run the probe: the ACL it lacks "
+                                                      "(not authorized: Write on topic kpulse-probe); the "
+                                                      "availabilities are then null and no probe row is written "
+                                                      "(a permission problem, not an outage). Null otherwise."]]
 
 
 # --- alerts and collectors ------------------------------------------------------------------------------
@@ -535,6 +539,9 @@ class ClusterConnection(TypedDict):
     cluster_operations: Annotated[list[str] | None, "What the principal may do on the cluster resource "
                                                     "(KIP-430 authorized operations: DESCRIBE, ALTER, ...); "
                                                     "null when not known."]
+    limits: Annotated[list[str], "What the principal cannot see for want of an ACL on the cluster, one line "
+                                 "each (not authorized: Describe on cluster: groups are listed only where "
+                                 "kpulse may describe them ...)."]
     check_seconds: Annotated[float, "How long the check took, seconds."]
 
 
@@ -598,6 +605,12 @@ class ClusterMetadataSection(TypedDict):
     broker_load: Annotated[list[BrokerLoad], "Each broker's load."]
     problem_partitions: Annotated[list[ProblemPartition], "The first partitions with a problem."]
     quorum: Annotated[KraftQuorum | None, "The KRaft quorum; null when not read (reasons.quorum)."]
+    kraft_from_admin: NotRequired[Annotated[dict[str, int | None], "With metrics.source none: controller_id and "
+                                                                   "active_controller_count from DescribeQuorum's "
+                                                                   "leader, fenced_broker_count and "
+                                                                   "active_broker_count from DescribeCluster v2; "
+                                                                   "null when not readable (reasons.quorum, "
+                                                                   "reasons.kraft_brokers)."]]
 
 
 class BrokerMetricsSection(TypedDict):

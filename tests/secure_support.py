@@ -8,7 +8,8 @@ from pathlib import Path
 from localkafka.secure import IDENTITIES, SecureCluster
 
 TOPIC = "orders"
-"""Three partitions, 100 records, read by both groups up to offset 10 on each partition."""
+"""Three partitions, :data:`RECORDS` records, read by both groups up to offset 10 on each partition."""
+RECORDS = 100
 UNDER_MIN_ISR_TOPIC = "strict"
 """Two partitions of one replica with min.insync.replicas=2: under min ISR for whoever may know it."""
 GROUPS = ("team-a-billing", "team-b-audit")
@@ -27,7 +28,7 @@ def seed(cluster: SecureCluster) -> None:
     for future in futures.values():
         future.result(timeout=30)
     producer = Producer(settings)
-    for i in range(100):
+    for i in range(RECORDS):
         producer.produce(TOPIC, str(i).encode(), partition=i % 3)
     assert producer.flush(30) == 0
     for group in GROUPS:

@@ -34,7 +34,7 @@ DOMAIN = Path("/work/shared/DOMAIN.md")
 KPULSE_EXPORTER_METRICS = {  # what kpulse's own exporter exports (the contract with its author)
     "kafka_consumergroup_lag", "kpulse_consumergroup_lag_seconds", "kpulse_consumergroup_status",
     "kpulse_streams_app_running", "kpulse_probe_produce_availability", "kpulse_collector_up",
-    "kpulse_sharegroup_status", "kpulse_consumergroup_expected_idle",
+    "kpulse_sharegroup_status", "kpulse_consumergroup_expected_idle", "kpulse_not_authorized_values",
 }
 PROMETHEUS_BUILTINS = {"up"}
 T0 = 10_000.0
@@ -266,6 +266,17 @@ CONDITIONS = [
     condition("VoterLagging", {"cluster.quorum.voters.2.lag": None}, unknown={"controller/3"},
               id="a voter's lag unknown -> unknown for that voter"),
     condition("VoterLagging", {"cluster.quorum": None}, unknown={ALL}, id="quorum not collected -> unknown"),
+    condition("KpulseNotAuthorized", {"probe.not_authorized": "not authorized: Write on topic kpulse-probe",
+                                      "probe.produce_availability": None},
+              [("probe", WARNING, 1.0)], id="the probe may not write -> a warning about kpulse, not ProbeFailing"),
+    condition("KpulseNotAuthorized", {
+        "cluster.under_min_isr_partitions": None,
+        "cluster.reasons": {"under_min_isr_partitions": "not authorized: DescribeConfigs on topic t: ...",
+                            "quorum": "not authorized: Describe on cluster (DescribeQuorum)"},
+        "consumer_groups.0.error": "not authorized: Describe on group orders"},
+              [("cluster/test", WARNING, 3.0)], id="values kpulse may not read -> one warning on the cluster"),
+    condition("KpulseNotAuthorized", {"cluster.reasons": {"quorum": "DescribeQuorum failed: timeout"}},
+              id="a value not read for another reason -> nothing"),
 ]
 
 
@@ -286,6 +297,7 @@ RULES_TABLE = [  # name, default severity, hold seconds: the agreed table (DOMAI
     ("BrokerDown", CRITICAL, 60), ("ConsumerGroupStatus", WARNING, 0), ("ConsumerGroupLagSeconds", WARNING, 60),
     ("ShareGroupNotAcknowledging", WARNING, 60), ("StreamsAppNotRunning", WARNING, 120), ("ProbeFailing", CRITICAL, 60), ("CollectorDown", WARNING, 120),
     ("MetadataErrors", CRITICAL, 0), ("FencedBrokers", CRITICAL, 60), ("VoterLagging", WARNING, 30),
+    ("KpulseNotAuthorized", WARNING, 0),
 ]
 
 
@@ -337,6 +349,7 @@ BAD = {  # a change that makes each rule's condition hold (at its default severi
     "MetadataErrors": {"brokers.0.metadata_error_count": 1},
     "FencedBrokers": {"cluster.fenced_broker_count": 1},
     "VoterLagging": {"cluster.quorum.voters.1.lag": 5000},
+    "KpulseNotAuthorized": {"consumer_groups.0.error": "not authorized: Describe on group orders"},
 }
 
 

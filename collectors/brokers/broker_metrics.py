@@ -125,6 +125,8 @@ class BrokerMetricsCollector:
         section: BrokerMetricsSection = {"source": metrics.source,
                                          "brokers": [dataclasses.asdict(b) for b in brokers],
                                          **cluster_level(brokers), "errors": errors, "note": note}
+        if note is not None:  # nothing was asked: "no broker answered" would say otherwise
+            section["reasons"] = dict.fromkeys(section["reasons"], note)
         rows = [to_row(b, now=context.now, cluster=self._cluster.name) for b in brokers]
         return CollectorResult(sections={SECTION: section}, rows={TABLE: rows})
 

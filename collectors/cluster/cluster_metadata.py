@@ -23,6 +23,8 @@ from typing import Any, Callable
 
 from collectors.cluster.cluster_health import PartitionState, summarize
 from collectors.protocol import CollectContext, CollectorResult
+from kpulse.kafka.authorization import refusal_text
+from kpulse.kafka.authorization import summary as refused_summary
 from kpulse.kafka.batched_client import BatchedClient, one_line
 from kpulse.kafka.clients import LazyAdmin, list_topics
 from kpulse.kafka.kraft_reads import KraftReader, NotSupported
@@ -50,6 +52,8 @@ class ClusterMetadataCollector:
         self._timeout = request_timeout
         self._known_brokers: set[int] = set()
         self._min_isr: dict[str, int | None] = {}
+        self._min_isr_refused: dict[str, str] = {}
+        """Topics whose configs the principal may not describe -> the refusal (one line)."""
         self._min_isr_read_at = float("-inf")
 
     def collect(self, context: CollectContext) -> CollectorResult:
@@ -65,6 +69,7 @@ class ClusterMetadataCollector:
         self._refresh_min_isr(admin, sorted(name for name, topic in metadata.topics.items()
                                             if topic.error is None and topic.partitions))
         summary = summarize(partitions, self._min_isr, set(self._known_brokers))
+        refused = sorted(t for t in self._min_isr_refused if t in metadata.topics)
 
         brokers = [{"id": b, "up": b in live, "address": live.get(b)} for b in sorted(self._known_brokers)]
         load = {b.broker_id: b for b in summary.brokers}
@@ -79,7 +84,7 @@ class ClusterMetadataCollector:
             "partition_count": summary.partition_count,
             "under_replicated_partitions": len(summary.under_replicated),
             "offline_partitions": len(summary.offline),
-            "under_min_isr_partitions": len(summary.under_min_isr),
+            "under_min_isr_partitions": None if refused else len(summary.under_min_isr),
             "preferred_leader_imbalance": len(summary.not_preferred_leader),
             "broker_load": [
                 {"broker_id": b, "partition_count": load[b].partition_count, "leader_count": load[b].leader_count,
@@ -92,8 +97,12 @@ class ClusterMetadataCollector:
                 for p in heapq.nsmallest(PROBLEM_PARTITIONS_SHOWN,
                                          {*summary.offline, *summary.under_min_isr, *summary.under_replicated})],
         }
+        if refused:
+            section["reasons"]["under_min_isr_partitions"] = _min_isr_unknown(refused, len(summary.under_min_isr))
         nodes = sorted(live)  # asked in turn: a broker down is not asked
         section["quorum"] = self._quorum(section["reasons"], nodes)
+        if getattr(getattr(self._cluster, "metrics", None), "source", None) == "none":
+            section["kraft_from_admin"] = self._kraft_from_admin(section["quorum"], section["reasons"], nodes)
         self._add_elr(section["problem_partitions"], section["reasons"], nodes)
         row = {"time": context.now, "cluster": self._cluster.name,
                **{k: section[k] for k in ("brokers_up", "brokers_total", "topic_count", "partition_count",
@@ -116,12 +125,36 @@ class ClusterMetadataCollector:
             reasons["quorum"] = f"not available: {reason}"
             return None
         except Exception as error:  # noqa: BLE001 - the rest of the section stands
-            reasons["quorum"] = f"DescribeQuorum failed: {one_line(error)}"
+            refusal = refusal_text(error, "Describe", "cluster")
+            reasons["quorum"] = (f"{refusal} (DescribeQuorum)" if refusal
+                                 else f"DescribeQuorum failed: {one_line(error)}")
             return None
         kraft = getattr(self._cluster, "kraft", None)
         quorum["voter_lag_threshold_records"] = getattr(kraft, "voter_lag_records", None)
         quorum["voter_lag_threshold_seconds"] = getattr(kraft, "voter_lag_seconds", None)
         return quorum
+
+    def _kraft_from_admin(self, quorum: dict[str, Any] | None, reasons: dict[str, str],
+                          nodes: list[int]) -> dict[str, int | None]:
+        """Without broker metrics (``metrics.source: none``, usual on managed clusters): the active
+        controller from DescribeQuorum's leader, fenced and active brokers from DescribeCluster v2."""
+        leader = quorum["leader_id"] if quorum is not None else None
+        values: dict[str, int | None] = {"controller_id": leader,
+                                          "active_controller_count": None if quorum is None else int(leader is not None),
+                                          "fenced_broker_count": None, "active_broker_count": None}
+        try:
+            registered = self._kraft.registrations(self._timeout, nodes)
+        except NotSupported as reason:
+            reasons["kraft_brokers"] = f"not available: {reason}"
+            return values
+        except Exception as error:  # noqa: BLE001 - the rest of the section stands
+            refusal = refusal_text(error, "Describe", "cluster")
+            reasons["kraft_brokers"] = (f"{refusal} (DescribeCluster)" if refusal
+                                        else f"DescribeCluster failed: {one_line(error)}")
+            return values
+        values["fenced_broker_count"] = len(registered["fenced"])
+        values["active_broker_count"] = len(registered["unfenced"])
+        return values
 
     def _add_elr(self, problems: list[dict[str, Any]], reasons: dict[str, str], nodes: list[int]) -> None:
         """Each problem partition's ``elr`` and ``last_known_elr`` (None when not read, with
@@ -164,14 +197,26 @@ class ClusterMetadataCollector:
         futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in wanted],
                                          request_timeout=self._timeout)
         for resource, future in futures.items():
+            self._min_isr_refused.pop(resource.name, None)
             try:
                 entry = future.result(timeout=self._timeout).get("min.insync.replicas")
                 self._min_isr[resource.name] = int(entry.value) if entry is not None else None
-            except Exception:  # noqa: BLE001 - a topic deleted meanwhile has no config
+            except Exception as error:  # noqa: BLE001 - a topic deleted meanwhile has no config
                 self._min_isr[resource.name] = None
+                refusal = refusal_text(error, "DescribeConfigs", "topic", resource.name)
+                if refusal is not None:
+                    self._min_isr_refused[resource.name] = refusal
         if stale:
             self._min_isr_read_at = now
             self._min_isr = {t: self._min_isr.get(t) for t in topics}
+            self._min_isr_refused = {t: why for t, why in self._min_isr_refused.items() if t in self._min_isr}
+
+
+def _min_isr_unknown(refused_topics: list[str], known_under: int) -> str:
+    """Why ``under_min_isr_partitions`` is null: whose min.insync.replicas the principal may not read,
+    and what is known without it (offline partitions and the readable topics' partitions)."""
+    return (f"{refused_summary('DescribeConfigs', 'topic', refused_topics)}: min.insync.replicas unknown for their "
+            f"partitions; {known_under} partition(s) of the other topics (and offline ones) are under min ISR")
 
 
 def _problems(state: PartitionState, min_isr: int | None) -> list[str]:

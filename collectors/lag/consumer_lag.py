@@ -199,7 +199,9 @@ class ConsumerLagCollector:
                 "status": status, "lag_seconds_threshold": threshold, "error": group.error,
             }
             summary.update(_membership(group.description))
-            if lag_unknown or seconds_unknown or (status is None and size):
+            if group.error is not None:  # nothing of it was read this cycle: every figure says why
+                summary["reasons"] = {key: group.error for key in ("total_lag", "max_lag_seconds", "status")}
+            elif lag_unknown or seconds_unknown or (status is None and size):
                 reasons = {}
                 if lag_unknown:
                     reasons["total_lag"] = _left_out(total, lag_unknown, counted, "lag", left_out["lag"].get(index, ()))

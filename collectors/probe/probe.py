@@ -56,6 +56,7 @@ from typing import Any
 
 from collectors.probe.probe_ledger import PartitionStats, ProbeLedger, plan_probe_topic, summarize
 from collectors.protocol import CollectContext, CollectorResult
+from kpulse.kafka.authorization import not_authorized, refusal_text, refused_resource
 from kpulse.kafka.clients import list_topics
 from kpulse.lake.schema import SCHEMAS
 from kpulse.snapshot import Probe, ProbePartition
@@ -98,6 +99,8 @@ class ProbeCollector:
         self._admin = self._producer = self._consumer = None
         self._assigned: set[int] = set()
         self._last_election = float("-inf")
+        self._read_refused: str | None = None
+        """This cycle's refusal of the probe's reads (``not authorized: Read on topic T``)."""
 
     # --- clients -------------------------------------------------------------------------------------
     def _clients(self) -> None:
@@ -159,7 +162,14 @@ class ProbeCollector:
                 [NewPartitions(self.topic, total, [list(r) for r in plan.new_assignments])],
                 request_timeout=ADMIN_TIMEOUT_SECONDS)
         for future in futures.values():
-            future.result(timeout=ADMIN_TIMEOUT_SECONDS)
+            try:
+                future.result(timeout=ADMIN_TIMEOUT_SECONDS)
+            except Exception as error:  # noqa: BLE001 - a refusal is named as the ACL it needs
+                if refused_resource(error) is None:
+                    raise
+                action = "Create" if plan.create else "Alter"
+                raise ProbeRefused(not_authorized(action, "topic", self.topic)
+                                   + (" (or Create on the cluster)" if plan.create else "")) from None
         wanted = len(existing or ()) + len(plan.new_assignments)
         deadline = time.monotonic() + ADMIN_TIMEOUT_SECONDS
         while True:
@@ -212,13 +222,22 @@ class ProbeCollector:
             partitions = self._ensure_topic()
             self._assign(partitions)
         except Exception as error:  # noqa: BLE001 - the probe reports that it could not probe
-            section: Probe = {"topic": self.topic, **summarize([]), "per_partition": [], "error": _one_line(error)}
+            refusal = _setup_refusal(error, self.topic)
+            section: Probe = {"topic": self.topic, **summarize([]), "per_partition": [],
+                              "error": refusal or _one_line(error), "not_authorized": refusal}
             return CollectorResult(sections={SECTION: section}, rows={TABLE: []})
         self.ledger.start_cycle()
+        self._read_refused = None
         self._read(0.0)
         self._produce(sorted(partitions))
-        self._read(self._consume_wait, until_all_read=True)
+        self._read(self._consume_wait, until_all_read=self._read_refused is None)
         stats = self.ledger.finish_cycle(partitions)
+        refusal = _write_refusal(stats, self.topic) or self._read_refused
+        if refusal is not None:  # not a measurement of the cluster: no availability, no lake rows
+            self.close()  # what was sent or read this cycle says nothing; start afresh once allowed
+            section = {"topic": self.topic, **summarize([]), "per_partition": [], "error": refusal,
+                       "not_authorized": refusal}
+            return CollectorResult(sections={SECTION: section}, rows={TABLE: []})
         leaders = {p: (leader if leader >= 0 else None) for p, (leader, _) in partitions.items()}
         per_partition = [_partition_view(s, leaders.get(s.partition)) for s in stats]
         totals = summarize(stats)
@@ -228,7 +247,8 @@ class ProbeCollector:
             first = failed[0]
             error = (f"{totals['produce_errors']} produce error(s) on {len(failed)} partition(s); first: partition "
                      f"{first['partition']} (leader {first['broker_id']}): {first['error']}")
-        section: Probe = {"topic": self.topic, **totals, "per_partition": per_partition, "error": error}
+        section: Probe = {"topic": self.topic, **totals, "per_partition": per_partition, "error": error,
+                          "not_authorized": None}
         rows = [{"time": context.now, "cluster": self._cluster.name,
                  **{k: v for k, v in p.items() if k not in ("error", "consume_availability")}}
                 for p in per_partition]
@@ -259,7 +279,13 @@ class ProbeCollector:
         key = self.probe_id.encode()
         while True:
             for message in self._consumer.consume(num_messages=500, timeout=0.05):
-                if message.error() is not None or message.key() != key:
+                if message.error() is not None:
+                    refused = refusal_text(message.error(), "Read", "topic", self.topic)
+                    if refused is not None:
+                        self._read_refused = refused
+                        return
+                    continue
+                if message.key() != key:
                     continue
                 received_ns = int(self._clock() * 1e9)
                 try:
@@ -271,6 +297,28 @@ class ProbeCollector:
                 return
             if time.monotonic() >= deadline:
                 return
+
+
+class ProbeRefused(Exception):
+    """The probe may not prepare its topic: the ACL it lacks (one line)."""
+
+
+def _setup_refusal(error: BaseException, topic: str) -> str | None:
+    """The ACL the probe lacks when preparing its topic failed for want of one: Create (or Alter) to
+    make it or add partitions (:class:`ProbeRefused`), else Describe to see it."""
+    if isinstance(error, ProbeRefused):
+        return str(error)
+    if refused_resource(error) is None:
+        return None
+    return not_authorized("Describe", "topic", topic)
+
+
+def _write_refusal(stats: list[PartitionStats], topic: str) -> str | None:
+    """``not authorized: Write on topic T`` when the cycle's produce errors are all refusals."""
+    errors = [s.error for s in stats if s.error]
+    if errors and all(refused_resource(error) is not None for error in errors):
+        return not_authorized("Write", "topic", topic)
+    return None
 
 
 def _partition_view(stats: PartitionStats, leader: int | None) -> ProbePartition:

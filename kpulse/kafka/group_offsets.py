@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import FIRST_COMPLETED, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Callable, Sequence
+
+from kpulse.kafka.authorization import refusal_text
 
 LIST_OFFSETS_CHUNK = 250
 
@@ -127,6 +129,8 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
             group = _typed_group(group_id, typed_answers.get(group_id), committed, listed)
         else:
             group = _group(group_id, descriptions.get(group_id), committed, listed)
+        if group.error is not None:
+            group = replace(group, error=group_error_text(group_id, group.error))
         result.groups.append(group)
     consumed = result.consumed
     read = set(expected)
@@ -215,6 +219,13 @@ def _committed_offsets(admin, group_ids: list[str], concurrency: int, timeout: f
                 committed[group_id] = error
         send(len(done))
     return committed
+
+
+def group_error_text(group_id: str, error: str) -> str:
+    """Why a group could not be read, in ACL words when the brokers refused kpulse's principal
+    (``not authorized: Describe on group G``: FindCoordinator, DescribeGroups and OffsetFetch all
+    need it); else as the reading said it."""
+    return refusal_text(error, "Describe", "group", group_id) or error
 
 
 def _empty_group(group_id: str, committed, listed: dict) -> GroupOffsets:

@@ -102,6 +102,18 @@ def elr_from(responses: Iterable[Any]) -> dict[tuple[str, int], tuple[list[int] 
     return found
 
 
+def registrations_from(response: Any) -> dict[str, list[int]]:
+    """A DescribeCluster (v2+, fenced brokers included) answer -> ``{"unfenced": ids, "fenced": ids}``,
+    each sorted: the controller's ActiveBrokerCount and FencedBrokerCount without its metrics.
+    Raises ``ValueError`` (one line) for an answer carrying an error."""
+    if getattr(response, "error_code", 0):
+        raise ValueError(f"DescribeCluster: {error_name(response.error_code)}"
+                         + (f": {response.error_message}" if getattr(response, "error_message", None) else ""))
+    fenced = sorted(b.broker_id for b in response.brokers if getattr(b, "is_fenced", False))
+    unfenced = sorted(b.broker_id for b in response.brokers if not getattr(b, "is_fenced", False))
+    return {"unfenced": unfenced, "fenced": fenced}
+
+
 # --- I/O -----------------------------------------------------------------------------------------------
 
 class KraftReader:
@@ -139,6 +151,26 @@ class KraftReader:
             return manager.run(read)
 
         return quorum_from(_retried(attempt, nodes, timeout, self.client.clock), now)
+
+    def registrations(self, timeout: float, nodes: Sequence[int] = ()) -> dict[str, list[int]]:
+        """The registered brokers, fenced or not (:func:`registrations_from`): DescribeCluster v2
+        (KIP-1073, Kafka 4.0); raises :class:`NotSupported` for older brokers."""
+        from kafka.protocol.admin import DescribeClusterRequest
+
+        manager = self._manager(timeout, DescribeClusterRequest)
+        from kpulse.kafka.group_listing import api_version
+
+        if api_version(manager, DescribeClusterRequest) < 2:
+            raise NotSupported("the brokers do not list fenced brokers in DescribeCluster (Kafka 4.0, KIP-1073)")
+        request = DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1,
+                                         include_fenced_brokers=True, min_version=2)
+
+        def attempt(node: int | None, deadline: float):
+            async def read():
+                return await answer(send(manager, request, node, remaining_ms(deadline, self.client.clock)))
+            return manager.run(read)
+
+        return registrations_from(_retried(attempt, nodes, timeout, self.client.clock))
 
     def elr(self, partitions: Mapping[str, Iterable[int]], timeout: float, nodes: Sequence[int] = ()
             ) -> dict[tuple[str, int], tuple[list[int] | None, list[int] | None]]:
