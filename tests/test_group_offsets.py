@@ -71,3 +71,21 @@ def test_a_listing_through_librdkafka_that_times_out_says_what_was_waited_for():
 
     with pytest.raises(TimeoutError, match=r"^no answer to ListGroups \(through librdkafka\) within 0.1 s$"):
         group_offsets.read_cluster_offsets(Unanswered(), lambda group_id: True, timeout=0.1)
+
+
+def test_a_listing_whose_every_broker_failed_is_an_error_not_a_cluster_without_groups():
+    """librdkafka's ListConsumerGroups answers with ``valid`` and ``errors``: a listing refused by
+    every broker (a certificate the brokers reject, a wrong password) made the lag collector "up"
+    with 0 groups when only ``valid`` was read."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    class Refused:
+        def list_consumer_groups(self, request_timeout):
+            future = Future()
+            refusal = KafkaException(KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error"))
+            future.set_result(SimpleNamespace(valid=[], errors=[refusal, refusal]))
+            return future
+
+    with pytest.raises(group_offsets.ListingFailed,
+                       match=r"^ListGroups failed on every broker: SASL authentication error$"):
+        group_offsets.read_cluster_offsets(Refused(), lambda group_id: True, timeout=1)

@@ -146,10 +146,30 @@ def test_a_cycle_where_the_group_could_not_be_read_keeps_its_partitions_historie
     coordinator_down = "OffsetFetch: COORDINATOR_NOT_AVAILABLE"
     unread = ClusterOffsets(groups=[GroupOffsets("g", "Unknown", 0, (), {}, error=coordinator_down)])
     group, _ = evaluate(collector, unread, 60.0)
-    assert group["error"] and group["partitions"] == []
+    assert group["error"] and [(p["partition"], p["lag"]) for p in group["partitions"]] == [(0, None)]
     assert collector.lag.known_partitions() == [("t", 0)]
     group, _ = evaluate(collector, reading({("t", 0): 250}, {("t", 0): 700}), 70.0)
     assert by_partition(group)[("t", 0)]["lag_seconds"] == pytest.approx(70.0 - 25.0)
+
+
+def test_a_group_not_read_this_cycle_keeps_its_partitions_as_unknown_in_every_sum():
+    """Its coordinator moved (a broker killed): the group is not read this cycle, but it still consumes
+    its partitions. Shown with them, each unknown with the reason, and counted as unknown in the sums
+    (the snapshot and the lake row), never as a group of 0 partitions whose sum looks complete."""
+    collector = ConsumerLagCollector(offline_config(), batched=False)
+    for now in range(0, 40, 10):
+        evaluate(collector, reading({("t", 0): 250, ("t", 1): 100}, {("t", 0): 300, ("t", 1): 100}), float(now))
+    coordinator_moved = "OffsetFetch: NOT_COORDINATOR"
+    unread = ClusterOffsets(groups=[GroupOffsets("g", "Empty", 0, (), {}, error=coordinator_moved)])
+    result = collector.evaluate(unread, CollectContext(offline_config(), 40.0))
+    group, = result.sections["consumer_groups"]
+    assert group["partition_count"] == 2 and group["lag_unknown_partitions"] == 2
+    assert group["total_lag"] is None and group["reasons"]["total_lag"] == coordinator_moved
+    assert [(p["topic"], p["partition"], p["lag"], p["reasons"]) for p in group["partitions"]] == [
+        ("t", 0, None, {"committed_offset": f"not read this cycle: {coordinator_moved}"}),
+        ("t", 1, None, {"committed_offset": f"not read this cycle: {coordinator_moved}"})]
+    row, = result.rows["consumer_group"]
+    assert (row["partitions"], row["lag_unknown_partitions"], row["total_lag"]) == (2, 2, None)
 
 
 def test_the_history_of_a_partition_no_group_consumes_any_more_is_dropped():

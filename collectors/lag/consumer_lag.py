@@ -199,6 +199,12 @@ class ConsumerLagCollector:
                 "status": status, "lag_seconds_threshold": threshold, "error": group.error,
             }
             summary.update(_membership(group.description))
+            unread = sorted(self._partitions_of.get(group.group_id, ())) if group.error is not None and not size else []
+            if unread:  # consumed when last read: still consumed, each unknown now, and so the sums
+                summary.update(partition_count=len(unread), lag_unknown_partitions=len(unread),
+                               lag_seconds_unknown_partitions=len(unread))
+                partitions = _unread_rows(unread, group.error)
+                lag_unknown = seconds_unknown = len(unread)
             if group.error is not None:  # nothing of it was read this cycle: every figure says why
                 summary["reasons"] = {key: group.error for key in ("total_lag", "max_lag_seconds", "status")}
             elif lag_unknown or seconds_unknown or (status is None and size):
@@ -213,13 +219,20 @@ class ConsumerLagCollector:
                 summary["reasons"] = reasons
             summary["partitions"] = partitions
             groups.append(summary)
-            group_rows.append({"time": now, "cluster": cluster, "partitions": size,
+            group_rows.append({"time": now, "cluster": cluster, "partitions": summary["partition_count"],
                                "group_id": group.group_id, "type": group.type, "state": group.state,
                                "members": group.members, "total_lag": total, "lag_unknown_partitions": lag_unknown,
                                "max_lag_seconds": worst, "lag_seconds_unknown_partitions": seconds_unknown,
                                "status": status, "lag_seconds_threshold": threshold})
             start = end
         return groups, group_rows
+
+
+def _unread_rows(partitions: list[tuple[str, int]], error: str) -> list[GroupPartition]:
+    """The rows of a group's partitions when the group could not be read: every value unknown."""
+    why = {"committed_offset": f"not read this cycle: {error}"}
+    return [{"topic": topic, "partition": number, "committed_offset": None, "log_end_offset": None, "lag": None,
+             "lag_seconds": None, "status": None, "reasons": why} for topic, number in partitions]
 
 
 def _membership(description) -> dict:

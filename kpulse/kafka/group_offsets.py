@@ -98,9 +98,15 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
     listed = list_groups(timeout) if list_groups is not None else None
     if listed is None:
         try:
-            listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout=timeout).valid
+            listing = admin.list_consumer_groups(request_timeout=timeout).result(timeout=timeout)
         except TimeoutError:  # concurrent.futures': no text of its own
             raise TimeoutError(f"no answer to ListGroups (through librdkafka) within {timeout:g} s") from None
+        listed = listing.valid
+        if getattr(listing, "errors", None) and not listed:  # every broker refused or failed: not "no groups"
+            from kpulse.kafka.clients import error_text
+
+            raise ListingFailed("ListGroups failed on every broker: "
+                                + "; ".join(dict.fromkeys(error_text(e) for e in listing.errors)))
     listings = {g.group_id: g for g in listed if monitors(g.group_id) and _type_of(g) != "share"}
     group_ids = sorted(listings)
     result = ClusterOffsets()
@@ -219,6 +225,10 @@ def _committed_offsets(admin, group_ids: list[str], concurrency: int, timeout: f
                 committed[group_id] = error
         send(len(done))
     return committed
+
+
+class ListingFailed(Exception):
+    """No broker listed the groups: every answer was an error (one line, the errors named)."""
 
 
 def group_error_text(group_id: str, error: str) -> str:
