@@ -199,7 +199,7 @@ class UsersFile:
         for an unknown user and a wrong password)."""
         entry = self._load().get(name)
         if entry is None or not password_matches(password, str(entry.get("password", ""))):
-            raise LoginFailed(f"{FAILED_LOGIN} for {name!r}")
+            raise LoginFailed(FAILED_LOGIN)  # never the typed name: it may be a password typed in the wrong field
         return self._user(name, entry)
 
 
