@@ -51,7 +51,7 @@ class ConnectionGate:
         except ConnectionFailed as error:
             self._admin = None  # a fresh client next cycle: librdkafka backs off its reconnects
             text = str(error)
-            return _refused(self._explained(text), began, conclusive=not text.startswith(_TIMED_OUT))
+            return _refused(text, began, conclusive=not text.startswith(_TIMED_OUT))
         except Exception as error:  # noqa: BLE001 - any other client failure: one line, collectors still run
             self._admin = None
             return _refused(error_text(error), began, conclusive=False)
@@ -59,20 +59,6 @@ class ConnectionGate:
         operations = sorted(op.name for op in getattr(described, "authorized_operations", None) or [])
         return {"ok": True, "error": None, "conclusive": True, "cluster_operations": operations,
                 "limits": limits_of(operations), "check_seconds": round(time.monotonic() - began, 4)}
-
-    def _explained(self, text: str) -> str:
-        """``text`` with what the configuration says about a refused client certificate, or the token
-        endpoint's own words for an OAUTHBEARER token librdkafka could not get."""
-        security = self._cluster.security
-        if LIBRDKAFKA_TOKEN_FAILURE in text and security.sasl_oauthbearer_token_endpoint_url:
-            return token_failure_text(security, text.split(LIBRDKAFKA_TOKEN_FAILURE, 1)[1])
-        if "refused the client certificate" not in text:
-            return text
-        if security.ssl_certificate_location is None:
-            return ("TLS handshake failed: the broker requires a client certificate and none is configured "
-                    f"(ssl_certificate_location, ssl_key_location): {text.split(': ', 2)[-1]}")
-        return (f"TLS handshake failed: the broker refused the client certificate {security.ssl_certificate_location}"
-                f" (not signed by a CA it trusts, or expired): {text.split(': ', 2)[-1]}")
 
     def close(self) -> None:
         self._admin = None

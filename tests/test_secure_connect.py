@@ -63,3 +63,18 @@ def test_every_identity_connects(identity, secure_cluster, tmp_path):
         assert operations == []
     else:
         assert "DESCRIBE" in operations and "ALTER" not in operations
+
+
+@pytest.mark.parametrize("case", ["wrong password", "untrusted client certificate", "wrong key password"])
+def test_the_dashboards_own_reads_name_a_misconfiguration_at_once(case, secure_cluster, tmp_path):
+    from dashboard.services.kafka_admin import ClusterAdmin
+    from dashboard.services.sources import DashboardError
+    from kpulse.config import load_config
+
+    identity, overrides, expected = misconfigurations(secure_cluster)[case]
+    cluster = load_config(str(config_for(secure_cluster, tmp_path, identity, **overrides))).clusters[0]
+    started = time.monotonic()
+    with pytest.raises(DashboardError) as refused:
+        ClusterAdmin(cluster).partitions()
+    assert time.monotonic() - started < NAMED_WITHIN_SECONDS
+    assert re.search(expected, str(refused.value)), refused.value

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from dashboard.services.sources import DashboardError
 from dashboard.services.topics import TopicConfigs
 from dashboard.services.unread import TOPIC_AUTHORIZATION_FAILED, not_authorized
-from kpulse.kafka.clients import LazyAdmin, error_text, list_topics
+from kpulse.kafka.clients import LazyAdmin, admin_client, error_text, list_topics
 
 TIMEOUT_SECONDS = 5.0
 RETRY_AFTER_SECONDS = 15.0
@@ -27,7 +27,9 @@ class ClusterAdmin:
                  log_dirs_factory: Callable[[Any], Any] | None = None) -> None:
         self._name = cluster_config.name
         self._cluster = cluster_config
-        self._admin = LazyAdmin(cluster_config, factory)
+        # connection errors kept: list_topics names a refused password or certificate at once
+        self._admin = LazyAdmin(cluster_config, factory or (lambda settings: admin_client(settings,
+                                                                                          connection_errors=True)))
         self._log_dirs_factory = log_dirs_factory
         self._log_dirs_admin = None
         self._timeout = timeout

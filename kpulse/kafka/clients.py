@@ -33,7 +33,7 @@ def admin_client(settings: dict[str, str], *, connection_errors: bool = False):
 
     if not connection_errors:
         return built(AdminClient, {**settings, "logger": _LIBRDKAFKA_LOG})
-    errors = ConnectionErrors()
+    errors = ConnectionErrors(certificate=settings.get("ssl.certificate.location"))
     admin = built(AdminClient, {**settings, "logger": _LIBRDKAFKA_LOG, "error_cb": errors.record})
     admin.connection_errors = errors
     return admin
@@ -82,7 +82,9 @@ class ConnectionErrors:
 
     _KEPT = 64
 
-    def __init__(self) -> None:
+    def __init__(self, certificate: str | None = None) -> None:
+        self._certificate = certificate
+        """The client certificate configured (mTLS), named when the broker refuses it."""
         self._events: collections.deque[tuple[int, str, str]] = collections.deque(maxlen=self._KEPT)
         self._count = 0
         self._all_down = False
@@ -123,7 +125,11 @@ class ConnectionErrors:
             return None
         for name, text in events:
             if _CLIENT_CERTIFICATE_REFUSED in text:
-                return f"TLS handshake failed: the broker refused the client certificate: {text}"
+                if self._certificate is None:
+                    return ("TLS handshake failed: the broker requires a client certificate and none is configured "
+                            f"(ssl_certificate_location, ssl_key_location): {text}")
+                return (f"TLS handshake failed: the broker refused the client certificate {self._certificate} "
+                        f"(not signed by a CA it trusts, or expired): {text}")
             if name == "_SSL" or "SSL_HANDSHAKE" in text or "SSL handshake failed" in text:
                 return f"TLS handshake failed: {text}"
         return f"all brokers down: {events[-1][1]}"
