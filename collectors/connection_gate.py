@@ -51,7 +51,7 @@ class ConnectionGate:
         except ConnectionFailed as error:
             self._admin = None  # a fresh client next cycle: librdkafka backs off its reconnects
             text = str(error)
-            return _refused(text, began, conclusive=not text.startswith(_TIMED_OUT))
+            return _refused(self._token_failure_named(text), began, conclusive=not text.startswith(_TIMED_OUT))
         except Exception as error:  # noqa: BLE001 - any other client failure: one line, collectors still run
             self._admin = None
             return _refused(error_text(error), began, conclusive=False)
@@ -59,6 +59,14 @@ class ConnectionGate:
         operations = sorted(op.name for op in getattr(described, "authorized_operations", None) or [])
         return {"ok": True, "error": None, "conclusive": True, "cluster_operations": operations,
                 "limits": limits_of(operations), "check_seconds": round(time.monotonic() - began, 4)}
+
+    def _token_failure_named(self, text: str) -> str:
+        """An OAUTHBEARER token librdkafka could not get, in the token endpoint's own words (librdkafka
+        gives its answer without the HTTP status: ``{"error":"invalid_client"}``)."""
+        security = self._cluster.security
+        if LIBRDKAFKA_TOKEN_FAILURE in text and security.sasl_oauthbearer_token_endpoint_url:
+            return token_failure_text(security, text.split(LIBRDKAFKA_TOKEN_FAILURE, 1)[1])
+        return text
 
     def close(self) -> None:
         self._admin = None

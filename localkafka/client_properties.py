@@ -82,15 +82,24 @@ def _sasl_properties(security: SecurityConfig) -> dict[str, str]:
     url = security.sasl_oauthbearer_token_endpoint_url
     if not url:
         raise UnsupportedSecurityError(
-            "OAUTHBEARER without sasl_oauthbearer_token_endpoint_url (librdkafka's unsecured tokens) has no "
-            "Java client equivalent: give the tool a client config file of your own (--command-config)")
-    options = {"clientId": security.sasl_oauthbearer_client_id,
-               "clientSecret": security.sasl_oauthbearer_client_secret,
-               "scope": security.sasl_oauthbearer_scope}
-    return {"sasl.mechanism": mechanism,
-            "sasl.jaas.config": jaas_config(OAUTHBEARER_LOGIN_MODULE, options),
-            "sasl.oauthbearer.token.endpoint.url": url,
-            "sasl.login.callback.handler.class": OAUTHBEARER_CALLBACK_HANDLER}
+            "OAUTHBEARER needs sasl_oauthbearer_token_endpoint_url: kpulse supports OIDC client credentials only")
+    # Kafka 4's own settings of the client credentials grant (the JAAS options clientId, clientSecret
+    # and scope are deprecated). Kafka trims a setting's value: a secret with blanks around it goes
+    # in the JAAS option, which keeps them.
+    # The token endpoint's TLS is the login module's: the JVM's truststore unless a CA is configured.
+    secret = security.sasl_oauthbearer_client_secret
+    kept_whole = secret is not None and secret != secret.strip()
+    ca = security.sasl_oauthbearer_ca_location
+    options = {"clientSecret": secret if kept_whole else None,
+               "ssl.truststore.type": "PEM" if ca else None, "ssl.truststore.location": ca}
+    properties = {"sasl.mechanism": mechanism,
+                  "sasl.jaas.config": jaas_config(OAUTHBEARER_LOGIN_MODULE, options),
+                  "sasl.login.callback.handler.class": OAUTHBEARER_CALLBACK_HANDLER,
+                  "sasl.oauthbearer.token.endpoint.url": url,
+                  "sasl.oauthbearer.client.credentials.client.id": security.sasl_oauthbearer_client_id,
+                  "sasl.oauthbearer.client.credentials.client.secret": None if kept_whole else secret,
+                  "sasl.oauthbearer.scope": security.sasl_oauthbearer_scope}
+    return {key: value for key, value in properties.items() if value is not None}
 
 
 def _tls_properties(security: SecurityConfig, keystore: Keystore | None) -> dict[str, str]:

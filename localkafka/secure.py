@@ -1,17 +1,21 @@
 """A secured one-node KRaft cluster on loopback, for testing kpulse as it meets production
-clusters: TLS everywhere, SASL (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN) on one listener, mutual TLS
-on another, ``StandardAuthorizer`` with ``allow.everyone.if.no.acl.found=false``, and the
-identities of :data:`IDENTITIES` with their ACLs.
+clusters: TLS everywhere, SASL (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN, OAUTHBEARER) on one listener,
+mutual TLS on another, ``StandardAuthorizer`` with ``allow.everyone.if.no.acl.found=false``, and the
+identities of :data:`IDENTITIES` with their ACLs. OAUTHBEARER tokens come from a real OpenID
+Connect issuer started beside the broker (``localkafka/oidc_issuer.py``: client credentials); the
+broker validates them against the issuer's JWKS, and a token's ``sub`` (the client id) is the
+principal.
 
 Layout under ``<state dir>/secure-cluster/``: ``certs/`` (a CA made on the fly, the broker's and
-the clients' certificates), ``server.properties``, ``data/``, ``logs/``, ``pid.json``, and one kpulse
-config per identity (``kpulse-<identity>.yaml``) that tests and users can point kpulse at.
+the clients' certificates), ``server.properties``, ``data/``, ``logs/``, ``pid.json``, ``oidc-issuer/``,
+and one kpulse config per identity (``kpulse-<identity>.yaml``) that tests and users can point kpulse at.
 
 Ports from one base (the test suite's base + 1000 by default):
 
 =====================  ==========
 SASL_SSL listener      base + 1
 mTLS (SSL) listener    base + 2
+OIDC issuer (https)    base + 3
 controller (mTLS)      base + 101
 =====================  ==========
 """
@@ -32,11 +36,19 @@ from kpulse.local_layout import HOST
 from kpulse.progress import SILENT, Progress
 from localkafka.certs import Authority
 from localkafka.layout import CLUSTER_ID
+from localkafka.oidc_issuer import IssuerTls, OAuthClient, OidcIssuer
 from localkafka.runtime import JavaRuntime, ensure_runtime, java_command
 
 BROKER_CN = "kpulse-broker"
+ISSUER_CN = "kpulse-oidc-issuer"
 NODE_ID = 1
 READY_TIMEOUT_SECONDS = 90.0
+OAUTHBEARER = "OAUTHBEARER"
+OAUTH_SCOPE = "kafka"
+"""The scope the OAUTHBEARER identity asks for (the broker does not check it; asking exercises the setting)."""
+OAUTHBEARER_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+OAUTHBEARER_LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+ALLOWED_URLS = "org.apache.kafka.sasl.oauthbearer.allowed.urls"
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,7 @@ class Identity:
     mechanism: str | None
     """SASL mechanism on the SASL_SSL listener; None: mutual TLS on the SSL listener."""
     password: str = ""
+    """OAUTHBEARER: the client secret at the OIDC issuer (``name`` is the client id)."""
     grants: tuple[Grant, ...] = ()
     super_user: bool = False
     key_password: str | None = None
@@ -81,6 +94,7 @@ IDENTITIES: dict[str, Identity] = {identity.name: identity for identity in (
              grants=(Grant("TOPIC", "*", "DESCRIBE"), Grant("GROUP", "team-a-", "DESCRIBE", prefixed=True))),
     Identity("plain", "PLAIN", "plain-secret", grants=READ_ONLY),
     Identity("kpulse-mtls", None, grants=READ_ONLY, key_password="mtls-key-secret"),
+    Identity("kpulse-oauth", OAUTHBEARER, "oauth-client-secret", grants=READ_ONLY),
 )}
 
 
@@ -99,6 +113,10 @@ class SecureLayout:
     @property
     def mtls_port(self) -> int:
         return self.base + 2
+
+    @property
+    def issuer_port(self) -> int:
+        return self.base + 3
 
     @property
     def controller_port(self) -> int:
@@ -122,6 +140,9 @@ class SecureCluster:
         self.progress = progress
         self.certs = self.root / "certs"
         self.authority = Authority(self.certs)
+        self.issuer = OidcIssuer(self.root / "oidc-issuer", self.layout.issuer_port, tuple(
+            OAuthClient(i.name, i.password, (OAUTH_SCOPE,)) for i in IDENTITIES.values() if i.mechanism == OAUTHBEARER),
+            tls=IssuerTls(self.certs / f"{ISSUER_CN}.pem", self.certs / f"{ISSUER_CN}.key", self.ca_file))
 
     @property
     def pid_file(self) -> Path:
@@ -143,6 +164,7 @@ class SecureCluster:
     # --- up / down ----------------------------------------------------------------------------------
     def up(self, timeout: float = READY_TIMEOUT_SECONDS) -> "SecureCluster":
         if processes.running_pid(self.pid_file) is not None:
+            self.issuer.start(self.progress)
             return self
         runtime = ensure_runtime(self.progress)
         fresh = not (self.root / "data" / "meta.properties").exists()
@@ -150,6 +172,7 @@ class SecureCluster:
             with self.progress.step("secured cluster: certificates and storage"):
                 self._certificates()
                 self._format(runtime)
+        self.issuer.start(self.progress)  # before the broker, which fetches the issuer's keys at start
         with self.progress.step(f"secured cluster: starting on {self.layout.sasl_bootstrap} (SASL_SSL) "
                                 f"and {self.layout.mtls_bootstrap} (mTLS)"):
             self._start(runtime)
@@ -166,6 +189,7 @@ class SecureCluster:
     def down(self, wipe: bool = False) -> None:
         processes.stop(self.pid_file, timeout=30)
         self.pid_file.unlink(missing_ok=True)
+        self.issuer.stop()
         if wipe:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -177,6 +201,13 @@ class SecureCluster:
                         "ssl_certificate_location": str(self.certs / f"{identity.name}.pem"),
                         "ssl_key_location": str(self.certs / f"{identity.name}.key"),
                         "ssl_key_password": identity.key_password}
+        elif identity.mechanism == OAUTHBEARER:
+            security = {"protocol": "SASL_SSL", "sasl_mechanism": OAUTHBEARER,
+                        "sasl_oauthbearer_token_endpoint_url": self.issuer.token_endpoint,
+                        "sasl_oauthbearer_client_id": identity.name,
+                        "sasl_oauthbearer_client_secret": identity.password,
+                        "sasl_oauthbearer_scope": OAUTH_SCOPE, "sasl_oauthbearer_ca_location": str(self.ca_file),
+                        "ssl_ca_location": str(self.ca_file)}
         else:
             security = {"protocol": "SASL_SSL", "sasl_mechanism": identity.mechanism,
                         "sasl_username": identity.name, "sasl_password": identity.password,
@@ -213,6 +244,7 @@ class SecureCluster:
         shutil.rmtree(self.certs, ignore_errors=True)
         self.authority.create()
         broker = self.authority.issue(BROKER_CN, server=True)
+        self.authority.issue(ISSUER_CN, server=True)
         # The broker's keystore: its key and certificate in one PEM file (ssl.keystore.type=PEM).
         (self.certs / "broker-keystore.pem").write_bytes(broker.key.read_bytes() + broker.certificate.read_bytes())
         (self.certs / "broker-keystore.pem").chmod(0o600)
@@ -225,7 +257,8 @@ class SecureCluster:
     def server_properties(self) -> str:
         layout = self.layout
         super_users = ";".join(["User:admin", f"User:CN={BROKER_CN},OU=local,O=kpulse"])
-        plain_users = " ".join(f'user_{i.name}="{i.password}"' for i in IDENTITIES.values() if i.mechanism)
+        plain_users = " ".join(f'user_{i.name}="{i.password}"' for i in IDENTITIES.values()
+                               if i.mechanism not in (None, OAUTHBEARER))
         settings = {
             "process.roles": "broker,controller",
             "node.id": str(NODE_ID),
@@ -242,13 +275,26 @@ class SecureCluster:
             "ssl.truststore.location": str(self.ca_file),
             "listener.name.mtls.ssl.client.auth": "required",
             "listener.name.controller.ssl.client.auth": "required",
-            "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
+            "sasl.enabled.mechanisms": f"SCRAM-SHA-512,SCRAM-SHA-256,PLAIN,{OAUTHBEARER}",
             "listener.name.sasl_ssl.plain.sasl.jaas.config":
                 f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};",
             "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
                 "org.apache.kafka.common.security.scram.ScramLoginModule required;",
             "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config":
                 "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            # OAUTHBEARER: JWTs signed by the issuer's keys (JWKS), from that issuer; the principal is `sub`
+            # The JWKS over https, verified by the CA. With any option, the broker's own login on this
+            # listener mints an unsecured token (Kafka's default login handler), which needs a subject:
+            # never sent (brokers talk over mTLS), and the validator would refuse it.
+            "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config":
+                f'{OAUTHBEARER_LOGIN_MODULE} required ssl.truststore.type="PEM" '
+                f'ssl.truststore.location="{self.ca_file}" unsecuredLoginStringClaim_sub="{BROKER_CN}";',
+            "listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class": OAUTHBEARER_VALIDATOR,
+            "sasl.oauthbearer.jwks.endpoint.url": self.issuer.jwks_url,
+            "sasl.oauthbearer.expected.issuer": self.issuer.url,
+            # the issuer's tokens name their client as audience: the broker accepts its OAuth clients'
+            "sasl.oauthbearer.expected.audience": ",".join(client.client_id for client in self.issuer.clients),
+            "sasl.oauthbearer.sub.claim.name": "sub",
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "allow.everyone.if.no.acl.found": "false",
             "super.users": super_users,
@@ -291,7 +337,8 @@ class SecureCluster:
     def _start(self, runtime: JavaRuntime) -> None:
         command = java_command(runtime, "kafka.Kafka", [str(self._write_properties())], heap="384m",
                                log_config="log4j2-server.properties",
-                               system_properties={"kafka.logs.dir": str(self.root / "logs")})
+                               system_properties={"kafka.logs.dir": str(self.root / "logs"),
+                                                  ALLOWED_URLS: self.issuer.jwks_url})
         processes.start(command, pid_file=self.pid_file, log_file=self.root / "logs" / "stdout.log")
 
     def _wait_ready(self, timeout: float) -> None:

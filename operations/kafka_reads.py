@@ -100,7 +100,7 @@ def all_groups(admin, legacy_admin_factory=None) -> dict[str, GroupListing]:
     """Every group of every type. librdkafka 2.16 lists only classic and consumer groups (a
     running streams-protocol application is not listed at all), so the listing goes through
     kafka-python's ListGroups (v5, every type) when ``legacy_admin_factory`` builds its client;
-    without it (or on a cluster kafka-python cannot reach: OAUTHBEARER) librdkafka's listing."""
+    without it (or with security settings kafka-python is not given) librdkafka's listing."""
     from kpulse.kafka.clients import KafkaPythonUnsupported
 
     if legacy_admin_factory is not None:

@@ -51,8 +51,8 @@ def legacy_admin_client(cluster):
     """kafka-python's KafkaAdminClient for ``cluster`` (a ClusterConfig)."""
     try:
         return kafka_python_admin(cluster, client_id="kpulse-reassign", timeout=kafka_reads.TIMEOUT)
-    except KafkaPythonUnsupported:
-        raise BadInput("partition reassignment does not support OAUTHBEARER clusters yet") from None
+    except KafkaPythonUnsupported as error:
+        raise BadInput(f"partition reassignment goes through kafka-python: {error}") from None
 
 
 def current_assignment(admin, topics: list[str] | None = None, *,

@@ -186,9 +186,9 @@ class Operations:
         def client():
             try:
                 return kafka_python_admin(config, client_id="kpulse-operations", timeout=TIMEOUT)
-            except KafkaPythonUnsupported:
-                raise BadInput(f"the group offsets of cluster {config.name!r} are read and changed through kafka-python, "
-                               "which does not support OAUTHBEARER clusters yet; nothing changed") from None
+            except KafkaPythonUnsupported as error:
+                raise BadInput(f"the group offsets of cluster {config.name!r} are read and changed through kafka-python: "
+                               f"{error}; nothing changed") from None
 
         return GroupRequests(client, TIMEOUT)
 

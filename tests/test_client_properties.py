@@ -22,6 +22,8 @@ from tests.tls_support import ClientPki, client_pki
 
 HOSTILE_PASSWORD = 'p"a\\ss\\"; w\u00f6rd =:#! \U0001f600\nnext line\ttab '
 """Quotes, backslashes, a JAAS terminator, non-Latin-1, a newline and a trailing space."""
+SECRET = HOSTILE_PASSWORD.strip()
+"""The same without the trailing space (Kafka trims a setting's value)."""
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 OAUTH = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
@@ -104,25 +106,39 @@ def test_a_hostile_password_reaches_the_java_client_byte_for_byte(tmp_path, read
 
 
 def test_oauthbearer_with_a_token_endpoint_is_the_client_credentials_flow(tmp_path, read_by_java):
+    """Kafka 4's settings (sasl.oauthbearer.client.credentials.*, sasl.oauthbearer.scope), not the JAAS options."""
     url = "https://idp.example.com/oauth2/token"
     security = SecurityConfig(protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER",
                               sasl_oauthbearer_token_endpoint_url=url, sasl_oauthbearer_client_id="kpulse",
-                              sasl_oauthbearer_client_secret='s3"cr\\et', sasl_oauthbearer_scope="kafka")
+                              sasl_oauthbearer_client_secret=SECRET, sasl_oauthbearer_scope="kafka")
     properties = client_properties(security)
     assert properties["sasl.oauthbearer.token.endpoint.url"] == url
     assert properties["sasl.login.callback.handler.class"] == (
         "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler")
+    assert properties["sasl.jaas.config"] == f"{OAUTH} required;"  # Kafka 4's settings, not the JAAS options
     assert jvm_system_properties(security) == {"org.apache.kafka.sasl.oauthbearer.allowed.urls": url}
     seen = read_by_java(written(security, tmp_path / "client"))
     assert seen["module"] == OAUTH and seen["sasl.mechanism"] == "OAUTHBEARER"
-    assert (seen["option.clientId"], seen["option.clientSecret"], seen["option.scope"]) == ("kpulse", 's3"cr\\et', "kafka")
+    assert (seen["option.sasl.oauthbearer.client.credentials.client.id"],
+            seen["option.sasl.oauthbearer.client.credentials.client.secret"],
+            seen["option.sasl.oauthbearer.scope"],
+            seen["option.sasl.oauthbearer.token.endpoint.url"]) == ("kpulse", SECRET, "kafka", url)
+
+
+def test_an_oauth_secret_with_blanks_around_it_goes_in_the_jaas_option_which_keeps_them(tmp_path, read_by_java):
+    security = SecurityConfig(protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER",
+                              sasl_oauthbearer_token_endpoint_url="https://idp/token", sasl_oauthbearer_client_id="c",
+                              sasl_oauthbearer_client_secret=HOSTILE_PASSWORD)
+    assert "sasl.oauthbearer.client.credentials.client.secret" not in client_properties(security)
+    seen = read_by_java(written(security, tmp_path / "client"))
+    assert seen["option.clientSecret"] == HOSTILE_PASSWORD
 
 
 def test_oauthbearer_without_a_scope_leaves_the_scope_out():
     security = SecurityConfig(protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER",
                               sasl_oauthbearer_token_endpoint_url="https://idp/token",
                               sasl_oauthbearer_client_id="c", sasl_oauthbearer_client_secret="s")
-    assert client_properties(security)["sasl.jaas.config"] == f'{OAUTH} required clientId="c" clientSecret="s";'
+    assert "sasl.oauthbearer.scope" not in client_properties(security)
 
 
 def test_oauthbearer_without_a_token_endpoint_is_one_line_naming_the_missing_setting():

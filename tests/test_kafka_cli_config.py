@@ -212,7 +212,7 @@ def test_sasl_secrets_stay_off_the_command_line_and_oauth_allows_its_token_endpo
     argv = recording.argv
     assert not any("t0p-s3cret" in argument for argument in argv)
     assert "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=https://idp.example/token" in argv
-    assert 'clientSecret="t0p-s3cret"' in recording.read("properties")
+    assert "sasl.oauthbearer.client.credentials.client.secret=t0p-s3cret" in recording.read("properties")
 
 
 def test_a_wrong_client_key_password_is_one_line_and_leaves_no_file(tmp_path, recording):

@@ -206,8 +206,11 @@ def test_a_streams_app_whose_commit_is_refused_keeps_its_internal_topics(service
 
 
 def test_a_cluster_kafka_python_cannot_reach_is_named_in_one_line_and_librdkafka_is_not_asked(tmp_path):
-    """OAUTHBEARER: kpulse does not give kafka-python those credentials, and falls back to no
-    librdkafka offset call (that is the crash this avoids)."""
+    """Security settings kpulse does not give kafka-python (OAUTHBEARER without a token endpoint:
+    the config check refuses it, a config built in code may hold it) fall back to no librdkafka
+    offset call (that is the crash this avoids)."""
+    import dataclasses
+
     from kpulse.config import parse_config
     from operations.errors import BadInput
     from operations.service import Operations
@@ -217,6 +220,9 @@ def test_a_cluster_kafka_python_cannot_reach_is_named_in_one_line_and_librdkafka
                 "sasl_oauthbearer_client_secret": "cs"}
     config = parse_config({"clusters": [{"name": "prod", "bootstrap_servers": "k:9092", "security": security}],
                            "lake": {"path": str(tmp_path / "lake")}}, source="test", base_dir=tmp_path, environ={})
+    cluster = config.clusters[0]
+    config = dataclasses.replace(config, clusters=(dataclasses.replace(cluster, security=dataclasses.replace(
+        cluster.security, sasl_oauthbearer_token_endpoint_url=None)),))
     admin = FakeAdmin()
 
     class Listed(Operations):
@@ -226,7 +232,7 @@ def test_a_cluster_kafka_python_cannot_reach_is_named_in_one_line_and_librdkafka
     operations = Listed(config, state_dir=tmp_path / "state", audit=Audit(), admin_factory=lambda settings: admin)
 
     with pytest.raises(BadInput, match="^the group offsets of cluster 'prod' are read and changed through "
-                                       "kafka-python, which does not support OAUTHBEARER clusters yet; "
-                                       "nothing changed$"):
+                                       "kafka-python: OAUTHBEARER needs sasl_oauthbearer_token_endpoint_url: "
+                                       "kpulse supports OIDC client credentials only; nothing changed$"):
         operations.plan_reset_offsets("prod", GROUP, Scope.parse(True, None), Strategy("to-earliest"))
     assert admin.offset_calls == []

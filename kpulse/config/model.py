@@ -11,6 +11,7 @@ import dataclasses
 import difflib
 import functools
 import re
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,13 +49,17 @@ class SecurityConfig:
     sasl_password: str | None = field(default=None, repr=False)
     """SASL password (PLAIN, SCRAM-*); usually ``${ENV_VAR}`` in the file."""
     sasl_oauthbearer_token_endpoint_url: str | None = None
-    """OAUTHBEARER with OIDC: the token endpoint. Unset means librdkafka's unsecured JWT mode."""
+    """OAUTHBEARER: the identity provider's token endpoint (http or https), where every client
+    stack gets its tokens by OIDC client credentials; required with OAUTHBEARER."""
     sasl_oauthbearer_client_id: str | None = None
     """OAUTHBEARER with OIDC: the client id."""
     sasl_oauthbearer_client_secret: str | None = field(default=None, repr=False)
     """OAUTHBEARER with OIDC: the client secret."""
     sasl_oauthbearer_scope: str | None = None
     """OAUTHBEARER with OIDC: the requested scope, if the identity provider needs one."""
+    sasl_oauthbearer_ca_location: str | None = None
+    """OAUTHBEARER: CA bundle (PEM, absolute path) that verifies an https token endpoint; unset =
+    this machine's trust store (librdkafka and kpulse's own requests; the JVM's for the Java tools)."""
     ssl_ca_location: str | None = None
     """CA bundle (absolute path, or librdkafka's ``probe``); unset = system default."""
     ssl_certificate_location: str | None = None
@@ -73,6 +78,18 @@ class SecurityConfig:
     @property
     def uses_ssl(self) -> bool:
         return self.protocol in SSL_PROTOCOLS
+
+    def token_endpoint_ca_location(self) -> str | None:
+        """What verifies an https token endpoint: ``sasl_oauthbearer_ca_location``, else OpenSSL's
+        default CA file (or directory) on this machine; None for an http endpoint or none found.
+        Said explicitly because librdkafka's wheels look for a CA file where Red Hat keeps it."""
+        url = self.sasl_oauthbearer_token_endpoint_url or ""
+        if not url.lower().startswith("https:"):
+            return None
+        if self.sasl_oauthbearer_ca_location:
+            return self.sasl_oauthbearer_ca_location
+        paths = ssl.get_default_verify_paths()
+        return paths.cafile or paths.capath
 
 
 @dataclass(frozen=True)
@@ -225,8 +242,11 @@ class ClusterConfig:
         settings = {"bootstrap.servers": self.bootstrap_servers, "security.protocol": sec.protocol}
         if sec.uses_sasl:
             settings["sasl.mechanism"] = sec.sasl_mechanism or ""
-            if sec.sasl_oauthbearer_token_endpoint_url:
+            if sec.sasl_mechanism == "OAUTHBEARER":
                 settings["sasl.oauthbearer.method"] = "oidc"
+                token_endpoint_ca = sec.token_endpoint_ca_location()
+                if token_endpoint_ca:
+                    settings["https.ca.location"] = token_endpoint_ca
             optional = {
                 "sasl.username": sec.sasl_username,
                 "sasl.password": sec.sasl_password,

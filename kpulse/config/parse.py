@@ -190,9 +190,11 @@ def _security(reader: _Section) -> SecurityConfig:
     oauth_keys = ("sasl_oauthbearer_token_endpoint_url", "sasl_oauthbearer_client_id",
                   "sasl_oauthbearer_client_secret", "sasl_oauthbearer_scope")
     ssl_keys = ("ssl_ca_location", "ssl_certificate_location", "ssl_key_location", "ssl_key_password")
-    reader.declare("protocol", *sasl_keys, *oauth_keys, *ssl_keys, "ssl_endpoint_identification")
+    oauth_ca_key = "sasl_oauthbearer_ca_location"
+    reader.declare("protocol", *sasl_keys, *oauth_keys, oauth_ca_key, *ssl_keys, "ssl_endpoint_identification")
     protocol = reader.choice("protocol", PROTOCOLS, "PLAINTEXT")
     values: dict[str, Any] = {key: reader.string(key) for key in (*sasl_keys, *oauth_keys)}
+    values[oauth_ca_key] = reader.path_or_uri(oauth_ca_key, local_only=True)
     values["sasl_mechanism"] = reader.choice("sasl_mechanism", SASL_MECHANISMS, None)
     values.update({key: reader.path_or_uri(key, local_only=True) for key in ssl_keys[:3]})
     values["ssl_key_password"] = reader.string("ssl_key_password")
@@ -209,17 +211,22 @@ def _security(reader: _Section) -> SecurityConfig:
 
     mechanism = security.sasl_mechanism
     if not security.uses_sasl:
-        refuse_unused(sasl_keys + oauth_keys,
+        refuse_unused(sasl_keys + oauth_keys + (oauth_ca_key,),
                       f"protocol is SASL_PLAINTEXT or SASL_SSL (it is {protocol})")
     elif mechanism is None:
         raise ConfigError(f"{reader.path('sasl_mechanism')}: required when protocol is {protocol} "
                           f"(one of {', '.join(SASL_MECHANISMS)})")
     elif mechanism == "OAUTHBEARER":
         refuse_unused(sasl_keys[1:], "sasl_mechanism is PLAIN or SCRAM-SHA-*")
-        if security.sasl_oauthbearer_token_endpoint_url is not None:
-            reader.require_set(values, oauth_keys[1:3], "sasl_oauthbearer_token_endpoint_url is set")
+        url = security.sasl_oauthbearer_token_endpoint_url
+        if url is None:  # librdkafka's unsecured JWTs: no broker that validates tokens takes them
+            raise ConfigError(f"{reader.path('sasl_mechanism')}: OAUTHBEARER needs "
+                              "sasl_oauthbearer_token_endpoint_url: kpulse supports OIDC client credentials only")
+        _url(reader.path(oauth_keys[0]), url)
+        reader.require_set(values, oauth_keys[1:3], "sasl_mechanism is OAUTHBEARER")
+        reader.require_exists(oauth_ca_key, values[oauth_ca_key])
     else:
-        refuse_unused(oauth_keys, "sasl_mechanism is OAUTHBEARER")
+        refuse_unused(oauth_keys + (oauth_ca_key,), "sasl_mechanism is OAUTHBEARER")
         reader.require_set(values, sasl_keys[1:], f"sasl_mechanism is {mechanism}")
     if not security.uses_ssl:
         refuse_unused(ssl_keys, f"protocol is SSL or SASL_SSL (it is {protocol})")

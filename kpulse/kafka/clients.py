@@ -260,7 +260,8 @@ def group_state_name(state) -> str:
 
 
 class KafkaPythonUnsupported(ValueError):
-    """The cluster's security settings are ones kpulse does not hand to kafka-python."""
+    """The cluster's security settings are ones kpulse does not hand to kafka-python (OAUTHBEARER
+    without a token endpoint: the config check refuses it, a config built in code may hold it)."""
 
 
 def kafka_python_admin(cluster, *, client_id: str, timeout: float):
@@ -269,7 +270,10 @@ def kafka_python_admin(cluster, *, client_id: str, timeout: float):
     (committed offsets). Connects (bootstrap, API versions) before it returns. Its log lines (a broker
     that closed a connection, ...) are kept off stderr: kpulse reports failures itself.
 
-    Raises :class:`KafkaPythonUnsupported` for OAUTHBEARER clusters."""
+    OAUTHBEARER: tokens by OIDC client credentials (:mod:`kpulse.kafka.oauth`), the first one asked
+    for before connecting, so that a token endpoint that refuses the client is named in one line
+    (:class:`~kpulse.kafka.oauth.TokenRequestFailed`). Raises :class:`KafkaPythonUnsupported` for
+    OAUTHBEARER without a token endpoint."""
     from kafka import KafkaAdminClient
 
     library_log = logging.getLogger("kafka")
@@ -278,12 +282,19 @@ def kafka_python_admin(cluster, *, client_id: str, timeout: float):
         library_log.propagate = False
 
     security = cluster.security
-    if security.sasl_mechanism == "OAUTHBEARER":
-        raise KafkaPythonUnsupported("kafka-python is not given OAUTHBEARER credentials")
     timeout_ms = int(timeout * 1000)
     settings = {"bootstrap_servers": cluster.bootstrap_servers.split(","), "security_protocol": security.protocol,
                 "request_timeout_ms": timeout_ms, "bootstrap_timeout_ms": timeout_ms, "client_id": client_id}
-    if security.uses_sasl:
+    if security.uses_sasl and security.sasl_mechanism == "OAUTHBEARER":
+        if not security.sasl_oauthbearer_token_endpoint_url:
+            raise KafkaPythonUnsupported("OAUTHBEARER needs sasl_oauthbearer_token_endpoint_url: "
+                                         "kpulse supports OIDC client credentials only")
+        from kpulse.kafka.oauth import token_provider
+
+        provider = token_provider(security)
+        provider.token()
+        settings.update(sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=provider)
+    elif security.uses_sasl:
         settings.update(sasl_mechanism=security.sasl_mechanism, sasl_plain_username=security.sasl_username,
                         sasl_plain_password=security.sasl_password)
     if security.uses_ssl:

@@ -36,6 +36,14 @@ public class ReadClientConfig {
                 System.out.println("option." + option.getKey() + "=" + HexFormat.of().formatHex(bytes));
             }
         }
+        for (String key : new TreeMap<>(values).keySet()) {  // the client credentials grant's settings
+            Object value = values.get(key);
+            if (key.startsWith("sasl.oauthbearer.") && value != null && !(value instanceof java.util.List)) {
+                String text = value instanceof org.apache.kafka.common.config.types.Password password
+                        ? password.value() : value.toString();
+                System.out.println("option." + key + "=" + HexFormat.of().formatHex(text.getBytes(StandardCharsets.UTF_8)));
+            }
+        }
         if (values.get("security.protocol").toString().contains("SSL")) {
             DefaultSslEngineFactory factory = new DefaultSslEngineFactory();
             factory.configure(values);
