@@ -78,6 +78,25 @@ def build_parser() -> argparse.ArgumentParser:
     config_commands.add_parser("check", help="load the config and print it (passwords hidden)")
     config_commands.add_parser("reference", help="print the documented reference config")
 
+    from operations.permissions import FEATURES
+
+    acls = commands.add_parser("acls", help="print the kafka-acls commands that give a principal what kpulse needs",
+                               description="Print the kafka-acls commands (as kpulse kafka-cli kafka-acls ...) that "
+                                           "give PRINCIPAL the ACLs kpulse's features need on the configured cluster "
+                                           "(its probe topic and monitored group patterns). Connects to nothing.")
+    acls.add_argument("--principal", required=True, help="the principal kpulse connects as (User:NAME; NAME alone "
+                                                         "means User:NAME)")
+    acls.add_argument("--feature", action="append", choices=[f.name for f in FEATURES], metavar="FEATURE",
+                      help="a feature (repeatable): " + ", ".join(f.name for f in FEATURES)
+                           + " (default: monitoring and probe)")
+    acls.add_argument("--operations", action="store_true", help="add every operation's ACLs")
+    acls.add_argument("--cluster", help="the configured cluster (default: the first)")
+
+    doctor = commands.add_parser("doctor", help="connect with the configured identity and say what it may do, "
+                                                "feature by feature")
+    doctor.add_argument("--cluster", help="the configured cluster (default: the first)")
+    doctor.add_argument("--json", action="store_true")
+
     from spark_jobs.command import add_parsers as add_slo_parsers
 
     add_slo_parsers(commands)
@@ -173,6 +192,10 @@ def _dispatch(args: argparse.Namespace) -> int | None:
         return kafka_cli(args.tool, args.args, None if config is None else config.cluster(args.cluster), progress)
     if args.command == "config":
         return _config(args, config)
+    if args.command == "acls":
+        return _acls(args, config)
+    if args.command == "doctor":
+        return _doctor(args, config)
     if args.command == "alerts":
         return _export_rules(args, config)
     if args.command == "dashboard":
@@ -339,6 +362,41 @@ def _export_rules(args, config) -> None:
         print(f"wrote {args.output}")
     else:
         print(text, end="")
+
+
+def _acls(args, config) -> None:
+    from operations.acl_commands import DEFAULT_FEATURES, acl_commands
+    from operations.permissions import FEATURES, MONITORING, PROBE
+
+    chosen = list(args.feature or ([] if args.operations else DEFAULT_FEATURES))
+    if args.operations:
+        chosen += [f.name for f in FEATURES if f.name not in (MONITORING, PROBE) and f.needs]
+    for line in acl_commands(args.principal, dict.fromkeys(chosen), config.cluster(args.cluster)):
+        print(line)
+
+
+def _doctor(args, config) -> int:
+    """0: monitoring has what it needs; 2: connected but it lacks a permission; 1 (an error line):
+    the identity cannot even connect."""
+    from collectors.connection_gate import ConnectionGate
+    from kpulse.kafka.clients import admin_client, kafka_python_admin
+    from operations import doctor, kafka_reads
+
+    cluster = config.cluster(args.cluster)
+    connection = ConnectionGate(cluster).check()
+    if not connection["ok"]:
+        raise KpulseError(f"cluster {cluster.name!r} cannot be read: {connection['error']}")
+    admin = admin_client(cluster.client_config(), connection_errors=True)
+    facts = doctor.gather(admin, cluster, connection["cluster_operations"], check_seconds=connection["check_seconds"],
+                          list_groups=lambda: kafka_reads.all_groups(admin, lambda: kafka_python_admin(
+                              cluster, client_id="kpulse-doctor", timeout=kafka_reads.TIMEOUT)))
+    report = doctor.report(cluster.name, facts)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(f"cluster {cluster.name} ({cluster.bootstrap_servers}): what kpulse's identity may do")
+        print("\n".join(report.lines()))
+    return report.exit_code
 
 
 def _config(args, config) -> None:

@@ -122,6 +122,7 @@ def _reset_offsets(args, operations) -> int | None:
             print("dry run: nothing changed (add --execute to apply)")
         else:
             _print_reset_outcome(outcome)
+            _print_authorization_hint(entry.name, plan.group_id, outcome)
     return 1 if outcome is not None and outcome.result != "ok" else None
 
 
@@ -322,8 +323,22 @@ def _print_plan_and_outcome(entry, plan, outcome) -> None:
         if not table.empty:
             print("read back:\n" + table.to_string(index=False))
         print(f"{outcome.result}" + (f": {outcome.error}" if outcome.error else ": done and verified (read back)"))
+        _print_authorization_hint(entry.name, getattr(plan, "group_id", None), outcome)
     for note in entry.notes(plan):
         print(note)
+
+
+def _print_authorization_hint(action: str, group: str | None, outcome) -> None:
+    """When Kafka refused a partition for want of an ACL: which one (:func:`operations.permissions.explain`)."""
+    from operations.permissions import explain
+
+    rows = [row if isinstance(row, dict) else vars(row) for row in outcome.partitions]
+    errors = [row["error"] for row in rows if row.get("error")] + [outcome.error or ""]
+    for error in dict.fromkeys(errors):
+        hint = explain(error, action, group=group, topics=sorted({row["topic"] for row in rows}))
+        if hint:
+            print(f"why: {hint} (kpulse doctor says what kpulse's principal may do)")
+            return
 
 
 # --- elect-leaders -------------------------------------------------------------------------------

@@ -28,8 +28,8 @@ from operations.group_requests import GroupRequests
 from operations.internal_topics import refuse_internal_topics
 from operations.offset_plan import PartitionReset, Scope, Strategy, TopicPartition, choose_offsets
 from operations.offset_reset import (
-    PartitionOutcome, ResetOutcome, offsets_at_time, read_plan_file, refuse_empty_id, refuse_invalid_offsets,
-    strategy_timestamp_ms,
+    PartitionOutcome, ResetOutcome, kafka_errors_text, offsets_at_time, read_plan_file, refuse_empty_id,
+    refuse_invalid_offsets, strategy_timestamp_ms,
 )
 from operations.streams_reset import LOCAL_STATE_NOTE, StreamsResetOutcome, _delete_topics, _wait_deleted
 
@@ -164,8 +164,9 @@ def execute_streams_group_reset(admin, requests: GroupRequests, read: Read, plan
     failed = sum(r["error"] is not None for r in partitions) + len(problems)
     total = len(partitions) + len(plan.delete_topics)
     result = "ok" if not failed else "failed" if failed == total else "partial"
+    answered = kafka_errors_text(errors)
     error = "; ".join(([f"{failed - len(problems)} partition(s) not as planned"] if failed > len(problems) else [])
-                      + problems) or None
+                      + ([answered] if answered else []) + problems) or None
     deleted = tuple(t for t in plan.delete_topics if t not in delete_errors and t not in remaining)
     return StreamsResetOutcome(result, tuple(partitions), deleted, error, note)
 

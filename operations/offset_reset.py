@@ -270,5 +270,19 @@ def execute_offset_reset(admin, requests: GroupRequests, plan: ResetPlan,
     result = "ok" if not failed else "failed" if len(failed) == len(rows) else "partial"
     named = ", ".join(f"{r.topic}-{r.partition} (committed {'none' if r.after is None else r.after}, planned {r.new})"
                       for r in failed[:10]) + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
-    summary = f"{len(failed)} of {len(rows)} partition(s) not as planned after the commit: {named}" if failed else None
+    answered = kafka_errors_text(errors)
+    summary = (f"{len(failed)} of {len(rows)} partition(s) not as planned after the commit: {named}"
+               + (f"; {answered}" if answered else "")) if failed else None
     return ResetOutcome(result, tuple(rows), f"{failure}; {summary}" if failure and summary else failure or summary)
+
+
+def kafka_errors_text(errors: dict[TopicPartition, str | None], shown: int = 10) -> str:
+    """Kafka's answers per partition, grouped by error: ``GROUP_AUTHORIZATION_FAILED on orders-0,
+    orders-1`` (empty when every partition was accepted)."""
+    by_error: dict[str, list[str]] = {}
+    for (topic, partition), error in sorted(errors.items()):
+        if error:
+            by_error.setdefault(error, []).append(f"{topic}-{partition}")
+    return "; ".join(f"{error} on {', '.join(names[:shown])}" + (f" and {len(names) - shown} more"
+                                                                  if len(names) > shown else "")
+                     for error, names in by_error.items())

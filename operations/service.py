@@ -6,8 +6,10 @@ Every execute call runs the same sequence:
 1. :func:`operations.access.authorize` (the actor's role as the users file gives it now,
    read-only cluster) - a refusal is audited as ``denied``;
 2. the target's lock (:mod:`operations.locks`) - a busy lock is audited as ``refused``;
-3. the executor, which re-checks the preconditions, applies and reads back;
-4. an audit record with the plan, before, after and result (``ok``, ``partial``, ``failed``,
+3. whether kpulse's principal may do it (:func:`operations.preflight.require`: the ACLs the
+   feature needs, as Kafka says the principal holds them) - a refusal is audited as ``refused``;
+4. the executor, which re-checks the preconditions, applies and reads back;
+5. an audit record with the plan, before, after and result (``ok``, ``partial``, ``failed``,
    ``refused``).
 """
 
@@ -38,6 +40,7 @@ from operations.kafka_reads import TIMEOUT, GroupListing, all_groups, metadata
 from operations.leaders import ElectionOutcome, ElectionPlan, execute_election, plan_election
 from operations.offset_plan import ResetPlan, Scope, Strategy
 from operations.offset_reset import ResetOutcome, check_saved_plan, execute_offset_reset, plan_offset_reset
+from operations.preflight import PrincipalPermissions, require
 from operations.reassign import Reassigner, ReassignmentStatus, generate, legacy_admin_client, plan_from_official_json
 from operations.reassign_plan import ReassignmentPlan
 from operations.registry import (
@@ -116,7 +119,9 @@ class Operations:
                                                list_groups=self._group_listing(plan.cluster))
             return outcome, {f"{p.topic}-{p.partition}": p.after for p in outcome.partitions}
 
-        return self.run(actor, RESET_OFFSETS, plan.cluster, plan.target, plan.to_dict(), before, apply,
+        return self.run(actor, RESET_OFFSETS, plan.cluster, plan.target, plan.to_dict(), before,
+                        self._permitted(plan.cluster, RESET_OFFSETS, apply, group=plan.group_id,
+                                        topics=[p.topic for p in plan.partitions]),
                         approved_by=approved_by)
 
     # --- preferred leader election ---------------------------------------------------------------
@@ -133,6 +138,8 @@ class Operations:
             outcome = execute_election(self.admin(plan.cluster), plan, include_internal=include_internal)
             return outcome, {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions}
 
+        if plan.electable:  # nothing to elect asks nothing of Kafka
+            apply = self._permitted(plan.cluster, ELECT_LEADERS, apply)
         return self.run(actor, ELECT_LEADERS, plan.cluster, plan.target, plan.to_dict(), before, apply)
 
     # --- Streams application reset --------------------------------------------------------------
@@ -159,6 +166,9 @@ class Operations:
             return outcome, {"offsets": {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions},
                              "deleted": list(outcome.deleted)}
 
+        apply = self._permitted(plan.cluster, RESET_STREAMS_APP, apply, group=plan.application_id,
+                                topics=[p.topic for p in plan.input + plan.intermediate],
+                                internal_topics=plan.delete_topics)
         return self.run(actor, RESET_STREAMS_APP, plan.cluster, plan.target, plan.to_dict(), before, apply,
                         approved_by=approved_by, lock=f"group {plan.application_id}")
 
@@ -217,6 +227,8 @@ class Operations:
             return outcome, {"offsets": {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions},
                              "deleted": list(outcome.deleted)}
 
+        apply = self._permitted(plan.cluster, RESET_STREAMS_GROUP, apply, group=plan.group_id,
+                                topics=[p.topic for p in plan.partitions], internal_topics=plan.delete_topics)
         return self.run(actor, RESET_STREAMS_GROUP, plan.cluster, plan.target, plan.to_dict(), before, apply,
                         approved_by=approved_by)
 
@@ -236,6 +248,8 @@ class Operations:
                 admin, requests, read, plan, include_internal=include_internal))
             return outcome, {f"{p.topic}-{p.partition}": p.after for p in outcome.partitions}
 
+        apply = self._permitted(plan.cluster, RESET_SHARE_GROUP, apply, group=plan.group_id,
+                                topics=[p.topic for p in plan.partitions])
         return self.run(actor, RESET_SHARE_GROUP, plan.cluster, plan.target, plan.to_dict(), before, apply,
                         approved_by=approved_by)
 
@@ -254,6 +268,7 @@ class Operations:
                 admin, requests, read, plan, include_internal=include_internal))
             return outcome, {f"{r['topic']}-{r['partition']}": r["after"] for r in outcome.partitions}
 
+        apply = self._permitted(plan.cluster, DELETE_OFFSETS, apply, group=plan.group_id, topics=plan.topics)
         return self.run(actor, DELETE_OFFSETS, plan.cluster, plan.target, plan.to_dict(), before, apply,
                         approved_by=approved_by)
 
@@ -276,6 +291,8 @@ class Operations:
             return outcome, {"group": None if outcome.result == "ok" else plan.group_id,
                              "deleted": list(outcome.deleted)}
 
+        apply = self._permitted(plan.cluster, DELETE_GROUP, apply, group=plan.group_id,
+                                internal_topics=plan.delete_topics)
         return self.run(actor, DELETE_GROUP, plan.cluster, plan.target, plan.to_dict(), before, apply,
                         approved_by=approved_by)
 
@@ -327,6 +344,8 @@ class Operations:
             status = call(self.reassigner(plan.cluster))
             return status, {f"{r['topic']}-{r['partition']}": r["replicas"] for r in status.partitions}
 
+        if plan.moves:
+            apply = self._permitted(plan.cluster, action, apply, moved_topics=[m.topic for m in plan.moves])
         return self.run(actor, action, plan.cluster, plan.target, plan.to_dict(), before, apply,
                         approved_by=approved_by)
 
@@ -417,6 +436,17 @@ class Operations:
         return decided
 
     # --- the common sequence ---------------------------------------------------------------------
+
+    def _permitted(self, cluster: str, action: str, apply: Callable[[], tuple[Any, Any]],
+                   **resources) -> Callable[[], tuple[Any, Any]]:
+        """``apply`` preceded by the check that kpulse's principal may do ``action`` on the plan's
+        ``resources`` (:func:`operations.preflight.require`): run under the lock, right before the
+        executor, so a refusal changes nothing and is audited as refused."""
+        def checked() -> tuple[Any, Any]:
+            require(PrincipalPermissions(self.admin(cluster)), action, **resources)
+            return apply()
+
+        return checked
 
     def run(self, actor: User, action: str, cluster: str, target: str, plan: Any, before: Any,
             apply: Callable[[], tuple[Any, Any]], *, approved_by: str | None = None, lock: str | None = None):

@@ -44,8 +44,8 @@ from operations.group_requests import GroupRequests
 from operations.internal_topics import refuse_internal_topics
 from operations.offset_plan import PartitionReset, Strategy, choose_offsets, non_empty_id, partition_rows
 from operations.offset_reset import (
-    committed_offsets, listed_groups, offsets_at_time, read_plan_file, refuse_empty_id, refuse_invalid_offsets,
-    stopped_group, strategy_timestamp_ms,
+    committed_offsets, kafka_errors_text, listed_groups, offsets_at_time, read_plan_file, refuse_empty_id,
+    refuse_invalid_offsets, stopped_group, strategy_timestamp_ms,
 )
 from operations.plan_fields import PlanFields
 
@@ -281,8 +281,9 @@ def execute_streams_reset(admin, requests: GroupRequests, plan: StreamsResetPlan
     failed = failed_partitions + len(problems)
     total = len(partitions) + len(plan.delete_topics)
     result = "ok" if not failed else "failed" if failed == total else "partial"
+    answered = kafka_errors_text(errors)
     error = failure or "; ".join(([f"{failed_partitions} partition(s) failed"] if failed_partitions else [])
-                                 + problems) or None
+                                 + ([answered] if answered else []) + problems) or None
     deleted = tuple(t for t in plan.delete_topics if t not in delete_errors and t not in remaining and t not in kept)
     return StreamsResetOutcome(result, tuple(partitions), deleted, error, plan.local_state_note)
 
