@@ -56,7 +56,7 @@ from typing import Any
 
 from collectors.probe.probe_ledger import PartitionStats, ProbeLedger, plan_probe_topic, summarize
 from collectors.protocol import CollectContext, CollectorResult
-from kpulse.kafka.authorization import not_authorized, refusal_text, refused_resource
+from kpulse.kafka.authorization import not_authorized, refused_resource
 from kpulse.kafka.clients import list_topics
 from kpulse.lake.schema import SCHEMAS
 from kpulse.snapshot import Probe, ProbePartition
@@ -94,6 +94,9 @@ class ProbeCollector:
         self._delivery_timeout = delivery_timeout_seconds
         self._consume_wait = consume_wait_seconds
         self.probe_id = f"kpulse-probe-{uuid.uuid4().hex[:12]}"
+        self.group_id = f"kpulse-probe-{self._cluster.name}"
+        """Its consumer's group id: it only assigns partitions and commits nothing, but librdkafka
+        looks up the group's coordinator (Describe on the group)."""
         self.ledger = ProbeLedger()
         self._sequence = 0
         self._admin = self._producer = self._consumer = None
@@ -116,7 +119,7 @@ class ProbeCollector:
                         "request.timeout.ms": ms, "client.id": f"{self.probe_id}-producer"}
             self._producer = (self._producer_factory or _default_producer)({**settings, "logger": log})
         if self._consumer is None:
-            settings = {**base, "group.id": f"kpulse-probe-{self._cluster.name}", "enable.auto.commit": "false",
+            settings = {**base, "group.id": self.group_id, "enable.auto.commit": "false",
                         "auto.offset.reset": "latest", "fetch.wait.max.ms": "50",
                         "client.id": f"{self.probe_id}-consumer"}
             self._consumer = (self._consumer_factory or _default_consumer)({**settings, "logger": log})
@@ -280,9 +283,10 @@ class ProbeCollector:
         while True:
             for message in self._consumer.consume(num_messages=500, timeout=0.05):
                 if message.error() is not None:
-                    refused = refusal_text(message.error(), "Read", "topic", self.topic)
-                    if refused is not None:
-                        self._read_refused = refused
+                    kind = refused_resource(message.error())
+                    if kind is not None:  # its consumer also looks up the coordinator of its group id
+                        self._read_refused = (not_authorized("Describe", "group", self.group_id) if kind == "GROUP"
+                                              else not_authorized("Read", "topic", self.topic))
                         return
                     continue
                 if message.key() != key:

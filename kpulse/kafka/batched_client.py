@@ -60,7 +60,11 @@ class BatchedClient:
                 try:
                     self._client = self._factory(self._cluster, client_id=self._client_id, timeout=timeout)
                 except Exception as error:  # noqa: BLE001 - librdkafka still reads the cluster
+                    from kpulse.kafka.clients import ConnectionFailed
+
                     self._retry_at = self.clock() + REBUILD_AFTER_SECONDS
+                    if isinstance(error, ConnectionFailed):  # the cluster refuses kpulse: say so as it is
+                        raise Unavailable(str(error)) from error
                     raise Unavailable(f"the kafka-python client could not be built: {one_line(error)}") from error
             client = self._client
         manager = client._manager

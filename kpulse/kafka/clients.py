@@ -301,4 +301,23 @@ def kafka_python_admin(cluster, *, client_id: str, timeout: float):
         settings.update(ssl_cafile=security.ssl_ca_location, ssl_certfile=security.ssl_certificate_location,
                         ssl_keyfile=security.ssl_key_location, ssl_password=security.ssl_key_password,
                         ssl_check_hostname=security.ssl_endpoint_identification)
+    refusal = connection_refusal(cluster)
+    if refusal is not None:  # kafka-python would wait out its bootstrap timeout and say "Unable to bootstrap"
+        raise ConnectionFailed(refusal)
     return KafkaAdminClient(**settings)
+
+
+def connection_refusal(cluster, timeout: float = 5.0) -> str | None:
+    """Why ``cluster`` refuses the configured identity, as librdkafka names it within a second or
+    two (a wrong password or mechanism, an unverified broker, a refused or missing client
+    certificate, a key that does not decrypt, every broker down); None when it answers, or merely
+    does not answer within ``timeout``."""
+    try:
+        admin = admin_client({**cluster.client_config(), "socket.connection.setup.timeout.ms": int(timeout * 1000)},
+                             connection_errors=True)
+        wait(admin, admin.describe_cluster(request_timeout=timeout), timeout + 1)
+    except ConnectionFailed as error:  # ClientSetupFailed included
+        return None if str(error).startswith("no answer within") else str(error)
+    except Exception:  # noqa: BLE001 - anything else is for the caller's own call to meet
+        return None
+    return None
