@@ -119,15 +119,9 @@ class ClusterMetadataCollector:
 
     def _quorum(self, reasons: dict[str, str], nodes: list[int]) -> dict[str, Any] | None:
         """The quorum with the configured VoterLagging thresholds, or None with ``reasons["quorum"]``."""
-        try:
-            quorum = self._kraft.quorum(self._timeout, self._wall_clock(), nodes)
-        except NotSupported as reason:
-            reasons["quorum"] = f"not available: {reason}"
-            return None
-        except Exception as error:  # noqa: BLE001 - the rest of the section stands
-            refusal = refusal_text(error, "Describe", "cluster")
-            reasons["quorum"] = (f"{refusal} (DescribeQuorum)" if refusal
-                                 else f"DescribeQuorum failed: {one_line(error)}")
+        quorum = _kraft_read(lambda: self._kraft.quorum(self._timeout, self._wall_clock(), nodes), reasons,
+                             "quorum", "DescribeQuorum")
+        if quorum is None:
             return None
         kraft = getattr(self._cluster, "kraft", None)
         quorum["voter_lag_threshold_records"] = getattr(kraft, "voter_lag_records", None)
@@ -142,15 +136,9 @@ class ClusterMetadataCollector:
         values: dict[str, int | None] = {"controller_id": leader,
                                           "active_controller_count": None if quorum is None else int(leader is not None),
                                           "fenced_broker_count": None, "active_broker_count": None}
-        try:
-            registered = self._kraft.registrations(self._timeout, nodes)
-        except NotSupported as reason:
-            reasons["kraft_brokers"] = f"not available: {reason}"
-            return values
-        except Exception as error:  # noqa: BLE001 - the rest of the section stands
-            refusal = refusal_text(error, "Describe", "cluster")
-            reasons["kraft_brokers"] = (f"{refusal} (DescribeCluster)" if refusal
-                                        else f"DescribeCluster failed: {one_line(error)}")
+        registered = _kraft_read(lambda: self._kraft.registrations(self._timeout, nodes), reasons,
+                                 "kraft_brokers", "DescribeCluster")
+        if registered is None:
             return values
         values["fenced_broker_count"] = len(registered["fenced"])
         values["active_broker_count"] = len(registered["unfenced"])
@@ -210,6 +198,19 @@ class ClusterMetadataCollector:
             self._min_isr_read_at = now
             self._min_isr = {t: self._min_isr.get(t) for t in topics}
             self._min_isr_refused = {t: why for t, why in self._min_isr_refused.items() if t in self._min_isr}
+
+
+def _kraft_read(read: Callable[[], Any], reasons: dict[str, str], key: str, request: str) -> Any:
+    """``read()``, or None with ``reasons[key]``: not spoken by the brokers, refused (in ACL words:
+    these requests need Describe on the cluster), or failed; the rest of the section stands."""
+    try:
+        return read()
+    except NotSupported as reason:
+        reasons[key] = f"not available: {reason}"
+    except Exception as error:  # noqa: BLE001 - the rest of the section stands
+        refusal = refusal_text(error, "Describe", "cluster")
+        reasons[key] = f"{refusal} ({request})" if refusal else f"{request} failed: {one_line(error)}"
+    return None
 
 
 def _min_isr_unknown(refused_topics: list[str], known_under: int) -> str:
