@@ -3,7 +3,7 @@
 Routes with ``st.navigation`` over the file-based pages in ``app_pages/`` (not ``pages/``: that name switches Streamlit to its legacy multipage mode) and draws the shared frame:
 the sign-in gate (:mod:`dashboard.auth`), the cluster picker (first set from ``?cluster=``, as the
 links in the alerts sent to Alertmanager carry it), who is signed in, and the freshness of the data
-(stale = older than two collection intervals)."""
+(stale = older than two collection intervals), or the one red line of a cluster that refuses kpulse."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def _freshness() -> None:
     with frame.shown_errors("freshness"):
         snap = frame.snapshot()
         components.freshness_banner(freshness(frame.newest_sample_time(snap), frame.now(),
-                                              frame.sources().collect_seconds))
+                                              frame.sources().collect_seconds), frame.cannot_read(snap))
 
 
 _freshness()

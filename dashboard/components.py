@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import literal
-from dashboard.services.health import CRIT, INFO, OK, UNKNOWN, WARN, Freshness, Tile
+from dashboard.services.health import CRIT, INFO, OK, UNKNOWN, WARN, Freshness, Tile, refused_age
 from dashboard.services.paging import DEFAULT_PAGE_SIZE, Page, search_sort_page
 
 COLOURS = {OK: "#1b7f3b", WARN: "#b7791f", CRIT: "#c53030", UNKNOWN: "#718096", INFO: "#2b6cb0"}
@@ -42,8 +42,14 @@ def tiles(items: Sequence[Tile], per_row: int = 5) -> None:
                 f"</div></div>", unsafe_allow_html=True)
 
 
-def freshness_banner(fresh: Freshness) -> None:
-    if fresh.stale:
+def freshness_banner(fresh: Freshness, cannot_read: str | None = None) -> None:
+    """The frame's line under the title: a cluster that refuses kpulse (``cannot_read``, shown as
+    text) is one red line with its age beside it, in place of the STALE banner; else the STALE
+    banner or the data's age."""
+    if cannot_read:
+        st.error(literal.markdown(cannot_read), icon=":material/block:")
+        st.caption(refused_age(fresh))
+    elif fresh.stale:
         st.error(fresh.text, icon=":material/warning:")
     else:
         st.caption(f":green[:material/check_circle:] {fresh.text}")

@@ -21,6 +21,7 @@ from dashboard import literal
 from dashboard.services.acks import AckStore, Silencer, active
 from dashboard.services.alerts import firing_alerts, grouped
 from dashboard.services.groups import groups_frame
+from dashboard.services.health import cannot_read as health_cannot_read
 from dashboard.services.kafka_admin import ClusterAdmin
 from dashboard.services.slos import READ_BACK_SECONDS, latest_status, status_table
 from dashboard.services.sources import DashboardError, MissingData, Sources, TableRead, load_sources, one_line
@@ -221,6 +222,19 @@ def _warn_missing(result: TableRead) -> None:
         LOG.warning("lake: %s", result.missing.line())
         st.warning(result.missing.summary(), icon=":material/warning:")
         st.text(result.missing.first_file())
+
+
+def cannot_read(snap: dict[str, Any] | None) -> str | None:
+    """"kpulse cannot read cluster <name>: <error>" when the chosen cluster's newest snapshot says its
+    connection check failed (``services.health.cannot_read``): every page shows it under the title."""
+    return health_cannot_read(snap, cluster())
+
+
+def connection_limits() -> list[str]:
+    """What the chosen cluster's principal cannot see for want of an ACL on the cluster, one line
+    each (the newest snapshot's ``connection.limits``); pages word them where they matter
+    (``services.unread``)."""
+    return list(((snapshot() or {}).get("connection") or {}).get("limits") or [])
 
 
 def newest_sample_time(snap: dict[str, Any] | None) -> float | None:

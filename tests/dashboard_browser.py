@@ -130,6 +130,22 @@ class Browser:
                             returnByValue=True)
         return result.get("result", {}).get("value") or ""
 
+    def viewport(self, width: int, height: int) -> None:
+        """Lay pages out at ``width`` x ``height`` CSS pixels (1400 x 1000 until then): a wide table's
+        last columns are drawn, hence in :meth:`tables`, only when they fit."""
+        self._call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1,
+                   mobile=False)
+
+    def tables(self) -> list[list[list[str]]]:
+        """Every ``st.dataframe`` on the page as rows of cell texts, the header row first. The grid
+        draws on a canvas (its cells are not page text); these are the cells of the table it keeps
+        for screen readers, as shown (formatted numbers, ``""`` for a missing value), only the rows
+        and columns in view (:meth:`viewport`)."""
+        return self.evaluate(
+            "Array.from(document.querySelectorAll('[data-testid=stDataFrame] table')).map(t =>"
+            " Array.from(t.querySelectorAll('tr')).map(r => Array.from(r.querySelectorAll('th, td'))"
+            ".map(c => c.innerText)))") or []
+
     def wait_for(self, texts: list[str], timeout: float = 60, settle: float = 1.0) -> str:
         """The page's text once it contains every one of ``texts`` (and has settled ``settle`` s);
         ``AssertionError`` naming what is missing after ``timeout``."""

@@ -178,7 +178,9 @@ TILE = r"[A-Z][\w /-]*\n.+\n(OK|INFO|WARNING|CRITICAL|UNKNOWN)( · .+)?"  # comp
 OWN_TEXT = {  # what each page means to show, in any state of the shared cluster: full matches
     "": [r"Overview", TILE, r"(critical|warning|info): .+",
          r"\d+ topics · \d+ partitions · \d+ consumer groups( \(.+\))? · \d+ Streams apps"],
-    "brokers": [r"Brokers", r"KRaft quorum", r"Problem partitions", r"[a-z_]+: .+", r"ELR: replicas out of the ISR .+",
+    "brokers": [r"Brokers", r"KRaft quorum", r"Problem partitions", r"ELR: replicas out of the ISR .+",
+                r"[A-Z][a-z ]+(, [a-z ]+)*: .+", r"ELR not read: .+",  # why a KRaft figure is empty
+                r"[a-z /0-9]+(, [a-z /0-9]+)* unknown for brokers? \d+(, \d+)*: .+",  # why a broker metric is
                 r"No offline, under-min-ISR or under-replicated partition in the latest collection\."],
     "topics?topic=demo.orders": [
         r"Topics", r"\d+ of \d+ topics match · .+", r"Partitions of demo\.orders",

@@ -1,12 +1,14 @@
 """Brokers: table, idle ratios with the 0.2 and 0.1 lines, bytes in/out, URP, and balance; the KRaft
 quorum (leader, epoch, voters' lag and last caught-up age) with the controller's figures, and the
-problem partitions with their eligible leader replicas."""
+problem partitions with their eligible leader replicas. A figure or metric left empty says why (the
+snapshot's reasons), and so does a quorum kpulse's principal may not read."""
 
 import streamlit as st
 
 from dashboard import actions, components, frame, literal
 from dashboard.services import brokers
 from dashboard.services.health import IDLE_CRITICAL_BELOW, IDLE_WARNING_BELOW
+from dashboard.services.unread import quorum_limit
 
 WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600}
 
@@ -18,14 +20,21 @@ with frame.shown_errors():
     metrics = frame.read("broker_metrics", window)
     table = brokers.broker_table(snap, metrics)
     st.dataframe(table, hide_index=True, width="stretch",
-                 column_config={"request_handler_idle": st.column_config.NumberColumn(format="percent"),
-                                "network_idle": st.column_config.NumberColumn(format="percent"),
+                 column_config={"preferred_leaders": st.column_config.NumberColumn("preferred leaders"),
+                                "request_handler_idle": st.column_config.NumberColumn("request handler idle",
+                                                                                      format="percent"),
+                                "network_idle": st.column_config.NumberColumn("network idle", format="percent"),
+                                "under_replicated": st.column_config.NumberColumn("under-replicated partitions"),
+                                "metadata_errors": st.column_config.NumberColumn("metadata errors"),
+                                "error": st.column_config.TextColumn("error"),
                                 "bytes_in_per_sec": st.column_config.NumberColumn("bytes in /s", format="bytes"),
                                 "bytes_out_per_sec": st.column_config.NumberColumn("bytes out /s", format="bytes"),
                                 "produce_p99_ms": st.column_config.NumberColumn("produce p99", format="%.1f ms"),
                                 "fetch_p99_ms": st.column_config.NumberColumn("fetch p99", format="%.1f ms"),
                                 "metadata_apply_lag_ms": st.column_config.NumberColumn("metadata apply lag",
                                                                                        format="%.0f ms")})
+    for line in brokers.metric_reasons(snap):
+        st.caption(literal.markdown(line))
     skew = brokers.balance(table)
     left, right = st.columns(2)
     left.metric("Partition skew (busiest vs mean)", "—" if skew["partitions"] is None else f"{skew['partitions']:.0%}")
@@ -46,6 +55,8 @@ with frame.shown_errors():
     components.line_chart(brokers.series(metrics, "under_replicated_partitions"), x="time", y="value", color="broker",
                           title="Under-replicated partitions led by each broker", key="brokers-urp")
     st.subheader("KRaft quorum")
+    if limit := quorum_limit(frame.connection_limits()):
+        st.warning(literal.markdown(limit), icon=":material/lock:")
     figures = brokers.controller_figures(snap)
     shown = (lambda value: "—" if value is None else f"{value:,}")
     for column, (label, key) in zip(st.columns(6), (
@@ -53,8 +64,8 @@ with frame.shown_errors():
             ("Fenced brokers", "fenced_brokers"), ("Active brokers", "active_brokers"),
             ("Metadata errors", "metadata_errors"))):
         column.metric(label, shown(figures[key]))
-    for field, why in figures["reasons"].items():
-        st.caption(f"{literal.markdown(field)}: {literal.markdown(why)}")
+    for line in brokers.figure_reasons(figures):
+        st.caption(literal.markdown(line))
     quorum = brokers.quorum_table(snap)
     if len(quorum):
         st.dataframe(quorum, hide_index=True, width="stretch", key="brokers-quorum",
@@ -68,6 +79,8 @@ with frame.shown_errors():
                              key="brokers-quorum-lag")
     st.subheader("Problem partitions")
     problems = brokers.problem_partition_table(snap)
+    if why_elr := figures["reasons"].get("elr"):
+        st.caption(literal.markdown(f"ELR not read: {why_elr}"))
     if len(problems):
         st.caption("ELR: replicas out of the ISR that can still be elected leader without losing committed data; "
                    "LastKnownElr: the candidates of an unclean recovery once a partition is offline "

@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard import actions, auth, components, frame, literal
 from dashboard.services import groups
-from dashboard.services.unread import group_problem, unread_caption
+from dashboard.services.unread import group_problem, listing_limit, unread_caption
 from kpulse.expected_idle import CONFIG, reason
 from operations.access import MARK_EXPECTED_IDLE, allowed
 
@@ -77,6 +77,8 @@ def group_list() -> None:
     the page so the group detail below follows it."""
     full_run = st.session_state.pop(FULL_RUN_KEY, False)
     with frame.shown_errors():
+        if limit := listing_limit(frame.connection_limits()):
+            st.warning(literal.markdown(limit), icon=":material/lock:")
         table = expected_idle_column(frame.groups_table())
         page = components.searched_list("groups", table, sorts=groups.SORTS, search_column="group_id",
                                         noun="groups", placeholder="part of a group id")

@@ -1,14 +1,16 @@
-"""Overview: the chosen cluster's health at a glance, tiles coloured by DOMAIN.md's thresholds, and
-one line per firing alert group ("warning: ConsumerGroupStatus, 2,000 groups"), however many entities."""
+"""Overview: the chosen cluster's health at a glance, tiles coloured by DOMAIN.md's thresholds (an
+empty one says why), what kpulse's principal may not see on this cluster, and one line per firing
+alert group ("warning: ConsumerGroupStatus, 2,000 groups"), however many entities."""
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import components, frame, literal
 from dashboard.services.groups import partial_groups
-from dashboard.services.health import alert_lines, overview_tiles
+from dashboard.services.health import CLUSTER_NOT_READABLE, alert_lines, overview_tiles
 from dashboard.services.sources import DashboardError
 
+TILES_PER_ROW = 6
 st.title("Overview")
 
 
@@ -25,7 +27,10 @@ def live_tiles() -> None:
             slo = pd.DataFrame()
         acks = frame.alert_acks()
         alerts = frame.firing(acks)
-        components.tiles(overview_tiles(snap, alerts, slo))
+        components.tiles(overview_tiles(snap, alerts, slo), per_row=TILES_PER_ROW)
+        for limit in frame.connection_limits():
+            st.warning(literal.markdown(f"kpulse's view of cluster {frame.cluster()} is limited: {limit}"),
+                       icon=":material/lock:")
         groups, _ = frame.firing_groups(alerts, acks)
         for severity, line in alert_lines(groups):
             colour = "red" if severity == "critical" else "orange"
@@ -33,13 +38,17 @@ def live_tiles() -> None:
         if groups:
             st.page_link("app_pages/alerts.py", label="Open the alerts", icon=":material/arrow_forward:")
         if snap is not None:
+            refused = frame.cannot_read(snap) is not None
             cluster = snap.get("cluster") or {}
             partial = partial_groups(snap)
-            st.caption(f"{cluster.get('topic_count', '—')} topics · {cluster.get('partition_count', '—')} partitions · "
+            topics, partitions = (("—" if cluster.get(key) is None else cluster[key])
+                                  for key in ("topic_count", "partition_count"))
+            st.caption(f"{topics} topics · {partitions} partitions · "
                        f"{len(snap.get('consumer_groups') or [])} consumer groups"
                        + (f" ({partial} with partial lag sums: some partitions' lag unknown)" if partial else "")
                        + f" · {len(snap.get('streams_apps') or [])} Streams apps")
-            down = [c for c in snap.get("collectors") or [] if not c.get("up")]
+            down = [c for c in snap.get("collectors") or [] if not c.get("up")
+                    and not (refused and str(c.get("error")).startswith(CLUSTER_NOT_READABLE))]  # the frame said it
             for collector in down:
                 st.warning(f"collector {literal.markdown(collector['name'])} is down: "
                            f"{literal.markdown(collector.get('error'))}")

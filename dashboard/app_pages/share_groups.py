@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard import actions, components, frame, literal
 from dashboard.services import share_groups
-from dashboard.services.unread import group_problem, unread_caption
+from dashboard.services.unread import group_problem, listing_limit, unread_caption
 
 WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600}
 
@@ -20,6 +20,8 @@ with frame.shown_errors():
                    "on the Overview page).")
     if note := share_groups.reading_note(snap):
         st.caption(note)
+    if limit := listing_limit(frame.connection_limits()):
+        st.warning(literal.markdown(limit), icon=":material/lock:")
     table = share_groups.groups_frame(snap)
     page = components.searched_list("share", table, sorts=share_groups.SORTS, search_column="group_id",
                                     noun="share groups", placeholder="part of a share group id")

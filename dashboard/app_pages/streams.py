@@ -8,7 +8,7 @@ import streamlit as st
 
 from dashboard import actions, components, frame, literal
 from dashboard.services import streams, topics
-from dashboard.services.unread import group_problem, unread_caption
+from dashboard.services.unread import group_problem, listing_limit, unread_caption
 
 WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600, "1 day": 86400}
 
@@ -43,6 +43,8 @@ def streams_group(application_id: str, group: dict) -> None:
 st.title("Streams apps")
 with frame.shown_errors():
     snap = frame.snapshot()
+    if limit := listing_limit(frame.connection_limits()):
+        st.warning(literal.markdown(limit), icon=":material/lock:")
     apps = streams.apps_frame(snap)
     if note := unread_caption(int(apps["problem"].notna().sum()), len(apps), "Streams applications"):
         st.caption(note)

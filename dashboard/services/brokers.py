@@ -66,6 +66,60 @@ QUORUM_COLUMNS = ["node", "role", "log_end_offset", "lag", "caught_up_age_second
 PROBLEM_COLUMNS = ["topic", "partition", "problems", "leader", "replicas", "isr", "elr", "last_known_elr"]
 
 
+METRIC_LABELS = {"request_handler_idle": "request handler idle", "network_idle": "network idle",
+                 "bytes_in_per_sec": "bytes in /s", "bytes_out_per_sec": "bytes out /s",
+                 "produce_p99_ms": "produce p99", "fetch_p99_ms": "fetch p99",
+                 "metadata_apply_lag_ms": "metadata apply lag", "metadata_errors": "metadata errors"}
+"""The broker table's metric columns, as the page heads them."""
+
+
+def metric_reasons(snapshot: Snapshot | None) -> list[str]:
+    """Why the broker table's metrics are empty, one line per reason and set of brokers, the columns
+    in table order ("request handler idle, bytes in /s unknown for brokers 1, 2: broker metrics are not
+    configured (metrics.source: none)"): each broker's ``reasons``, else its ``error``, else "not
+    collected". Only the fields a broker's entry holds."""
+    lines: dict[tuple[str, tuple[int, ...]], list[str]] = {}
+    brokers = (snapshot or {}).get("brokers") or []
+    for column, label in METRIC_LABELS.items():
+        field = BROKER_TABLE[column]
+        missing: dict[str, list[int]] = {}
+        for broker in brokers:
+            if field in broker and broker[field] is None:
+                reason = (broker.get("reasons") or {}).get(field) or broker.get("error") or "not collected"
+                missing.setdefault(reason, []).append(broker["id"])
+        for reason, ids in missing.items():
+            lines.setdefault((reason, tuple(ids)), []).append(label)
+    return [f"{', '.join(labels)} unknown for broker{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}: {reason}"
+            for (reason, ids), labels in lines.items()]
+
+
+FIGURE_LABELS = {"leader": "quorum leader", "epoch": "leader epoch", "high_watermark": "high watermark",
+                 "fenced_brokers": "fenced brokers", "active_brokers": "active brokers",
+                 "metadata_errors": "metadata errors"}
+FIGURE_REASONS = {"leader": ("quorum",), "epoch": ("quorum",), "high_watermark": ("quorum",),
+                  "fenced_brokers": ("fenced_broker_count", "kraft_brokers"),
+                  "active_brokers": ("active_broker_count", "kraft_brokers"),
+                  "metadata_errors": ("metadata_error_count",)}
+"""A KRaft figure -> the ``cluster.reasons`` that say why it is null, the first found applies."""
+
+
+def figure_reasons(figures: dict[str, object]) -> list[str]:
+    """Why :func:`controller_figures`' null figures are null, one line per reason naming the figures
+    it leaves empty ("Quorum leader, leader epoch, high watermark: not authorized: Describe on cluster
+    (DescribeQuorum)")."""
+    reasons = figures.get("reasons") or {}
+    lines: dict[str, list[str]] = {}
+    for key, label in FIGURE_LABELS.items():
+        if figures.get(key) is None:
+            why = next((reasons[r] for r in FIGURE_REASONS[key] if reasons.get(r)), "not collected")
+            lines.setdefault(why, []).append(label)
+    return [_capitalized(f"{', '.join(labels)}: {why}") for why, labels in lines.items()]
+
+
+def _capitalized(line: str) -> str:
+    return line[:1].upper() + line[1:]
+
+
 def controller_figures(snapshot: Snapshot | None) -> dict[str, object]:
     """The KRaft figures of the page's header: quorum leader, epoch, high watermark, fenced and active
     brokers, metadata errors; None where not known (``reasons`` says why)."""
@@ -76,8 +130,8 @@ def controller_figures(snapshot: Snapshot | None) -> dict[str, object]:
             "fenced_brokers": cluster.get("fenced_broker_count"), "active_brokers": cluster.get("active_broker_count"),
             "metadata_errors": cluster.get("metadata_error_count"),
             "reasons": {key: why for key, why in (cluster.get("reasons") or {}).items()
-                        if key in ("quorum", "fenced_broker_count", "active_broker_count", "metadata_error_count",
-                                   "elr")}}
+                        if key in ("quorum", "fenced_broker_count", "active_broker_count", "kraft_brokers",
+                                   "metadata_error_count", "elr")}}
 
 
 def quorum_table(snapshot: Snapshot | None) -> pd.DataFrame:

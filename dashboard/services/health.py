@@ -1,5 +1,6 @@
-"""The Overview: health tiles of one cluster, each judged by the thresholds of DOMAIN.md §1, and
-the freshness of the data. Pure: snapshot dicts and frames in, plain values out."""
+"""The Overview: health tiles of one cluster, each judged by the thresholds of DOMAIN.md §1 (a value
+not known says why, from the snapshot's reasons), the freshness of the data, and the frame's line
+for a cluster that refuses kpulse. Pure: snapshot dicts and frames in, plain values out."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pandas as pd
 from alerting.grouping import AlertGroup, counts
 from dashboard.services.alerts import alert_groups
 from kpulse.lake.slo_status import EXHAUSTED
-from kpulse.snapshot import Snapshot
+from kpulse.snapshot import Probe, Snapshot
 
 OK, WARN, CRIT, UNKNOWN, INFO = "ok", "warning", "critical", "unknown", "info"
 IDLE_WARNING_BELOW = 0.2
@@ -71,10 +72,87 @@ def human_rate(value: float | None) -> str:
     return f"{value:.0f} B/s"
 
 
-def _count_tile(label: str, value: Any, level_if_positive: str, detail: str = "") -> Tile:
+NOT_COLLECTED = "not collected"
+"""A tile's reason when the snapshot gives none."""
+CLUSTER_NOT_READABLE = "cluster not readable"
+"""How the collectors say the connection check refused them (``cluster not readable: <error>``): the
+frame's red line already names the error, so a tile says only this."""
+
+
+def cannot_read(snapshot: Snapshot | None, cluster_name: str) -> str | None:
+    """"kpulse cannot read cluster prod: authentication failed: ..." when the newest snapshot's
+    connection check failed (the cluster refused kpulse's identity, or did not answer); else None.
+    Holds the error's text as the client library wrote it: show it as text."""
+    connection = (snapshot or {}).get("connection") or {}
+    if connection.get("ok", True):
+        return None
+    return f"kpulse cannot read cluster {cluster_name}: {connection.get('error') or 'no reason given'}"
+
+
+def refused_age(fresh: Freshness) -> str:
+    """The age beside :func:`cannot_read`'s line: the collector is running and being refused, so not
+    the STALE banner, unless it stopped asking (then the question is whether it still runs)."""
+    if fresh.age_seconds is None:
+        return "the cluster has not been asked yet"
+    text = f"the cluster was last asked {human_age(fresh.age_seconds)} ago"
+    return text + (": is `kpulse collect` still running?" if fresh.stale else "")
+
+
+def why(reasons: dict[str, str] | None, *fields: str) -> str:
+    """Why a value is null: the first of ``fields``' reasons (``cluster.reasons``, a broker's
+    ``reasons``), else "not collected". A cluster kpulse could not read is the cause of every value
+    it holds, whatever else one of the fields says: then only "cluster not readable" (the frame's
+    red line names the error)."""
+    given = [reason for reason in ((reasons or {}).get(field) for field in fields) if reason]
+    if any(reason.startswith(CLUSTER_NOT_READABLE + ":") for reason in given):
+        return CLUSTER_NOT_READABLE
+    return given[0] if given else NOT_COLLECTED
+
+
+def _count_tile(label: str, value: Any, level_if_positive: str, detail: str = "", reason: str = NOT_COLLECTED) -> Tile:
     if value is None:
-        return Tile(label, "—", UNKNOWN, "not collected")
+        return Tile(label, "—", UNKNOWN, reason)
     return Tile(label, f"{int(value)}", level_if_positive if value > 0 else OK, detail)
+
+
+def _broker_reason(brokers: list, field: str, fallback: str) -> str:
+    """Why no broker has ``field``: the first broker's reason for it, else ``fallback``."""
+    for broker in brokers:
+        reason = why(broker.get("reasons"), field)
+        if reason != NOT_COLLECTED:
+            return reason
+    return fallback
+
+
+PROBE = "End-to-end probe"
+
+
+def probe_tile(probe: Probe | None, collectors: list) -> Tile:
+    """The probe's cycle: OK, failing (an availability below 1 or records lost: ProbeFailing's
+    condition), or, when kpulse's principal may not run it (``not_authorized``), a warning about
+    kpulse's permissions, not a failing probe; unknown, with why, when it did not run."""
+    if probe is None:
+        state = next((c for c in collectors if c.get("name") == "probe"), None)
+        if state is None:
+            return Tile(PROBE, "—", UNKNOWN, "turned off (probe.enabled: false)")
+        return Tile(PROBE, "—", UNKNOWN, why({"probe": state.get("error") or "not run this cycle"}, "probe"))
+    if probe.get("not_authorized"):
+        return Tile(PROBE, "not authorized", WARN, f"kpulse's permissions, not an outage: {probe['not_authorized']}")
+    produce, consume = probe.get("produce_availability"), probe.get("consume_availability")
+    if produce is None and consume is None:
+        return Tile(PROBE, "—", UNKNOWN, probe.get("error") or "nothing sent this cycle")
+    lost = probe.get("lost") or 0
+    failing = (produce is not None and produce < 1) or (consume is not None and consume < 1) or lost > 0
+    parts = [f"produced {_percent(produce)}", f"read back {_percent(consume)}"]
+    if probe.get("latency_p99_ms") is not None:
+        parts.append(f"p99 {probe['latency_p99_ms']:g} ms")
+    if lost:
+        parts.append(f"{lost:,} lost")
+    return Tile(PROBE, "failing" if failing else "OK", CRIT if failing else OK, " · ".join(parts))
+
+
+def _percent(ratio: float | None) -> str:
+    return "—" if ratio is None else f"{ratio:.0%}"
 
 
 def overview_tiles(snapshot: Snapshot | None, alerts: pd.DataFrame, slo_status: pd.DataFrame) -> list[Tile]:
@@ -83,28 +161,32 @@ def overview_tiles(snapshot: Snapshot | None, alerts: pd.DataFrame, slo_status: 
     ``budget_status``, ``budget``, in triage order)."""
     cluster = (snapshot or {}).get("cluster") or {}
     brokers = (snapshot or {}).get("brokers") or []
+    reasons = cluster.get("reasons") or {}
     tiles = []
     up, total = cluster.get("brokers_up"), cluster.get("brokers_total")
     if up is None or total is None:
-        tiles.append(Tile("Brokers up", "—", UNKNOWN, "not collected"))
+        tiles.append(Tile("Brokers up", "—", UNKNOWN, why(reasons, "brokers_up", "brokers_total")))
     else:
         tiles.append(Tile("Brokers up", f"{up} / {total}", OK if up >= total else CRIT))
     active, controller = cluster.get("active_controller_count"), cluster.get("controller_id")
     if active is None:
-        tiles.append(Tile("Controller", "—", UNKNOWN, (cluster.get("reasons") or {}).get("active_controller_count", "")))
+        tiles.append(Tile("Controller", "—", UNKNOWN, why(reasons, "active_controller_count", "controller_id")))
     elif active == 1:
         tiles.append(Tile("Controller", f"OK (node {controller})" if controller is not None else "OK", OK))
     else:
         tiles.append(Tile("Controller", f"{active} active", CRIT,
                           "no active controller" if active < 1 else "split brain: more than one active controller"))
-    tiles.append(_count_tile("Under-replicated", cluster.get("under_replicated_partitions"), WARN, "partitions"))
-    tiles.append(_count_tile("Offline", cluster.get("offline_partitions"), CRIT, "partitions without a leader"))
-    tiles.append(_count_tile("Under min ISR", cluster.get("under_min_isr_partitions"), CRIT,
-                             "partitions below min.insync.replicas"))
+    for label, field, level, detail in (
+            ("Under-replicated", "under_replicated_partitions", WARN, "partitions"),
+            ("Offline", "offline_partitions", CRIT, "partitions without a leader"),
+            ("Under min ISR", "under_min_isr_partitions", CRIT, "partitions below min.insync.replicas")):
+        tiles.append(_count_tile(label, cluster.get(field), level, detail, why(reasons, field)))
+    no_metrics = why(reasons, "brokers_up") if not brokers and reasons.get("brokers_up") else "no broker metrics"
     idles = [(b.get("request_handler_idle_ratio"), b.get("id")) for b in brokers
              if b.get("request_handler_idle_ratio") is not None]
     if not idles:
-        tiles.append(Tile("Lowest handler idle", "—", UNKNOWN, "no broker metrics"))
+        tiles.append(Tile("Lowest handler idle", "—", UNKNOWN,
+                          _broker_reason(brokers, "request_handler_idle_ratio", no_metrics)))
     else:
         idle, broker = min(idles, key=lambda pair: pair[0])
         level = CRIT if idle < IDLE_CRITICAL_BELOW else WARN if idle < IDLE_WARNING_BELOW else OK
@@ -112,13 +194,14 @@ def overview_tiles(snapshot: Snapshot | None, alerts: pd.DataFrame, slo_status: 
     for label, key in (("Bytes in", "bytes_in_per_sec"), ("Bytes out", "bytes_out_per_sec")):
         values = [b.get(key) for b in brokers if b.get(key) is not None]
         tiles.append(Tile(label, human_rate(sum(values)) if values else "—", INFO if values else UNKNOWN,
-                          "all brokers" if values else "no broker metrics"))
+                          "all brokers" if values else _broker_reason(brokers, key, no_metrics)))
     firing = counts(alert_groups(alerts))
     tiles.append(Tile("Firing alerts", f"{firing.critical} critical · {firing.warning} warning",
                       CRIT if firing.critical else WARN if firing.warning else OK,
                       f"{firing.entities:,} {'entity' if firing.entities == 1 else 'entities'} affected"
                       if firing.entities else ""))
     tiles.append(slo_tile(slo_status))
+    tiles.append(probe_tile((snapshot or {}).get("probe"), (snapshot or {}).get("collectors") or []))
     return tiles
 
 

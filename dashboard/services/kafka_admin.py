@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from dashboard.services.sources import DashboardError
 from dashboard.services.topics import TopicConfigs
-from dashboard.services.unread import TOPIC_AUTHORIZATION_FAILED, not_authorized
+from kpulse.kafka.authorization import refusal_text
 from kpulse.kafka.clients import LazyAdmin, admin_client, error_text, list_topics
 
 TIMEOUT_SECONDS = 5.0
@@ -134,7 +134,4 @@ class ClusterAdmin:
 def _config_problem(topic: str, error: BaseException) -> str:
     """Why one topic's configs were not read: the ACL kpulse lacks when the cluster refused it,
     else the error's text."""
-    first = error.args[0] if error.args else None
-    if callable(getattr(first, "name", None)) and first.name() == TOPIC_AUTHORIZATION_FAILED:
-        return not_authorized("DescribeConfigs", "topic", topic)
-    return error_text(error)
+    return refusal_text(error, "DescribeConfigs", "topic", topic) or error_text(error)
