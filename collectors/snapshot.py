@@ -73,6 +73,7 @@ def _cluster(metadata: ClusterMetadataSection | None, metrics: BrokerMetricsSect
     for key in ("active_controller_count", "controller_id", *_KRAFT_CLUSTER_FIELDS):
         if cluster[key] is None:
             cluster["reasons"].setdefault(key, (from_admin and admin_reasons.get(key))
+                                          or (metrics.get("note") and down.get("cluster_metadata"))
                                           or (metrics.get("reasons") or {}).get(key)
                                           or down.get("broker_metrics") or metrics.get("note")
                                           or "needs broker metrics")

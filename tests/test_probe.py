@@ -143,6 +143,25 @@ def test_a_cluster_that_cannot_be_reached_is_reported_not_raised():
     assert result.rows["probe"] == []
 
 
+def test_a_probe_its_principal_may_not_run_says_which_acl_and_asks_again_only_a_minute_later():
+    from confluent_kafka import KafkaError, KafkaException
+
+    asked = []
+
+    class RefusingAdmin:
+        def list_topics(self, **_):
+            asked.append(1)
+            raise KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed"))
+
+    collector = ProbeCollector(ClusterConfig(name="prod", bootstrap_servers="node-1:9092"),
+                               producer_factory=lambda s: None, consumer_factory=lambda s: None,
+                               admin_factory=lambda s: RefusingAdmin())
+    sections = [collector.collect(CollectContext(cluster=None, now=float(n))).sections["probe"] for n in (1, 2)]
+    assert [s["not_authorized"] for s in sections] == ["not authorized: Describe on topic kpulse-probe"] * 2
+    assert all(s["produce_availability"] is None and s["error"] == s["not_authorized"] for s in sections)
+    assert len(asked) == 1, "the second cycle, within a minute, did not ask the cluster again"
+
+
 # --- on the real cluster ---------------------------------------------------------------------------
 
 def run_cycle(collector, config) -> tuple[dict, list[dict]]:

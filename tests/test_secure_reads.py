@@ -37,12 +37,22 @@ def alerts_of(snapshot) -> dict[tuple[str, str], str]:
     return {(alert["rule"], alert["entity"]): alert["summary"] for alert in snapshot["alerts"]}
 
 
+def lake_rows(tmp_path, table: str) -> list[dict]:
+    import pyarrow.dataset as ds
+
+    return ds.dataset(tmp_path / "lake" / table, format="parquet", partitioning="hive").to_table().to_pylist()
+
+
 def test_under_min_isr_without_describe_configs_is_unknown_with_the_refusal_not_zero(probed, secure_cluster,
                                                                                      tmp_path):
     assert probed["cluster"]["under_min_isr_partitions"] == 2  # the super user reads topic strict's configs
     cluster = snapshot_as(secure_cluster, tmp_path, "reader")["cluster"]
     assert cluster["under_min_isr_partitions"] is None
     assert re.match(r"not authorized: DescribeConfigs on \d+ topics \(", cluster["reasons"]["under_min_isr_partitions"])
+    rows = lake_rows(tmp_path, "cluster_health")
+    assert rows and all(row["under_min_isr_partitions"] is None for row in rows)
+    assert all(row["unknown_reasons"].startswith("under_min_isr_partitions: not authorized: DescribeConfigs")
+               for row in rows)
 
 
 def test_a_group_the_principal_may_not_describe_is_listed_with_the_refusal(secure_cluster, tmp_path):
@@ -54,6 +64,9 @@ def test_a_group_the_principal_may_not_describe_is_listed_with_the_refusal(secur
     assert refused["reasons"]["total_lag"] == refused["error"]
     assert groups["team-a-billing"]["total_lag"] == RECORDS - 3 * COMMITTED and groups["team-a-billing"]["error"] is None
     assert "not authorized: Describe on group team-b-audit" in alerts_of(snapshot)[("KpulseNotAuthorized", "cluster/secure")]
+    lake = {(row["group_id"], row["total_lag"], row["error"]) for row in lake_rows(tmp_path, "consumer_group")}
+    assert lake == {("team-a-billing", RECORDS - 3 * COMMITTED, None),
+                    ("team-b-audit", None, "not authorized: Describe on group team-b-audit")}
 
 
 def test_without_describe_on_the_cluster_the_group_list_says_it_is_limited(secure_cluster, tmp_path):

@@ -108,6 +108,8 @@ class ClusterMetadataCollector:
                **{k: section[k] for k in ("brokers_up", "brokers_total", "topic_count", "partition_count",
                                           "under_replicated_partitions", "offline_partitions",
                                           "under_min_isr_partitions", "preferred_leader_imbalance")}}
+        row["unknown_reasons"] = "; ".join(f"{key}: {section['reasons'][key]}" for key, value in row.items()
+                                           if value is None and key in section["reasons"]) or None
         broker_rows = [{"time": context.now, "cluster": self._cluster.name, "broker_id": b["id"], "up": b["up"],
                         "partition_count": load[b["id"]].partition_count if b["id"] in load else 0,
                         "leader_count": load[b["id"]].leader_count if b["id"] in load else 0} for b in brokers]

@@ -223,7 +223,7 @@ class ConsumerLagCollector:
                                "group_id": group.group_id, "type": group.type, "state": group.state,
                                "members": group.members, "total_lag": total, "lag_unknown_partitions": lag_unknown,
                                "max_lag_seconds": worst, "lag_seconds_unknown_partitions": seconds_unknown,
-                               "status": status, "lag_seconds_threshold": threshold})
+                               "status": status, "lag_seconds_threshold": threshold, "error": group.error})
             start = end
         return groups, group_rows
 

@@ -65,6 +65,9 @@ SECTION = TABLE = "probe"
 DEFAULT_TOPIC = "kpulse-probe"
 ADMIN_TIMEOUT_SECONDS = 10.0
 PREFERRED_ELECTION_SECONDS = 5.0
+REFUSED_RETRY_SECONDS = 60.0
+"""After a refusal the probe asks again this much later: granting an ACL shows within a minute, and
+a refused probe does not spend seconds of every cycle (and broker requests) on being refused."""
 
 
 # --- the collector (I/O) -----------------------------------------------------------------------------
@@ -104,6 +107,8 @@ class ProbeCollector:
         self._last_election = float("-inf")
         self._read_refused: str | None = None
         """This cycle's refusal of the probe's reads (``not authorized: Read on topic T``)."""
+        self._refused: tuple[float, str] | None = None
+        """(monotonic time to ask again, the refusal) after the principal was refused."""
 
     # --- clients -------------------------------------------------------------------------------------
     def _clients(self) -> None:
@@ -220,14 +225,18 @@ class ProbeCollector:
 
     # --- one cycle -----------------------------------------------------------------------------------
     def collect(self, context: CollectContext) -> CollectorResult:
+        if self._refused is not None and time.monotonic() < self._refused[0]:
+            return self._refused_result(self._refused[1])  # asked again after REFUSED_RETRY_SECONDS
         try:
             self._clients()
             partitions = self._ensure_topic()
             self._assign(partitions)
         except Exception as error:  # noqa: BLE001 - the probe reports that it could not probe
             refusal = _setup_refusal(error, self.topic)
+            if refusal is not None:
+                return self._refused_result(refusal, remember=True)
             section: Probe = {"topic": self.topic, **summarize([]), "per_partition": [],
-                              "error": refusal or _one_line(error), "not_authorized": refusal}
+                              "error": _one_line(error), "not_authorized": None}
             return CollectorResult(sections={SECTION: section}, rows={TABLE: []})
         self.ledger.start_cycle()
         self._read_refused = None
@@ -238,9 +247,7 @@ class ProbeCollector:
         refusal = _write_refusal(stats, self.topic) or self._read_refused
         if refusal is not None:  # not a measurement of the cluster: no availability, no lake rows
             self.close()  # what was sent or read this cycle says nothing; start afresh once allowed
-            section = {"topic": self.topic, **summarize([]), "per_partition": [], "error": refusal,
-                       "not_authorized": refusal}
-            return CollectorResult(sections={SECTION: section}, rows={TABLE: []})
+            return self._refused_result(refusal, remember=True)
         leaders = {p: (leader if leader >= 0 else None) for p, (leader, _) in partitions.items()}
         per_partition = [_partition_view(s, leaders.get(s.partition)) for s in stats]
         totals = summarize(stats)
@@ -256,6 +263,16 @@ class ProbeCollector:
                  **{k: v for k, v in p.items() if k not in ("error", "consume_availability")}}
                 for p in per_partition]
         return CollectorResult(sections={SECTION: section}, rows={TABLE: rows})
+
+    def _refused_result(self, refusal: str, remember: bool = False) -> CollectorResult:
+        """The cycle's section when the principal may not probe: null availabilities and the ACL it
+        lacks, no lake rows (a permission problem, not an outage). ``remember``: the next cycles
+        within :data:`REFUSED_RETRY_SECONDS` say the same without asking the cluster again."""
+        if remember:
+            self._refused = (time.monotonic() + REFUSED_RETRY_SECONDS, refusal)
+        section: Probe = {"topic": self.topic, **summarize([]), "per_partition": [], "error": refusal,
+                          "not_authorized": refusal}
+        return CollectorResult(sections={SECTION: section}, rows={TABLE: []})
 
     def _produce(self, partitions: list[int]) -> None:
         for partition in partitions:

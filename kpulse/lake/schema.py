@@ -54,6 +54,10 @@ _TABLES: dict[str, tuple[pa.Schema, dict[str, str]]] = {
                                       " KRaft it names a random broker)."),
         ("active_controller_count", pa.int32(), "Nodes reporting themselves as the active controller (healthy: "
                                                 "1); from broker metrics."),
+        ("unknown_reasons", pa.string(), "Why this row's null values are null, `column: reason` joined by `; ` "
+                                         "(`under_min_isr_partitions: not authorized: DescribeConfigs on 4 topics "
+                                         "(...)`); null when none is. Null in files written before the column was "
+                                         "added."),
     ),
     # One row per broker per cycle, from metadata.
     "broker_state": _table(
@@ -126,6 +130,10 @@ _TABLES: dict[str, tuple[pa.Schema, dict[str, str]]] = {
                                                        "committed offset whose `lag_seconds` is null."),
         ("type", pa.string(), "Group type: `classic`, `consumer` (KIP-848) or `streams` (KIP-1071). Null in "
                               "files written before the column was added."),
+        ("error", pa.string(), "Why the group could not be read this cycle (`not authorized: Describe on group "
+                               "G`, a coordinator that moved, ...): its figures are null and its last known "
+                               "partitions count as unknown; null when it was read. Null in files written before "
+                               "the column was added."),
     ),
     # One row per share group per cycle (KIP-932). total_lag is over the partitions whose lag is
     # known; lag_unknown_partitions counts the others (> 0 with a total_lag: a lower bound).
