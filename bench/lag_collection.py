@@ -60,6 +60,17 @@ lag-only scrape interleaved with kpulse's lag cycle for ``--rounds`` rounds (``b
 both medians, the paired ratio and the brokers' CPU per cycle (goal at scale: <= 1/3 of kminion's).
 On a cluster given by ``--bootstrap`` the brokers' PIDs come from ``--broker-pid`` (three times).
 
+Secured: ``--secure`` gives the bench's own cluster a SASL_SSL listener beside each node's PLAINTEXT
+one (SCRAM-SHA-512, TLS from a CA made on the fly; the brokers talk to each other over PLAINTEXT,
+no authorizer: ``LocalCluster(sasl_ssl_user=...)``), builds the usual state through PLAINTEXT, and
+measures the lag cycles, then the whole cycles, through both listeners of the same brokers, cycle
+after cycle in alternating order (``bench/lag_secure.py``; the two kpulse configs differ only in
+bootstrap and security): both medians and quartiles, the ratio (goal for the lag cycle: <= 1.3,
+issue 26), the paired ratios' median and quartiles, kpulse's CPU and the brokers' CPU per cycle each
+way. ``--profile PY_SPY`` then runs the lag cycles through each listener alone under ``py-spy
+record`` and says where the busy samples go (connecting, TLS record reads and writes, decoding, the
+rest). Not with ``--bootstrap``, ``--groups``, modern groups, ``--kminion`` or ``--sustain``.
+
 Sustained: ``--sustain SECONDS`` runs the loop as ``kpulse collect`` does, 10 s cycles, for that
 long, and reports cycle overruns, lake gaps and peak RSS (``bench/lag_sustain.py``; goal: 600 s
 with no overrun and no gap).
@@ -182,14 +193,19 @@ def process_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def bench_config(bootstrap: str, metrics_urls: list[str], include: str = ALL_BENCH_GROUPS):
+def bench_config(bootstrap: str, metrics_urls: list[str], include: str = ALL_BENCH_GROUPS,
+                 security: dict | None = None):
+    """The kpulse config the bench measures; ``security``: its cluster's ``security`` section
+    (``--secure``: the SASL_SSL side), else PLAINTEXT."""
     from kpulse.config import parse_config
 
-    data = {"clusters": [{"name": "bench", "bootstrap_servers": bootstrap,
-                          "consumer_groups": {"include": [include]},
-                          "metrics": {"source": "jmx_exporter", "timeout_seconds": 10,
-                                      "broker_endpoints": {i + 1: u for i, u in enumerate(metrics_urls)}}}],
-            "lake": {"path": tempfile.mkdtemp(prefix="kpulse-bench-lake-")}}
+    cluster = {"name": "bench", "bootstrap_servers": bootstrap,
+               "consumer_groups": {"include": [include]},
+               "metrics": {"source": "jmx_exporter", "timeout_seconds": 10,
+                           "broker_endpoints": {i + 1: u for i, u in enumerate(metrics_urls)}}}
+    if security is not None:
+        cluster["security"] = security
+    data = {"clusters": [cluster], "lake": {"path": tempfile.mkdtemp(prefix="kpulse-bench-lake-")}}
     return parse_config(data, source="bench", base_dir=os.getcwd())
 
 
@@ -397,6 +413,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--share-groups", type=int, default=0,
                         help="live share groups (KIP-932) on the bench topics, measured against classic-only")
     parser.add_argument("--port-base", type=int, default=PORT_BASE, help="ports of the bench's own cluster")
+    parser.add_argument("--secure", action="store_true",
+                        help="give the bench's cluster SASL_SSL/SCRAM listeners too and measure through both, "
+                             "interleaved (bench/lag_secure.py)")
+    parser.add_argument("--profile", metavar="PY_SPY",
+                        help="with --secure: then profile the lag cycles through each listener with this "
+                             "py-spy binary (every Python thread)")
+    parser.add_argument("--secure-bootstrap", help=argparse.SUPPRESS)
+    parser.add_argument("--security-json", help=argparse.SUPPRESS)
+    parser.add_argument("--measure-pair", choices=("lag", "whole"), help=argparse.SUPPRESS)
+    parser.add_argument("--warm-up-pair", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--profile-side", help=argparse.SUPPRESS)
     parser.add_argument("--include", default=ALL_BENCH_GROUPS, help=argparse.SUPPRESS)
     parser.add_argument("--pause-pid", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--measure-only", choices=("lag", "whole"), help=argparse.SUPPRESS)
@@ -430,6 +457,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--kminion on a cluster given by --bootstrap needs its brokers' PIDs (--broker-pid, each)")
     if args.sustain is not None and args.sustain <= 0:
         parser.error("--sustain: a number of seconds above 0")
+    if args.secure:
+        refused = [option for option, given in (("--bootstrap", args.bootstrap), ("--groups", scale),
+                                                ("--streams-groups", args.streams_groups),
+                                                ("--share-groups", args.share_groups), ("--kminion", args.kminion),
+                                                ("--sustain", args.sustain is not None)) if given]
+        if refused:
+            parser.error(f"--secure measures the bench's own classic cluster: not with {', '.join(refused)}")
+    elif args.profile:
+        parser.error("--profile goes with --secure")
     for option, count in (("--streams-groups", args.streams_groups), ("--share-groups", args.share_groups)):
         try:
             modern_group_topics(count, args.topics)
@@ -456,7 +492,9 @@ def subprocess_command(args: argparse.Namespace) -> list[str]:
             "--spacing", str(args.spacing), "--warm-up", str(args.warm_up), "--rounds", str(args.rounds),
             "--include", args.include] + [
                a for u in args.metrics_url for a in ("--metrics-url", u)] + (
-               ["--pause-pid", str(args.pause_pid)] if args.pause_pid is not None else [])
+               ["--pause-pid", str(args.pause_pid)] if args.pause_pid is not None else []) + (
+               ["--secure-bootstrap", args.secure_bootstrap, "--security-json", args.security_json]
+               if args.secure_bootstrap else [])
 
 
 def peer_figures(args: argparse.Namespace, broker_pids: list[int]) -> dict:
@@ -549,6 +587,19 @@ def main() -> None:
         print(json.dumps(measure(args.bootstrap, args.metrics_url, args.cycles, args.spacing, args.include,
                                  args.measure_only, args.pause_pid)))
         return
+    if args.warm_up_pair or args.measure_pair or args.profile_side:
+        from lag_secure import measure_pair, profile_side, secure_configs, warm_up_pair
+
+        configs = secure_configs(bench_config, args.bootstrap, args.secure_bootstrap, json.loads(args.security_json),
+                                 args.metrics_url, args.include)
+        if args.warm_up_pair:
+            warm_up_pair(configs, args.warm_up, args.spacing)
+        elif args.profile_side:
+            print(json.dumps(profile_side(configs[args.profile_side], args.cycles, args.spacing)))
+        else:
+            print(json.dumps(measure_pair(configs, args.measure_pair, args.cycles, args.spacing, args.broker_pid,
+                                          WARM_UP_CYCLES, CYCLES_PER_FLUSH)))
+        return
     if args.peer_only:
         from lag_peer import interleaved
 
@@ -567,15 +618,16 @@ def main() -> None:
             shutil.rmtree(config.lake.path, ignore_errors=True)
         return
 
-    cluster = groups = members = peer = sustained = None
+    cluster = groups = members = peer = sustained = secured = None
     if args.bootstrap is None:
-        from localkafka.cluster import STEADY_JVM, LocalCluster, NodeJvm
+        from localkafka.cluster import STEADY_JVM, LocalCluster, NodeJvm, ScramUser
         from kpulse.local_layout import ClusterLayout
         from kpulse.progress import Progress
 
         state = tempfile.mkdtemp(prefix="kpulse-bench-state-")
         cluster = LocalCluster(Path(state), ClusterLayout.from_base(args.port_base), Progress(),
-                               jvm=NodeJvm() if args.demo_jvm else STEADY_JVM)
+                               jvm=NodeJvm() if args.demo_jvm else STEADY_JVM,
+                               sasl_ssl_user=ScramUser() if args.secure else None)
     modern = args.streams_groups + args.share_groups > 0
     try:
         if cluster is not None:
@@ -591,6 +643,9 @@ def main() -> None:
                 members = build_scale_state(args)
             print(f"  built in {time.monotonic() - began:.0f} s", flush=True)
         broker_pids = args.broker_pid or ([n.pid for n in cluster.status().nodes] if cluster is not None else [])
+        if args.secure:
+            secured = secure_figures(args, cluster, broker_pids)
+            return
         if modern:
             print("classic groups only:", flush=True)
         classic = collect_figures(args)
@@ -622,6 +677,8 @@ def main() -> None:
             members.stop()
         if cluster is not None:
             cluster.down(wipe=True)
+        if secured is not None:
+            print_secure(args, secured)
     brokers = "external" if cluster is None else ("demo" if args.demo_jvm else "steady") + " JVM"
     print(f"\n{os.cpu_count()} cores, brokers: {brokers}, median of {args.cycles} cycles {args.spacing:g} s apart")
     if args.plan is not None:
@@ -657,6 +714,51 @@ def main() -> None:
         from lag_sustain import print_sustain
 
         print_sustain(sustained)
+
+
+def secure_figures(args: argparse.Namespace, cluster, broker_pids: list[int]) -> dict:
+    """``--secure``: warm up through both listeners, then the lag cycles and the whole cycles through
+    both, interleaved (``bench/lag_secure.py``), each part in a process of its own; then, with
+    ``--profile``, each side's lag cycles profiled."""
+    from cli.collect import LOOP_ENVIRONMENT
+
+    args.secure_bootstrap = cluster.sasl_ssl_bootstrap_servers
+    args.security_json = json.dumps(cluster.sasl_ssl_security())
+    command = subprocess_command(args) + [a for pid in broker_pids for a in ("--broker-pid", str(pid))]
+    print(f"  PLAINTEXT {args.bootstrap}, SASL_SSL/SCRAM-SHA-512 {args.secure_bootstrap} (same brokers); "
+          f"collecting through both for {args.warm_up:g} s before measuring ...", flush=True)
+    environment = {**LOOP_ENVIRONMENT, **os.environ}
+    subprocess.run(command + ["--warm-up-pair"], check=True, capture_output=True, env=environment)
+    figures = {}
+    for part in ("lag", "whole"):
+        print(f"  measuring {WARM_UP_CYCLES} + {args.cycles} {part} cycles through each listener, interleaved ...",
+              flush=True)
+        figures[part] = run_json(command + ["--measure-pair", part])
+    if args.profile:
+        from lag_secure import SIDES, profiled
+
+        for side in SIDES:
+            print(f"  profiling {args.cycles} lag cycles through {side} ({args.profile}) ...", flush=True)
+            try:
+                figures.setdefault("profiles", {})[side] = profiled(args.profile, command + ["--profile-side", side])
+            except SystemExit as failure:  # the measured figures are still printed
+                figures["profile_error"] = str(failure)
+                break
+    return figures
+
+
+def print_secure(args: argparse.Namespace, figures: dict) -> None:
+    from lag_secure import print_pair, print_profile
+
+    print(f"\n{os.cpu_count()} cores, brokers: {'demo' if args.demo_jvm else 'steady'} JVM, "
+          f"{args.topics} topics x {args.partitions} partitions, {args.topics} groups; median of {args.cycles} "
+          f"cycles through each listener, interleaved, {args.spacing:g} s apart")
+    print_pair("consumer lag collector cycle", figures["lag"])
+    print_pair("whole collection cycle (every collector, alerts, lake buffer, snapshot)", figures["whole"])
+    for side, profile in figures.get("profiles", {}).items():
+        print_profile(side, profile)
+    if "profile_error" in figures:
+        print(f"\nthe profile could not be taken: {figures['profile_error']}")
 
 
 def build_scale_state(args: argparse.Namespace):

@@ -23,7 +23,7 @@ from kpulse.home import state_dir
 from kpulse.kafka.clients import admin_client
 from kpulse.local_layout import ClusterLayout, NodeLayout
 from kpulse.progress import SILENT, Progress
-from localkafka.layout import CLUSTER_ID, server_properties
+from localkafka.layout import CLUSTER_ID, SCRAM_MECHANISM, SaslSslListener, scram_format_arguments, server_properties
 from localkafka.runtime import JAVA_DIR, JavaRuntime, ensure_runtime, java_command, kafka_version
 
 NODE_HEAP = "384m"
@@ -41,6 +41,21 @@ class NodeJvm:
 
 
 STEADY_JVM = NodeJvm(heap="1g", fast_start=False)
+
+
+@dataclass(frozen=True)
+class ScramUser:
+    """The option that gives each node a SASL_SSL listener beside its PLAINTEXT one
+    (``localkafka/layout.py`` :class:`~localkafka.layout.SaslSslListener`, on base + 600 + i) and
+    this SCRAM-SHA-512 user, created when the storage is formatted (a cluster formatted without the
+    option has no such user). The CA and the brokers' certificate are made on the fly in
+    ``<state>/cluster/certs/`` (``localkafka/certs.py``). Used by ``bench/lag_collection.py --secure``."""
+
+    name: str = "kpulse-bench"
+    password: str = "kpulse-bench-secret"
+
+
+BROKER_CN = "kpulse-broker"
 READY_TIMEOUT_SECONDS = 90.0
 
 
@@ -78,11 +93,55 @@ class LocalCluster:
     """The local cluster in one state directory. The constructor touches nothing."""
 
     def __init__(self, state: Path | None = None, layout: ClusterLayout | None = None,
-                 progress: Progress = SILENT, jvm: NodeJvm = NodeJvm()):
+                 progress: Progress = SILENT, jvm: NodeJvm = NodeJvm(), sasl_ssl_user: ScramUser | None = None):
         self.root = (state or state_dir()) / "cluster"
         self._layout = layout
         self.progress = progress
         self.jvm = jvm
+        self.sasl_ssl_user = sasl_ssl_user
+        """None (the default): PLAINTEXT only. Else the SASL_SSL listeners and their user (:class:`ScramUser`)."""
+
+    # --- the SASL_SSL listener (option) -------------------------------------------------------------
+    @property
+    def certs(self) -> Path:
+        return self.root / "certs"
+
+    @property
+    def ca_file(self) -> Path:
+        from localkafka.certs import Authority
+
+        return Authority(self.certs).certificate_path
+
+    def sasl_ssl_listener(self) -> SaslSslListener | None:
+        if self.sasl_ssl_user is None:
+            return None
+        return SaslSslListener(keystore=str(self.certs / "broker-keystore.pem"), truststore=str(self.ca_file))
+
+    @property
+    def sasl_ssl_bootstrap_servers(self) -> str:
+        if self.sasl_ssl_user is None:
+            raise ClusterError("this local cluster has no SASL_SSL listener (LocalCluster(sasl_ssl_user=...))")
+        return SaslSslListener.bootstrap_servers(self.layout)
+
+    def sasl_ssl_security(self) -> dict[str, str]:
+        """The ``security`` section of a kpulse config that connects through the SASL_SSL listeners."""
+        if self.sasl_ssl_user is None:
+            raise ClusterError("this local cluster has no SASL_SSL listener (LocalCluster(sasl_ssl_user=...))")
+        return {"protocol": "SASL_SSL", "sasl_mechanism": SCRAM_MECHANISM, "sasl_username": self.sasl_ssl_user.name,
+                "sasl_password": self.sasl_ssl_user.password, "ssl_ca_location": str(self.ca_file)}
+
+    def _certificates(self) -> None:
+        """The CA and the brokers' certificate (one for the three nodes: it names 127.0.0.1), made
+        once per state directory."""
+        from localkafka.certs import Authority
+
+        keystore = self.certs / "broker-keystore.pem"
+        if keystore.exists():
+            return
+        authority = Authority(self.certs).create()
+        broker = authority.issue(BROKER_CN, server=True)
+        keystore.write_bytes(broker.key.read_bytes() + broker.certificate.read_bytes())
+        keystore.chmod(0o600)
 
     # --- where things are ---------------------------------------------------------------------------
     @property
@@ -118,12 +177,15 @@ class LocalCluster:
             self.progress.note(f"cluster already up: {self.layout.bootstrap_servers}")
             return self.status()
         busy = [port for node in missing for port in (node.client_port, node.controller_port, node.metrics_port)
+                + ((SaslSslListener.port(self.layout, node),) if self.sasl_ssl_user is not None else ())
                 if _port_in_use(port)]
         if busy:
             raise ClusterError(f"port(s) {', '.join(map(str, busy))} already in use on 127.0.0.1 (another cluster? "
                                "stop it, or choose other ports with KPULSE_PORT_BASE)")
         runtime = ensure_runtime(self.progress)
         self._save_layout()
+        if self.sasl_ssl_user is not None:
+            self._certificates()
         unformatted = [n for n in missing if not (self.node_dir(n.node_id) / "data" / "meta.properties").exists()]
         if unformatted:
             with self.progress.step(f"formatting storage of {len(unformatted)} node(s)"):
@@ -178,15 +240,18 @@ class LocalCluster:
         directory = self.node_dir(node.node_id)
         (directory / "logs").mkdir(parents=True, exist_ok=True)
         path = directory / "server.properties"
-        path.write_text(server_properties(self.layout, node, str(directory / "data")))
+        path.write_text(server_properties(self.layout, node, str(directory / "data"), self.sasl_ssl_listener()))
         return path
 
     def _format(self, runtime: JavaRuntime, nodes: list[NodeLayout]) -> None:
+        scram = ([] if self.sasl_ssl_user is None else
+                 scram_format_arguments({self.sasl_ssl_user.name: self.sasl_ssl_user.password}))
+
         def format_one(node: NodeLayout) -> None:
             properties = self._write_properties(node)
             command = java_command(runtime, "kafka.tools.StorageTool",
                                    ["format", "--cluster-id", CLUSTER_ID, "--config", str(properties),
-                                    "--ignore-formatted"], heap="128m")
+                                    "--ignore-formatted", *scram], heap="128m")
             result = subprocess.run(command, capture_output=True, text=True)
             if result.returncode != 0:
                 raise ClusterError(f"formatting node {node.node_id} failed: "
