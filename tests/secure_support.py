@@ -37,6 +37,18 @@ def seed(cluster: SecureCluster) -> None:
         consumer.close()
 
 
+def forget(cluster: SecureCluster, *, topics: tuple[str, ...] = (), groups: tuple[str, ...] = ()) -> None:
+    """Delete what a test made on the shared secured cluster (as the super user): the next modules
+    count its topics and groups."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(cluster.admin_settings())
+    futures = list(admin.delete_consumer_groups(list(groups), request_timeout=20).values()) if groups else []
+    futures += list(admin.delete_topics(list(topics), operation_timeout=20).values()) if topics else []
+    for future in futures:
+        future.result(timeout=30)
+
+
 def misconfigurations(cluster: SecureCluster) -> dict[str, tuple[str, dict, str]]:
     """Case -> (identity, security overrides, the start of what kpulse must say)."""
     untrusted = cluster.certs / "untrusted"

@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from tests.conftest import one_error_line
-from tests.secure_support import COMMITTED, GROUPS, TOPIC, config_for
+from tests.secure_support import COMMITTED, GROUPS, TOPIC, config_for, forget
 from tests.support import cli
 
 pytestmark = pytest.mark.cluster
@@ -66,8 +66,17 @@ def audit_rows(config) -> list[dict]:
 
 # --- kpulse acls: exactly what monitoring and the probe need ---------------------------------------------
 
-def test_the_acls_kpulse_prints_let_a_fresh_principal_monitor_and_probe_everything(secure_cluster, tmp_path):
-    probe_topic = f"canary-{uuid.uuid4().hex[:6]}"
+@pytest.fixture
+def canary_topic(secure_cluster):
+    """A probe topic of the test's own, deleted afterwards."""
+    topic = f"canary-{uuid.uuid4().hex[:6]}"
+    yield topic
+    forget(secure_cluster, topics=(topic,))
+
+
+def test_the_acls_kpulse_prints_let_a_fresh_principal_monitor_and_probe_everything(secure_cluster, tmp_path,
+                                                                                   canary_topic):
+    probe_topic = canary_topic
     name, config = scram_user(secure_cluster, tmp_path, consumer_groups=["team-.*"], probe_topic=probe_topic)
     (tmp_path / "admin").mkdir()
     admin = config_for(secure_cluster, tmp_path / "admin", "admin")
@@ -236,9 +245,11 @@ def test_the_super_user_may_reset_what_the_reader_may_not(secure_cluster, tmp_pa
     group = f"team-a-ops-{uuid.uuid4().hex[:6]}"
     commit_as_admin(secure_cluster, group, COMMITTED)
     config = config_for(secure_cluster, tmp_path, "admin")
+    try:
+        result = cli(config, "reset-offsets", "--group", group, "--topic", TOPIC, "--to-earliest", "--execute")
 
-    result = cli(config, "reset-offsets", "--group", group, "--topic", TOPIC, "--to-earliest", "--execute")
-
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert committed_as_admin(secure_cluster, group) == [0, 0, 0]
-    assert [(r["action"], r["result"]) for r in audit_rows(config)] == [("reset-offsets", "ok")]
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert committed_as_admin(secure_cluster, group) == [0, 0, 0]
+        assert [(r["action"], r["result"]) for r in audit_rows(config)] == [("reset-offsets", "ok")]
+    finally:
+        forget(secure_cluster, groups=(group,))
