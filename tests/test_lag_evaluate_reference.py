@@ -2,7 +2,9 @@
 ``group_sums``) gives exactly what its per-partition Python version gave: the same snapshot section,
 key order included, and the same lake rows, over random cycles of random groups (empty groups,
 partitions never committed, log ends missing or dipping, groups coming and going, groups that
-could not be read). The Python version is kept below, verbatim, as the reference."""
+could not be read). The Python version is kept below as the reference: verbatim, but for what a
+group not read this cycle shows since (its last known partitions, each unknown, counted unknown in
+its sums, its error as every figure's reason and in its lake row)."""
 
 from __future__ import annotations
 
@@ -81,6 +83,7 @@ class ReferenceLagCollector(ConsumerLagCollector):
             total = sum_over_partitions([p["lag"] for p in partitions], offsets)
             worst = max_over_partitions([p["lag_seconds"] for p in partitions], offsets)
             status = STATUS_BY_CODE[max(status_codes[start:end], default=0)]
+            unread = sorted(self._partitions_of.get(group.group_id, ())) if group.error is not None and not items else []
             summary = {
                 "group_id": group.group_id, "type": group.type, "protocol_type": group.protocol_type,
                 "state": group.state, "members": group.members,
@@ -93,18 +96,28 @@ class ReferenceLagCollector(ConsumerLagCollector):
                 "error": group.error,
             }
             reasons = {}
-            if total.unknown:
-                reasons["total_lag"] = _left_out(total, "lag", "log_end_offset", partitions, offsets)
-            if worst.unknown:
-                reasons["max_lag_seconds"] = _left_out(worst, "lag_seconds", "lag_seconds", partitions, offsets)
-            if status is None and items:
-                reasons["status"] = ("not enough readings yet: the status needs "
-                                     f"{self.lag.min_observations} per partition")
+            if unread:
+                why = {"committed_offset": f"not read this cycle: {group.error}"}
+                partitions = [{"topic": topic, "partition": number, "committed_offset": None, "log_end_offset": None,
+                               "lag": None, "lag_seconds": None, "status": None, "reasons": why}
+                              for topic, number in unread]
+                summary.update(partition_count=len(unread), lag_unknown_partitions=len(unread),
+                               lag_seconds_unknown_partitions=len(unread))
+            if group.error is not None and not items:  # nothing read this cycle
+                reasons = {key: group.error for key in ("total_lag", "max_lag_seconds", "status")}
+            else:
+                if total.unknown:
+                    reasons["total_lag"] = _left_out(total, "lag", "log_end_offset", partitions, offsets)
+                if worst.unknown:
+                    reasons["max_lag_seconds"] = _left_out(worst, "lag_seconds", "lag_seconds", partitions, offsets)
+                if status is None and items:
+                    reasons["status"] = ("not enough readings yet: the status needs "
+                                         f"{self.lag.min_observations} per partition")
             summary.update(_membership(group.description))
             if reasons:
                 summary["reasons"] = reasons
             groups.append({**summary, "partitions": partitions})
-            group_rows.append({"time": now, "cluster": self._cluster.name, "partitions": len(items),
+            group_rows.append({"time": now, "cluster": self._cluster.name, "partitions": summary["partition_count"],
                                **{k: summary[k] for k in _GROUP_ROW_FIELDS}})
             start = end
         return groups, group_rows
@@ -133,7 +146,7 @@ def _reasons(offsets, topic, partition, committed, log_end, why_seconds):
 
 
 _GROUP_ROW_FIELDS = ("group_id", "type", "state", "members", "total_lag", "lag_unknown_partitions", "max_lag_seconds",
-                     "lag_seconds_unknown_partitions", "status", "lag_seconds_threshold")
+                     "lag_seconds_unknown_partitions", "status", "lag_seconds_threshold", "error")
 _STATUS_TEXT = tuple(None if status is None else status.value for status in STATUS_BY_CODE)
 
 

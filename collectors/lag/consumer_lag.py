@@ -205,7 +205,7 @@ class ConsumerLagCollector:
                                lag_seconds_unknown_partitions=len(unread))
                 partitions = _unread_rows(unread, group.error)
                 lag_unknown = seconds_unknown = len(unread)
-            if group.error is not None:  # nothing of it was read this cycle: every figure says why
+            if group.error is not None and not size:  # nothing of it was read this cycle: every figure says why
                 summary["reasons"] = {key: group.error for key in ("total_lag", "max_lag_seconds", "status")}
             elif lag_unknown or seconds_unknown or (status is None and size):
                 reasons = {}
