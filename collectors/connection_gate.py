@@ -17,7 +17,7 @@ import time
 from typing import Callable
 
 from kpulse.kafka.authorization import not_authorized
-from kpulse.kafka.clients import ClientSetupFailed, ConnectionFailed, admin_client, error_text, wait
+from kpulse.kafka.clients import ClientSetupFailed, ConnectionFailed, NoAnswer, admin_client, error_text, wait
 from kpulse.kafka.oauth import LIBRDKAFKA_TOKEN_FAILURE, token_failure_text
 from kpulse.snapshot import ClusterConnection
 
@@ -25,7 +25,6 @@ CHECK_SECONDS = 5.0
 """How long the check waits for DescribeCluster."""
 CONNECT_SECONDS = 5.0
 """librdkafka's connection setup timeout for the check's client."""
-_TIMED_OUT = "no answer within"
 
 
 class ConnectionGate:
@@ -50,8 +49,7 @@ class ConnectionGate:
             return _refused(str(error), began)
         except ConnectionFailed as error:
             self._admin = None  # a fresh client next cycle: librdkafka backs off its reconnects
-            text = str(error)
-            return _refused(self._token_failure_named(text), began, conclusive=not text.startswith(_TIMED_OUT))
+            return _refused(self._token_failure_named(str(error)), began, conclusive=not isinstance(error, NoAnswer))
         except Exception as error:  # noqa: BLE001 - any other client failure: one line, collectors still run
             self._admin = None
             return _refused(error_text(error), began, conclusive=False)

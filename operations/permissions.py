@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Collection, Iterable, Literal, Mapping
 
+from kpulse.kafka.authorization import resource_text
 from operations.access import ACTION_ROLES, MARK_EXPECTED_IDLE
 from operations.registry import (
     DELETE_GROUP, DELETE_OFFSETS, ELECT_LEADERS, REASSIGN, RESET_OFFSETS, RESET_SHARE_GROUP, RESET_STREAMS_APP,
@@ -251,17 +252,6 @@ def shortfalls(feature: Feature, resources: Mapping[Scope, Iterable[str]], grant
         if unsure:
             unknown.append((need, unsure))
     return lacking, unknown
-
-
-def resource_text(resource_type: str, names: Collection[str], shown: int = 3) -> str:
-    """``group team-a-billing``, ``cluster``, ``12 topics (a, b, c, ...)``."""
-    if resource_type == "cluster":
-        return "cluster"
-    ordered = sorted(names)
-    if len(ordered) == 1:
-        return f"{resource_type} {ordered[0]}"
-    more = ", ..." if len(ordered) > shown else ""
-    return f"{len(ordered)} {resource_type}s ({', '.join(ordered[:shown])}{more})"
 
 
 def refusal(lacking: Iterable[Shortfall]) -> str:

@@ -12,6 +12,7 @@ exception class (``GroupAuthorizationFailedError``) or a code, and some layers o
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 AUTHORIZATION_CODES = {29: "TOPIC", 30: "GROUP", 31: "CLUSTER", 53: "TRANSACTIONAL_ID", 86: "DELEGATION_TOKEN"}
 """Kafka's authorization error codes -> the kind of resource refused."""
@@ -60,10 +61,20 @@ def refusal_text(error: object, operation: str, resource_type: str, name: str | 
     return not_authorized(operation, resource_type, name)
 
 
+def resource_text(resource_type: str, names: Collection[str], shown: int = 3) -> str:
+    """``group team-a-billing``, ``cluster``, ``12 topics (a, b, c, ...)``: resources of one kind as
+    a refusal names them (the first ``shown`` by name)."""
+    resource_type = resource_type.lower()
+    if resource_type == "cluster":
+        return "cluster"
+    ordered = sorted(names)
+    if len(ordered) == 1:
+        return f"{resource_type} {ordered[0]}"
+    more = ", ..." if len(ordered) > shown else ""
+    return f"{len(ordered)} {resource_type}s ({', '.join(ordered[:shown])}{more})"
+
+
 def summary(operation: str, resource_type: str, names: list[str], shown: int = 3) -> str:
     """One line for many refused resources of one kind: ``not authorized: DescribeConfigs on topic
     orders`` or ``... on 4 topics (a, b, c, ...)``."""
-    if len(names) == 1:
-        return not_authorized(operation, resource_type, names[0])
-    listed = ", ".join(sorted(names)[:shown]) + (", ..." if len(names) > shown else "")
-    return f"not authorized: {operation} on {len(names)} {resource_type.lower()}s ({listed})"
+    return f"not authorized: {operation} on {resource_text(resource_type, names, shown)}"
