@@ -455,3 +455,14 @@ def answers_ok(url: str, timeout: float = 2) -> bool:
             return answer.status == 200
     except OSError:
         return False
+
+
+class RecordedAudit:
+    """An audit log that keeps its records in memory (the operations service's ``audit``)."""
+
+    def __init__(self):
+        self.records = []
+
+    def record(self, record):
+        self.records.append(record)
+        return "id", True

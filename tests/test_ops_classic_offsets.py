@@ -16,6 +16,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.support import RecordedAudit
+
 from operations.access import User
 from operations.kafka_reads import GroupListing
 from operations.offset_plan import Scope, Strategy
@@ -102,15 +104,6 @@ class FakeRequests:
         self.close()
 
 
-class Audit:
-    def __init__(self):
-        self.records = []
-
-    def record(self, record):
-        self.records.append(record)
-        return "id", True
-
-
 @pytest.fixture
 def service(tmp_path):
     """(the Operations service over the fakes, the fake admin, the fake requests)."""
@@ -132,7 +125,7 @@ def service(tmp_path):
         def _group_listing(self, cluster):
             return lambda: listing
 
-    return Offline(config, state_dir=tmp_path / "state", audit=Audit(), admin_factory=lambda settings: admin), \
+    return Offline(config, state_dir=tmp_path / "state", audit=RecordedAudit(), admin_factory=lambda settings: admin), \
         admin, requests
 
 
@@ -229,7 +222,7 @@ def test_a_cluster_kafka_python_cannot_reach_is_named_in_one_line_and_librdkafka
         def _group_listing(self, cluster):
             return lambda: {GROUP: GroupListing(GROUP, "classic", "Empty")}
 
-    operations = Listed(config, state_dir=tmp_path / "state", audit=Audit(), admin_factory=lambda settings: admin)
+    operations = Listed(config, state_dir=tmp_path / "state", audit=RecordedAudit(), admin_factory=lambda settings: admin)
 
     with pytest.raises(BadInput, match="^the group offsets of cluster 'prod' are read and changed through "
                                        "kafka-python: OAUTHBEARER needs sasl_oauthbearer_token_endpoint_url: "

@@ -13,6 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.support import RecordedAudit
+
 from operations.access import User
 from operations.errors import Refused
 from operations.kafka_reads import GroupListing
@@ -111,15 +113,6 @@ class Requests:
         pass
 
 
-class Audit:
-    def __init__(self):
-        self.records = []
-
-    def record(self, record):
-        self.records.append(record)
-        return "id", True
-
-
 @pytest.fixture
 def service(tmp_path):
     from kpulse.config import parse_config
@@ -136,7 +129,7 @@ def service(tmp_path):
         def _group_listing(self, cluster):
             return lambda: {GROUP: GroupListing(GROUP, "classic", "Empty")}
 
-    state.operations = Offline(config, state_dir=tmp_path / "state", audit=Audit(),
+    state.operations = Offline(config, state_dir=tmp_path / "state", audit=RecordedAudit(),
                                admin_factory=lambda settings: state.admin)
     return state
 
