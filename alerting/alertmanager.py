@@ -46,7 +46,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 from urllib.parse import urlencode
 
 from alerting.model import FIRING, RESOLVED, Alert, AlertEvent

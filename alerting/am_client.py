@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 from urllib.parse import quote
 
 from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential

@@ -20,7 +20,8 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 from alerting.alertmanager import DeliveryBook
 from alerting.am_client import AlertmanagerClient, AlertmanagerError

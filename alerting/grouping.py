@@ -16,7 +16,8 @@ the same order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from alerting.model import CRITICAL, WARNING
 

@@ -7,7 +7,8 @@ alerts in :mod:`alerting.state`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 from kpulse.snapshot import Snapshot
 

@@ -65,7 +65,8 @@ threshold is; its value is the voter's lag in records.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from alerting.model import CRITICAL, WARNING, Check, Finding, Rule, Unknown
 from kpulse.lag_contract import PartitionStatus, within_lag_threshold

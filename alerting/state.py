@@ -40,7 +40,8 @@ Semantics that callers must know:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 from alerting.model import (
     CRITICAL, FIRING, RESOLVED, SEVERITIES, WARNING, Alert, AlertEvent, Check, EvaluationResult, Finding, Rule,

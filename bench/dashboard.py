@@ -187,7 +187,7 @@ def build_state(bootstrap: str, topics: int, groups: int, replication_factor: in
     new = [NewTopic(n, 10, replication_factor, config={"min.insync.replicas": str(min(2, replication_factor))})
            for n in names if n not in existing]
     for start in range(0, len(new), 100):
-        for name, future in admin.create_topics(new[start:start + 100], request_timeout=60).items():
+        for _name, future in admin.create_topics(new[start:start + 100], request_timeout=60).items():
             future.result(timeout=120)
     _wait(lambda: all(p.leader >= 0 for t, m in admin.list_topics(timeout=30).topics.items() if t in set(names)
                       for p in m.partitions.values()), 300, "a leader for every partition")
@@ -208,7 +208,7 @@ def build_state(bootstrap: str, topics: int, groups: int, replication_factor: in
     print(f"  {topics * 100} records delivered", flush=True)
     requests = [ConsumerGroupTopicPartitions(f"bench-group-{g:05d}", [TopicPartition(names[g % topics], p, 5)
                                                                       for p in range(10)]) for g in range(groups)]
-    for attempt in range(30):  # the first commits wait for __consumer_offsets' coordinators: retried
+    for _attempt in range(30):  # the first commits wait for __consumer_offsets' coordinators: retried
         failed_groups = []
         for start in range(0, len(requests), 100):  # 100 commits in flight at a time
             batch = requests[start:start + 100]
@@ -371,7 +371,7 @@ def browser_bench(args) -> None:
                                  ("/operations", operations_texts))
                 for _ in range(args.runs):
                     seconds, _ = timed_load(browser, url + start, texts, before=before,
-                                            action=lambda: sidebar_click(browser, url + path))
+                                            action=lambda: sidebar_click(browser, url + path))  # noqa: B023 - called in this iteration
                     in_app.append(seconds)
             again = shown[1:] or shown
             print(f"{name:<18} {shown[0]:>10.3f} {statistics.median(again):>17.3f} "

@@ -78,7 +78,7 @@ def main() -> int:
         for operation in operations:
             started, shown = time.monotonic(), [time.monotonic()]
 
-            def progress(tally, started=started, shown=shown):
+            def progress(tally, started=started, shown=shown, operation=operation):
                 running[:] = [tally]
                 if stopping:
                     raise KeyboardInterrupt

@@ -391,7 +391,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bootstrap", help="measure this cluster (already built) instead of starting one")
     parser.add_argument("--metrics-url", action="append", default=[])
-    parser.add_argument("--cycles", type=int, default=20, help="measured cycles (after %d of warm-up)" % WARM_UP_CYCLES)
+    parser.add_argument("--cycles", type=int, default=20, help=f"measured cycles (after {WARM_UP_CYCLES} of warm-up)")
     parser.add_argument("--spacing", type=float, default=1.0, help="seconds between cycles")
     parser.add_argument("--demo-jvm", action="store_true", help="run the brokers as the demo cluster does")
     parser.add_argument("--warm-up", type=float, default=90.0, help="seconds of collection before measuring")

@@ -14,7 +14,7 @@ run as usual: each of them reports what it could read.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from kpulse.kafka.authorization import not_authorized
 from kpulse.kafka.clients import ClientSetupFailed, ConnectionFailed, NoAnswer, admin_client, error_text, wait

@@ -19,7 +19,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from alerting.delivery import AlertDelivery, configured_delivery
 from alerting.state import AlertState, to_dicts

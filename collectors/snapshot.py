@@ -8,7 +8,8 @@ snapshot's ``cluster`` and ``brokers``; ``consumer_groups``, ``streams_apps``, `
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from collectors.protocol import CollectorStatus
 from kpulse.snapshot import (Broker, BrokerMetricsSection, ClusterHealth, ClusterMetadataSection, CollectorState,

@@ -6,7 +6,7 @@ categories, hover) are text: Plotly would read ``<a href>`` and ``<b>`` in them.
 from __future__ import annotations
 
 from html import escape
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 import plotly.express as px

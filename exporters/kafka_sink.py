@@ -22,7 +22,8 @@ import json
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 import pyarrow as pa
 

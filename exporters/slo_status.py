@@ -30,7 +30,8 @@ import logging
 import threading
 import time
 from datetime import datetime
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector

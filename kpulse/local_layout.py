@@ -59,7 +59,7 @@ class ClusterLayout:
     nodes: tuple[NodeLayout, ...]
 
     @classmethod
-    def from_base(cls, base: int | None = None) -> "ClusterLayout":
+    def from_base(cls, base: int | None = None) -> ClusterLayout:
         base = port_base() if base is None else base
         nodes = tuple(
             NodeLayout(node_id=i, client_port=base + i, controller_port=base + 100 + i,

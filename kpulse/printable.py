@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 import sys
 from contextlib import contextmanager
-from typing import Iterator, TextIO
+from typing import TextIO
+from collections.abc import Iterator
 
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 """C0 controls, DEL, C1 controls, and the marks, embeddings, overrides and isolates that change the

@@ -8,7 +8,8 @@ only collects them by area.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 PREFIX = "not authorized:"
 AREAS = ("connection", "cluster", "consumer_groups", "probe")

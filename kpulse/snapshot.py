@@ -23,7 +23,8 @@ own at the top level (:data:`ADD_ON_SECTIONS_NOTE`), each declared with its type
 import sys
 import types
 import typing
-from typing import Annotated, Any, Mapping, NotRequired, TypedDict, Union
+from typing import Annotated, Any, NotRequired, TypedDict, Union
+from collections.abc import Mapping
 
 import orjson
 

@@ -58,7 +58,7 @@ class Authority:
         self.certificate_path = directory / f"{name}-ca.pem"
         self._key_path = directory / f"{name}-ca.key"
 
-    def create(self) -> "Authority":
+    def create(self) -> Authority:
         self.directory.mkdir(parents=True, exist_ok=True)
         key = _key()
         subject = _name(f"{self.name} CA", self.name)

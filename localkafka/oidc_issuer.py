@@ -178,7 +178,7 @@ class OidcIssuer:
                 settings[prefix + "registration.scopes"] = ",".join(client.scopes)
         return settings
 
-    def start(self, progress: Progress = SILENT, timeout: float = READY_TIMEOUT_SECONDS) -> "OidcIssuer":
+    def start(self, progress: Progress = SILENT, timeout: float = READY_TIMEOUT_SECONDS) -> OidcIssuer:
         """Start the issuer (a no-op when it runs) and wait until it serves its keys."""
         if processes.running_pid(self.pid_file) is not None:
             return self

@@ -167,7 +167,7 @@ class SecureCluster:
         return f"User:{identity.name}"
 
     # --- up / down ----------------------------------------------------------------------------------
-    def up(self, timeout: float = READY_TIMEOUT_SECONDS) -> "SecureCluster":
+    def up(self, timeout: float = READY_TIMEOUT_SECONDS) -> SecureCluster:
         if processes.running_pid(self.pid_file) is not None:
             self.issuer.start(self.progress)
             return self

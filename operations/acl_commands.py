@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Iterable
+from collections.abc import Iterable
 
 from operations.errors import BadInput
 from operations.permissions import (

@@ -19,7 +19,8 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from operations.errors import BadInput, NotAuthorized, Refused, unknown
 from operations.private_files import open_private, write_private

@@ -20,7 +20,8 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from kpulse.lake.reader import read_table
 from kpulse.lake.store import LakeWriter, resolve

@@ -356,7 +356,7 @@ def _election_scope(args) -> tuple:
         from operations.plan_fields import PlanFields
 
         fields = PlanFields(_read_json(args.path_to_json_file),
-                            f'a leader election JSON ({{"partitions": [{{"topic": ..., "partition": ...}}]}})')
+                            'a leader election JSON ({"partitions": [{"topic": ..., "partition": ...}]})')
         chosen: dict[str, list[int]] = {}
         for item in fields.sections("partitions"):
             chosen.setdefault(item.string("topic"), []).append(item.integer("partition", bounds=PARTITION))

@@ -22,7 +22,8 @@ topics and groups the principal may not Describe are not listed at all) is said 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 from operations.internal_topics import is_kafka_internal_topic
 from operations.permissions import (

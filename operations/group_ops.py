@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from kpulse.errors import KpulseError
 from operations import kafka_reads

@@ -143,7 +143,7 @@ class StreamsGroupResetPlan:
         return {**asdict(self), "scope": scope_dict(self.scope)}
 
     @classmethod
-    def from_dict(cls, data) -> "StreamsGroupResetPlan":
+    def from_dict(cls, data) -> StreamsGroupResetPlan:
         fields = PlanFields(data, "a kpulse Streams group reset plan")
         strategy = fields.section("strategy")
         return cls(cluster=fields.string("cluster"), group_id=non_empty_id(fields, "group_id"),
@@ -180,7 +180,7 @@ class ShareResetPlan:
         return {**asdict(self), "scope": scope_dict(self.scope)}
 
     @classmethod
-    def from_dict(cls, data) -> "ShareResetPlan":
+    def from_dict(cls, data) -> ShareResetPlan:
         fields = PlanFields(data, "a kpulse share group reset plan")
         strategy = fields.section("strategy")
         return cls(cluster=fields.string("cluster"), group_id=non_empty_id(fields, "group_id"),
@@ -228,7 +228,7 @@ class DeleteOffsetsPlan:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data) -> "DeleteOffsetsPlan":
+    def from_dict(cls, data) -> DeleteOffsetsPlan:
         fields = PlanFields(data, "a kpulse delete-offsets plan")
         return cls(cluster=fields.string("cluster"), group_id=non_empty_id(fields, "group_id"),
                    group_type=fields.string("group_type"), group_state=fields.string("group_state"),
@@ -257,7 +257,7 @@ class DeleteGroupPlan:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data) -> "DeleteGroupPlan":
+    def from_dict(cls, data) -> DeleteGroupPlan:
         fields = PlanFields(data, "a kpulse delete-group plan")
         return cls(cluster=fields.string("cluster"), group_id=non_empty_id(fields, "group_id"),
                    group_type=fields.string("group_type"), group_state=fields.string("group_state"),

@@ -18,7 +18,8 @@ coordinator accepts it only while the group has no member. Every failure is one 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 from kpulse.kafka.batched_client import error_name, one_line
 from operations.errors import OperationError
@@ -47,7 +48,7 @@ class GroupRequests:
         if client is not None:
             client.close()
 
-    def __enter__(self) -> "GroupRequests":
+    def __enter__(self) -> GroupRequests:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -14,7 +14,7 @@ flag of the CLI; the dashboard never offers them). Committing group offsets on t
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from operations.errors import Refused
 

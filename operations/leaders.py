@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from kpulse.kafka.clients import error_text
 from operations import kafka_reads

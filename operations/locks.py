@@ -15,7 +15,7 @@ import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 from urllib.parse import quote
 
 from operations.errors import Refused

@@ -57,7 +57,7 @@ class Scope:
     """(topic, chosen partitions or None for all of them)."""
 
     @classmethod
-    def parse(cls, all_topics: bool, topic_args: list[str] | None) -> "Scope":
+    def parse(cls, all_topics: bool, topic_args: list[str] | None) -> Scope:
         """From the official tool's flags: ``--all-topics`` or ``--topic t`` / ``--topic t:0,1``."""
         topics = []
         for arg in topic_args or []:
@@ -161,7 +161,7 @@ class ResetPlan:
         return json.dumps(self.to_dict(), indent=2)
 
     @classmethod
-    def from_dict(cls, data) -> "ResetPlan":
+    def from_dict(cls, data) -> ResetPlan:
         """The plan ``to_dict`` wrote; every field's type checked (:mod:`operations.plan_fields`)."""
         fields = PlanFields(data, "a kpulse reset plan")
         strategy = fields.section("strategy")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown

@@ -16,7 +16,8 @@ allow Describe; AlterConfigs allows DescribeConfigs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Collection, Iterable, Literal, Mapping
+from typing import Literal
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from kpulse.kafka.authorization import resource_text
 from operations.access import ACTION_ROLES, MARK_EXPECTED_IDLE
@@ -197,11 +198,11 @@ class Granted:
     would allow Describe is absent, the rest unknown."""
 
     @classmethod
-    def unknown(cls) -> "Granted":
+    def unknown(cls) -> Granted:
         return cls(frozenset(), "all")
 
     @classmethod
-    def without_describe(cls) -> "Granted":
+    def without_describe(cls) -> Granted:
         return cls(frozenset(), "no-describe")
 
     def names(self) -> list[str]:

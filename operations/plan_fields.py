@@ -89,10 +89,10 @@ class PlanFields:
     def integers(self, key: str, bounds: tuple[int, int] = JAVA_LONG) -> list[int]:
         return [self.check_integer(f"{key}[{i}]", v, bounds) for i, v in enumerate(self.list(key))]
 
-    def section(self, key: str) -> "PlanFields":
+    def section(self, key: str) -> PlanFields:
         return PlanFields(self._value(key, False), self.what, f"{self.path}{key}.")
 
-    def sections(self, key: str) -> list["PlanFields"]:
+    def sections(self, key: str) -> list[PlanFields]:
         return [PlanFields(item, self.what, f"{self.path}{key}[{index}].")
                 for index, item in enumerate(self.list(key))]
 

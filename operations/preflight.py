@@ -15,7 +15,7 @@ cluster's answer cannot tell) is left to Kafka, and the executor names Kafka's a
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from operations.errors import Refused
 from operations.kafka_reads import TIMEOUT

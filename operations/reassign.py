@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from kpulse.kafka.clients import KafkaPythonUnsupported, error_text, kafka_python_admin
 from operations import kafka_reads
@@ -254,8 +254,8 @@ class Reassigner:
             leaders += [f"{m.partition}:{b}" for b in m.current]
             followers += [f"{m.partition}:{b}" for b in m.adding]
         changes = [("broker", str(b), {name: str(rate) for name in BROKER_THROTTLES}) for b in brokers]
-        changes += [("topic", topic, dict(zip(TOPIC_THROTTLES, (",".join(l), ",".join(f)))))
-                    for topic, (l, f) in by_topic.items()]
+        changes += [("topic", topic, dict(zip(TOPIC_THROTTLES, (",".join(lead), ",".join(f)))))
+                    for topic, (lead, f) in by_topic.items()]
         self._alter(changes, delete=False)
 
     def remove_throttles(self, moves) -> None:

@@ -73,7 +73,7 @@ class ReassignmentPlan:
             {"topic": m.topic, "partition": m.partition, "replicas": list(getattr(m, which))} for m in self.moves]})
 
     @classmethod
-    def from_dict(cls, data) -> "ReassignmentPlan":
+    def from_dict(cls, data) -> ReassignmentPlan:
         """The plan ``to_dict`` wrote; every field's type checked, replica lists sane."""
         fields = PlanFields(data, "a kpulse reassignment plan")
         moves = []

@@ -17,7 +17,8 @@ subcommand (``operations/cli_args.py`` for the flags, ``operations/commands.py``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
 from operations.group_plans import DeleteGroupPlan, DeleteOffsetsPlan, ShareResetPlan, StreamsGroupResetPlan
 from operations.leaders import ElectionPlan

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from kpulse import home
 from kpulse.expected_idle import FILE_NAME as EXPECTED_IDLE_FILE, ExpectedIdleError, ExpectedIdleFile, Mark

@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from kpulse.kafka.clients import error_text
 from operations import kafka_reads
@@ -113,7 +113,7 @@ class StreamsResetPlan:
         return {**asdict(self), "local_state_note": self.local_state_note}
 
     @classmethod
-    def from_dict(cls, data) -> "StreamsResetPlan":
+    def from_dict(cls, data) -> StreamsResetPlan:
         """The plan ``to_dict`` wrote; every field's type checked (:mod:`operations.plan_fields`)."""
         fields = PlanFields(data, "a kpulse Streams reset plan")
         strategy = fields.section("strategy")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -39,7 +40,7 @@ class Indicator:
     description: str
     columns: tuple[str, ...]
     """The columns of :attr:`table` it reads, besides ``time`` and ``cluster``."""
-    sampler: Callable[[pa.Table, "SloDefinition"], pa.Table]
+    sampler: Callable[[pa.Table, SloDefinition], pa.Table]
     """Rows of :attr:`table` -> ``(cluster, entity, minute, good, valid)`` samples (``sampling.SAMPLE_SCHEMA``)."""
     bad_sample: Callable[[str, Mapping[str, float | None]], str]
     """``(series selector in braces or "", params)`` -> PromQL that is 1 for a bad sample, 0 for a good one,

@@ -17,7 +17,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -140,7 +140,7 @@ class Staging:
     run: str
 
     @classmethod
-    def new(cls, lake: str) -> "Staging":
+    def new(cls, lake: str) -> Staging:
         return cls(lake, f"slo-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}")
 
     @property

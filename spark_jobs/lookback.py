@@ -17,7 +17,7 @@ exactly those of the minute rows (``tests/test_slo_lookback.py`` checks this aga
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa

@@ -83,7 +83,7 @@ class Browser:
             except (OSError, StopIteration, ValueError):
                 if time.monotonic() > deadline or self._process.poll() is not None:
                     self.close()
-                    raise RuntimeError("chromium did not open its DevTools endpoint")
+                    raise RuntimeError("chromium did not open its DevTools endpoint") from None
                 time.sleep(0.3)
         self._ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30, suppress_origin=True)
         self._call("Page.enable")

@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from hypothesis import strategies as st
 
@@ -125,7 +126,7 @@ def csv_files(draw, w: World, topics: list[str]) -> tuple[bytes, bool]:
         return f"{topics[0]},0,5\n{topics[0]},1,5,caf\xe9,x\n".encode("latin-1"), False
     if kind == "quoting":
         return draw(st.sampled_from([f'"{topics[0]}",0,5\n', f'"{topics[0]},0",1\n', f'{topics[0]},"0","5"\n',
-                                     f'"{topics[0]},0,5\n', f'"fz.""a",0,5\n', f"{topics[0]},0,5\\\n",
+                                     f'"{topics[0]},0,5\n', '"fz.""a",0,5\n', f"{topics[0]},0,5\\\n",
                                      f"{topics[0]}\t0\t5\n", f"{topics[0]};0;5\n"])).encode(), False
     rows, malformed = [], False
     for _ in range(draw(st.integers(1, 4))):

@@ -64,7 +64,8 @@ import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
@@ -420,7 +421,7 @@ class Harness:
             if target != w.streams_group or not gone_topics <= set(w.streams_topics):
                 problems.append("deleted topics that are not the Streams group's internal topics")
         planned = set()
-        for kind, plan in self.captured:
+        for _kind, plan in self.captured:
             with contextlib.suppress(Exception):
                 planned |= {(p.topic, p.partition) for p in getattr(plan, "partitions", ())}
         before_o, after_o = offsets_before or {}, offsets_after or {}

@@ -90,7 +90,7 @@ class World:
         self.internal_move: list[int] = []
         """Replicas of ``__consumer_offsets-0`` in another order (a reassignment that moves leadership)."""
 
-    def build(self, harness: "Harness") -> None:
+    def build(self, harness: Harness) -> None:
         from confluent_kafka import TopicPartition
         from confluent_kafka.admin import AdminClient, NewTopic
 

@@ -289,7 +289,7 @@ def test_lag_through_a_killed_and_restarted_broker_agrees_with_kafka_consumer_gr
         return {g["group_id"]: g for g in section}
 
     def official(group_id: str) -> dict[tuple[str, int], tuple[int, int, int]]:
-        for attempt in range(30):  # while coordinators move, the tool may print no table yet
+        for _attempt in range(30):  # while coordinators move, the tool may print no table yet
             try:
                 rows = group_rows(bootstrap, group_id)
                 break

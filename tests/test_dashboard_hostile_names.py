@@ -82,7 +82,7 @@ def commit_in_a_child(bootstrap: str, group: str, offsets: dict[tuple[str, int],
     coordinators, librdkafka can abort the process (librdkafka #5040, see tests/conftest.py)."""
     script = ("import sys, json; from tests.support import admin_for, commit; "
               "commit(admin_for(sys.argv[1]), sys.argv[2], {(t, p): o for t, p, o in json.loads(sys.argv[3])})")
-    for attempt in range(attempts):
+    for _attempt in range(attempts):
         done = subprocess.run([sys.executable, "-c", script, bootstrap, group,
                                json.dumps([[t, p, o] for (t, p), o in offsets.items()])],
                               capture_output=True, text=True, timeout=300)

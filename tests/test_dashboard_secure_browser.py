@@ -84,10 +84,10 @@ def dashboard(secure_cluster, tmp_path_factory):
     make_probe_topic(secure_cluster)
     identity, overrides, _ = misconfigurations(secure_cluster)["wrong password"]
     entries = {}
-    for name, (identity, overrides) in {**{n: (i, {}) for n, i in READABLE.items()},
-                                        REFUSED: (identity, overrides)}.items():
+    for name, (who, extra) in {**{n: (i, {}) for n, i in READABLE.items()},
+                                  REFUSED: (identity, overrides)}.items():
         (directory / name).mkdir()
-        entries[name] = cluster_entry(config_for(secure_cluster, directory / name, identity, **overrides), name)
+        entries[name] = cluster_entry(config_for(secure_cluster, directory / name, who, **extra), name)
     # one run per identity, side by side (a run collects its clusters in turn; each takes 10-15 s here)
     runs = {name: collect_once(write_config(directory / f"{name}.yaml", [entry], lake), SCREENSHOTS / f"collect-{name}.log")
             for name, entry in entries.items()}

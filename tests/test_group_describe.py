@@ -17,7 +17,7 @@ import pytest
 
 from kpulse.kafka.batched_client import BatchedClient
 from kpulse.kafka.group_describe import (
-    DESCRIBE_CALLS, SHARE_OFFSETS, GroupNotFound, GroupReader, GroupUnreadable, answers_from, classic_group_from,
+    DESCRIBE_CALLS, GroupNotFound, GroupReader, GroupUnreadable, answers_from, classic_group_from,
     consumer_group_from, consumer_protocol_assignment, missing_topics_from, read_group, share_group_from,
     share_offsets_from, streams_group_from, unsupported_types, with_missing_topics)
 from kpulse.kafka.group_listing import typed_listings_from

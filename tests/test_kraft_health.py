@@ -27,6 +27,11 @@ from tests.support import described_partitions, official, wait_for
 NOW = 1_795_000_000.0
 
 
+def as_tool(value, scale=1):
+    """A figure as kafka-metadata-quorum prints it: -1 for unknown, milliseconds as integers."""
+    return -1 if value is None else round(value * scale)
+
+
 # --- DescribeQuorum answers (pure) ---------------------------------------------------------------------
 
 def replica(node, leo, fetched=NOW * 1000 - 200, caught_up=NOW * 1000 - 200):
@@ -325,7 +330,6 @@ def test_a_killed_broker_gives_elr_as_kafka_topics_shows_it_and_fires_fenced_bro
         voter = {v["id"]: v for v in snapshot["cluster"]["quorum"]["voters"]}[victim]
         tool = {int(r["NodeId"]): r for r in replication_rows(survivors)}[victim]
         # a dead voter's log end stands still (or is -1 to a leader elected since it died: null to kpulse)
-        as_tool = (lambda value, scale=1: -1 if value is None else round(value * scale))
         assert as_tool(voter["log_end_offset"]) == int(tool["LogEndOffset"])
         assert as_tool(voter["last_caught_up_time"], 1000) == int(tool["LastCaughtUpTimestamp"])
         assert [f for f in rule_by_name("MetadataErrors").check(snapshot) if hasattr(f, "summary")] == []

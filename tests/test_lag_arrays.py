@@ -55,8 +55,8 @@ def arrays_cycle(lag: LagArrays, log_ends, consumption, now):
                           [m for _, _, _, m in consumption], now)
     lag.forget_groups_except({group for group, _, _, _ in consumption})
     lag.forget_partitions_except(set(log_ends))
-    return [(None if l < 0 else l, None if math.isnan(s) else s, REASONS[r], bool(e), STATUS_BY_CODE[st])
-            for l, s, r, e, st in zip(answer.lag.tolist(), answer.lag_seconds.tolist(),
+    return [(None if lag < 0 else lag, None if math.isnan(s) else s, REASONS[r], bool(e), STATUS_BY_CODE[st])
+            for lag, s, r, e, st in zip(answer.lag.tolist(), answer.lag_seconds.tolist(),
                                       answer.lag_seconds_reason.tolist(), answer.extrapolated.tolist(),
                                       answer.status.tolist())]
 

@@ -472,7 +472,7 @@ def test_a_read_given_times_skips_only_row_groups_that_cannot_hold_one(tmp_path,
     for low, high in [(micros[1200], micros[1800]), (micros[1200] + 1, micros[1200] + 2), (base - 10, base),
                       (micros[-1], micros[-1] + 1), (base, base + 86_400_000_000)]:
         some = reader.read_file(fs, path, SCHEMAS["broker_metrics"], times=(int(low), int(high)))
-        inside = lambda t: t.filter(pc.and_(pc.greater_equal(pc.cast(t["time"], pa.int64()), int(low)),  # noqa: E731
+        inside = lambda t, low=low, high=high: t.filter(pc.and_(pc.greater_equal(pc.cast(t["time"], pa.int64()), int(low)),  # noqa: E731 - used in this iteration only
                                             pc.less(pc.cast(t["time"], pa.int64()), int(high))))
         assert inside(some).equals(inside(everything))
         if high - low < 86_400_000_000:

@@ -62,7 +62,7 @@ def standalone(tmp_path_factory):
                 break
             except OSError:
                 if time.monotonic() > deadline or master.poll() is not None:
-                    raise AssertionError("Spark master did not start:\n" + (logs / "master.log").read_text()[-3000:])
+                    raise AssertionError("Spark master did not start:\n" + (logs / "master.log").read_text()[-3000:]) from None
                 time.sleep(1)
         worker = start(["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--port", str(free_port()),
                         "--webui-port", str(free_port()), "--cores", "2", "--memory", "1g",

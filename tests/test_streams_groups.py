@@ -686,7 +686,7 @@ def test_beside_the_lag_collector_a_streams_group_is_read_once_a_cycle_with_the_
                 assert time.monotonic() < deadline, app
                 time.sleep(1)
                 app = cycle()
-            for attempt in range(10):  # the app is idle: two readings agree unless a commit fell between them
+            for _attempt in range(10):  # the app is idle: two readings agree unless a commit fell between them
                 asked.clear()
                 app = cycle()
                 mine = app_of(alone.collect(CollectContext(cluster=config, now=time.time())).sections)

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import heapq
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from collectors.cluster.cluster_health import PartitionState, summarize
 from collectors.protocol import CollectContext, CollectorResult

@@ -18,7 +18,8 @@ those arrays in one pass.
 from __future__ import annotations
 
 from itertools import chain, repeat
-from typing import Any, Callable, Collection
+from typing import Any
+from collections.abc import Callable, Collection
 
 import numpy as np
 

@@ -11,7 +11,7 @@ cycle at 10,000 groups x 10 partitions. ``tests/test_group_sums.py`` compares it
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from kpulse.kafka.group_offsets import ClusterOffsets, GroupOffsets
 

@@ -20,7 +20,7 @@ readings below its newest point (a failover dip, until ``dip_readings`` of them 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

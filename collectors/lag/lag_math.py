@@ -68,7 +68,8 @@ the answer is partial, never a silently smaller number that looks complete.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Sequence
+from typing import NamedTuple
+from collections.abc import Callable, Sequence
 
 DEFAULT_MAX_POINTS = 60
 DEFAULT_DIP_READINGS = 3

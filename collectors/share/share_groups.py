@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FuturesTimeout
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 from collectors.lag.lag_math import sum_over_partitions
 from collectors.protocol import CollectContext, CollectorResult

@@ -44,7 +44,8 @@ never acknowledges) is STALLED; no member at all is NOT_CONSUMING.
 from __future__ import annotations
 
 from collections import deque
-from typing import Hashable, Iterable, NamedTuple, Sequence
+from typing import NamedTuple
+from collections.abc import Hashable, Iterable, Sequence
 
 from kpulse.share_contract import SHARE_STATUS_SEVERITY, ShareStatus
 

@@ -14,7 +14,8 @@ StreamsGroupDescribe, OffsetFetch and ListOffsets for the Streams groups once, n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from collectors.lag.groups_reading import GroupsReading
 from kpulse.kafka.group_model import StreamsGroup

@@ -103,7 +103,7 @@ class StreamsGroupReaders:
     """``read(partitions, timeout)`` (``LeaderLogEnds`` at ``EARLIEST``)."""
 
     @classmethod
-    def over(cls, client: BatchedClient) -> "StreamsGroupReaders":
+    def over(cls, client: BatchedClient) -> StreamsGroupReaders:
         from kpulse.kafka.group_describe import GroupReader
 
         return cls(GroupReader(client), BatchedOffsetFetch(client), LeaderLogEnds(client),

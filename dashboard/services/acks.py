@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, replace
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from alerting.alertmanager import EVERY_ENTITY as ALERTMANAGER_EVERY_ENTITY, silence_payload
 from alerting.am_client import AlertmanagerClient, AlertmanagerError

@@ -5,7 +5,8 @@ around it and the pages of the entities it names. Pure."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 import pandas as pd
 

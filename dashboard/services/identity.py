@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from typing import Mapping
+from collections.abc import Mapping
 
 from dashboard.services.sources import DashboardError
 from operations.access import User, UsersFile

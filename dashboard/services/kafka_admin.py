@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from dashboard.services.sources import DashboardError
 from dashboard.services.topics import TopicConfigs

@@ -11,7 +11,8 @@ import json
 import os
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pandas as pd
 import pyarrow.fs as pafs
@@ -47,7 +48,7 @@ class MissingData:
     """The UTC dates of the partitions that held them (``None`` when no file was in a ``date=`` one)."""
 
     @classmethod
-    def of(cls, table: str, skipped: list[UnreadableFile]) -> "MissingData | None":
+    def of(cls, table: str, skipped: list[UnreadableFile]) -> MissingData | None:
         days = sorted(day for day in (problem.day for problem in skipped) if day is not None)
         return cls(table, tuple(map(str, skipped)), days[0] if days else None,
                    days[-1] if days else None) if skipped else None

@@ -4,7 +4,7 @@ the state timeline from ``streams_transition`` rows, rebalance figures. Pure."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import pandas as pd
 

@@ -8,7 +8,8 @@ config-derived columns empty and the reason beside them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 from urllib.parse import quote
 
 import pandas as pd
@@ -53,7 +54,7 @@ class TopicConfigs:
     T" when the cluster's ACLs refuse it, else the error)."""
 
     @classmethod
-    def unread(cls, topics: Iterable[str], why: str) -> "TopicConfigs":
+    def unread(cls, topics: Iterable[str], why: str) -> TopicConfigs:
         """No topic's configs, each for the same reason (the whole call failed)."""
         return cls({}, {topic: why for topic in topics})
 

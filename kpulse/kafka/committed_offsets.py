@@ -26,7 +26,8 @@ The OffsetFetch v8 answers are decoded straight into offsets by ``offset_fetch_d
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from kpulse.kafka.batched_client import BatchedClient, Unavailable, answer, error_name, one_line, remaining_ms, send
 

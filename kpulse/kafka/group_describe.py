@@ -25,7 +25,8 @@ The answer parsing (``*_from`` functions) is pure; :class:`GroupReader` does the
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
+from collections.abc import Callable, Iterable, Sequence
 
 from kpulse.errors import KpulseError
 from kpulse.kafka.batched_client import BatchedClient, Unavailable, answer, error_name, one_line, remaining_ms, send

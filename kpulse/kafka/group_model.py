@@ -19,7 +19,6 @@ release does not know.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 GROUP_TYPES = ("classic", "consumer", "streams", "share")
 """Kafka's group types (ListGroups v5 ``GroupType``, lower case as ``kafka-groups --list`` prints them)."""
@@ -237,7 +236,7 @@ class SharePartitionOffset:
     error: str | None = None
 
 
-GroupDescription = Union[ClassicGroup, ConsumerGroup, StreamsGroup, ShareGroup]
+GroupDescription = ClassicGroup | ConsumerGroup | StreamsGroup | ShareGroup
 
 
 def member_partitions(group: GroupDescription, member) -> Assignment:

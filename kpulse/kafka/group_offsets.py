@@ -33,7 +33,8 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from kpulse.kafka.authorization import refusal_text
 

@@ -12,7 +12,8 @@ gets :class:`NotSupported` with a one-line reason, never an error.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from kpulse.kafka.batched_client import BatchedClient, Unavailable, answer, error_name, remaining_ms, send
 

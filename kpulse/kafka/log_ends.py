@@ -20,7 +20,8 @@ Isolation is read-uncommitted, as ``kafka-consumer-groups --describe`` shows LOG
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from kpulse.kafka.batched_client import BatchedClient, Unavailable, answer, error_name, one_line, remaining_ms, send
 

@@ -20,7 +20,8 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from kpulse.errors import KpulseError
 

@@ -21,7 +21,8 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa

@@ -18,7 +18,7 @@ them as it knows the built-in ones. A built-in name cannot be taken.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import pyarrow as pa
 

@@ -20,7 +20,8 @@ is not running once the newest evaluation is 15 minutes old (``dashboard/service
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
 
 import pyarrow.fs as pafs
 
