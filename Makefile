@@ -14,8 +14,10 @@ down:
 
 # The tests drive the dashboard in a headless Chromium and start a real Prometheus and Alertmanager:
 # setup installs Debian's chromium, prometheus and prometheus-alertmanager.
+# scripts/check.sh runs the linter and the type checker first: a finding fails the run before the tests.
 test:
 	@KPULSE_WITH_BROWSER=1 scripts/setup.sh
+	@scripts/check.sh
 	@.venv/bin/python -m pytest
 
 bench: setup

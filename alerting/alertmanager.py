@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from typing import Any
 from collections.abc import Iterable, Sequence
 from urllib.parse import urlencode
@@ -71,7 +71,7 @@ Key = tuple[str, str, str, str]
 
 def rfc3339(seconds: float) -> str:
     """Epoch seconds as Alertmanager's ``date-time`` (UTC, milliseconds)."""
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def alert_labels(cluster: str, rule: str, severity: str, entity: str) -> dict[str, str]:

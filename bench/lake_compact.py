@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +34,7 @@ from kpulse.lake.rows import Columns  # noqa: E402
 from kpulse.lake.store import LakeWriter  # noqa: E402
 
 CLUSTER = "bench"
-DAY = datetime(2026, 1, 30, tzinfo=timezone.utc)
+DAY = datetime(2026, 1, 30, tzinfo=UTC)
 CYCLE_SECONDS = 10
 FLUSH_CYCLES = 6
 TABLES = ("consumer_lag", "consumer_group", "consumer_lag_downsampled")

@@ -33,7 +33,7 @@ import shutil
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 import numpy as np
@@ -162,7 +162,7 @@ def generate_history(lake: Path, until: datetime, days: int, shards: int, args, 
         templates.append((minute_rows.take(pa.array(order)), lookback.rollup(minute_rows)))
     for hour in range(days * 24):
         minute0 = first_hour + 60 * hour
-        day = datetime.fromtimestamp(minute0 * 60, timezone.utc)
+        day = datetime.fromtimestamp(minute0 * 60, UTC)
         for number, (minutes, _) in enumerate(templates):
             table = pa.table({"time": pa.array((minutes.column("minute").to_numpy() + minute0) * 60_000_000)
                               .cast(pa.timestamp("us", tz="UTC")),
@@ -175,8 +175,8 @@ def generate_history(lake: Path, until: datetime, days: int, shards: int, args, 
                            store_schema=False, row_group_size=65_536)
             written += table.num_rows
     for offset in range(days + 1):  # closed days: a file per shard; the last day by the hour
-        day = (datetime.fromtimestamp(first_hour * 60, timezone.utc) + timedelta(days=offset)).date()
-        day_minute = int(datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()) // 60
+        day = (datetime.fromtimestamp(first_hour * 60, UTC) + timedelta(days=offset)).date()
+        day_minute = int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()) // 60
         hours = [h for h in range(24) if first_hour <= day_minute + 60 * h < first_hour + days * 1440]
         if not hours:
             continue
@@ -215,7 +215,7 @@ def history_update(args) -> int:
     from spark_jobs.lake_io import build_session
 
     lake = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="kpulse-slo-history-"))
-    end = datetime(2026, 1, 31, tzinfo=timezone.utc)
+    end = datetime(2026, 1, 31, tzinfo=UTC)
     evaluated = end - timedelta(hours=1)  # the previous update's evaluation time
     rng = np.random.default_rng(7)
     keys = len(history_keys(args.groups, args.brokers))
@@ -348,7 +348,7 @@ def main() -> int:
     from spark_jobs.lake_io import build_session
 
     lake = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="kpulse-slo-bench-"))
-    end = datetime(2026, 1, 31, tzinfo=timezone.utc)
+    end = datetime(2026, 1, 31, tzinfo=UTC)
     first = end - timedelta(days=args.days)
     rng = np.random.default_rng(7)
     began = time.perf_counter()

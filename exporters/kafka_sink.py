@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from typing import Any
 from collections.abc import Callable, Iterable
 
@@ -53,7 +53,7 @@ def _json_value(is_time: bool, value: Any) -> Any:
         return None
     if is_time:
         micros = to_micros(value)
-        moment = datetime.fromtimestamp(micros // 1_000_000, tz=timezone.utc)
+        moment = datetime.fromtimestamp(micros // 1_000_000, tz=UTC)
         return moment.replace(microsecond=micros % 1_000_000).isoformat().replace("+00:00", "Z")
     if isinstance(value, float) and value != value:  # NaN: a value that could not be read
         return None
@@ -71,11 +71,11 @@ class GapLedger:
 
     def record(self, table: str, cluster: str, row_time: Any, reason: str) -> None:
         """One dropped row of ``table`` whose ``time`` column was ``row_time``."""
-        moment = datetime.fromtimestamp(to_micros(row_time) / 1_000_000, tz=timezone.utc)
+        moment = datetime.fromtimestamp(to_micros(row_time) / 1_000_000, tz=UTC)
         with self._lock:
             gap = self._gaps.get((table, cluster))
             if gap is None:
-                dropped_at = datetime.fromtimestamp(self._clock(), tz=timezone.utc)
+                dropped_at = datetime.fromtimestamp(self._clock(), tz=UTC)
                 self._gaps[(table, cluster)] = Gap(table, cluster, moment, moment, 1, reason, dropped_at)
             else:
                 self._gaps[(table, cluster)] = Gap(table, cluster, min(gap.first_time, moment),

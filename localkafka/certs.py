@@ -62,7 +62,7 @@ class Authority:
         self.directory.mkdir(parents=True, exist_ok=True)
         key = _key()
         subject = _name(f"{self.name} CA", self.name)
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         certificate = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
                        .public_key(key.public_key()).serial_number(x509.random_serial_number())
                        .not_valid_before(now - datetime.timedelta(minutes=5))
@@ -86,7 +86,7 @@ class Authority:
         ca_certificate = x509.load_pem_x509_certificate(self.certificate_path.read_bytes())
         key = _key()
         subject = _name(common_name, organization)
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
         builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca_certificate.subject)
                    .public_key(key.public_key()).serial_number(x509.random_serial_number())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from kpulse.errors import KpulseError
 
@@ -149,7 +149,7 @@ def parse_until(text: str | None) -> float | None:
     except ValueError:
         raise SloArgumentError(f"--until: not an ISO 8601 time: {text!r} (e.g. 2026-11-23T09:00:00Z)") from None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value.timestamp()
 
 

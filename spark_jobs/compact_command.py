@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 from kpulse.errors import KpulseError
 from kpulse.lake.store import one_line
@@ -98,7 +98,7 @@ def _mb(size: int) -> str:
 def seconds_until(daily_at: str, now: datetime) -> float:
     """Seconds from ``now`` (aware) to the next ``HH:MM`` UTC. Pure."""
     hour, minute = map(int, daily_at.split(":"))
-    at = now.astimezone(timezone.utc).replace(hour=hour, minute=minute, second=0, microsecond=0)
+    at = now.astimezone(UTC).replace(hour=hour, minute=minute, second=0, microsecond=0)
     if at <= now:
         at += timedelta(days=1)
     return (at - now).total_seconds()
@@ -114,7 +114,7 @@ def _daily(args, lake: str, retention, progress) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     while True:
-        wait = seconds_until(retention.daily_at, datetime.now(timezone.utc))
+        wait = seconds_until(retention.daily_at, datetime.now(UTC))
         progress.note(f"next compaction at {retention.daily_at} UTC, in {wait / 3600:.1f} h")
         if stop.wait(wait):
             return 0

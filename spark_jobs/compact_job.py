@@ -15,7 +15,7 @@ import functools
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import date, datetime, UTC
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -84,7 +84,7 @@ def run(spark: SparkSession | None, lake: str, retention: RetentionConfig, *, un
     they did in ``lake_compaction``."""
     lake_io.check_lake(lake)
     today = compaction.utc_day(time.time() if until is None else until)
-    run_id = f"compact-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    run_id = f"compact-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     with progress.step("listing the lake's partitions"):
         try:
             tasks = plan(lake, retention, today)

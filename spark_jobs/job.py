@@ -34,7 +34,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import date, datetime, UTC
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -101,7 +101,7 @@ class RunResult:
         if self.plan is None:
             return {"evaluated_until": None, "recomputed_from": None, "minute_rows": 0, "status_rows": 0, "status": [],
                     "unreadable": self.unreadable}
-        iso = lambda m: datetime.fromtimestamp(m * 60, timezone.utc).isoformat()  # noqa: E731
+        iso = lambda m: datetime.fromtimestamp(m * 60, UTC).isoformat()  # noqa: E731
         return {"evaluated_until": iso(self.plan.end), "recomputed_from": iso(self.plan.start),
                 "minute_rows": self.minute_rows, "status_rows": self.status_rows,
                 "stored_rows_read": self.stored_rows, "status": self.latest,
@@ -235,12 +235,12 @@ def _plain(row: dict[str, Any]) -> dict[str, Any]:
     value = row.get("time")
     if isinstance(value, datetime):
         # PySpark returns naive local-time datetimes; make it the UTC instant it is.
-        row["time"] = datetime.fromtimestamp(value.timestamp(), timezone.utc).isoformat()
+        row["time"] = datetime.fromtimestamp(value.timestamp(), UTC).isoformat()
     return row
 
 
 def _iso(minute: int) -> str:
-    return datetime.fromtimestamp(minute * 60, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.fromtimestamp(minute * 60, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def spark_message(error: BaseException) -> str:

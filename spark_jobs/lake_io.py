@@ -16,7 +16,7 @@ import sys
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, UTC
 from collections.abc import Iterator
 
 import numpy as np
@@ -141,7 +141,7 @@ class Staging:
 
     @classmethod
     def new(cls, lake: str) -> Staging:
-        return cls(lake, f"slo-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}")
+        return cls(lake, f"slo-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}")
 
     @property
     def root(self) -> str:
@@ -313,7 +313,7 @@ def day_wide_files(lake: str, tables: tuple[str, ...], day: date) -> bool:
 
 
 def day_of_minute(minute: int) -> date:
-    return (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=minute)).date()
+    return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(minutes=minute)).date()
 
 
 def _first_line(error: BaseException) -> str:

@@ -4,14 +4,14 @@ defined on them (``DEFINITIONS``)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 import pytest
 
 from kpulse.lake.store import LakeWriter
 from spark_jobs.definitions import parse_definitions
 
-DAY_ONE = datetime(2026, 3, 9, 23, 0, tzinfo=timezone.utc)  # one hour before midnight UTC
+DAY_ONE = datetime(2026, 3, 9, 23, 0, tzinfo=UTC)  # one hour before midnight UTC
 DEFINITIONS = parse_definitions({"lateness": "10m", "slos": [
     {"name": "partition-health", "scope": "cluster", "indicator": "partition_health_minutes",
      "budgetingMethod": "Timeslices", "target": 0.99, "timeWindow": "1d"},

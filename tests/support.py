@@ -18,7 +18,7 @@ import sys
 import time
 import urllib.request
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 import yaml
@@ -268,7 +268,7 @@ def open_page(app, page: str):
 
 M0 = 28_000_000
 """An epoch minute (2023-03-27 10:40 UTC): minute 0 of the transforms' tables."""
-T0 = datetime.fromtimestamp(M0 * 60, timezone.utc)
+T0 = datetime.fromtimestamp(M0 * 60, UTC)
 
 
 def at(minute: int, second: float = 0) -> datetime:

@@ -23,6 +23,7 @@ from collectors.runner import CollectionService
 from kpulse.lake.rows import Columns
 from kpulse.config import load_config
 from tests.support import collect_config, free_port
+from datetime import UTC
 
 
 class Broken:
@@ -294,11 +295,11 @@ def test_a_crashed_collector_process_is_restarted_and_the_crash_recorded(config_
 
 
 def test_the_published_snapshot_is_plain_json_whatever_the_values():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from kpulse.snapshot import to_json
 
-    since = datetime(2026, 11, 24, 3, 0, tzinfo=timezone.utc)
+    since = datetime(2026, 11, 24, 3, 0, tzinfo=UTC)
     text = to_json({"time": 1.5, "lag_seconds": float("nan"), "since": since, "by_broker": {1: "up"},
                     "offset": 2**62})
     assert json.loads(text) == {"time": 1.5, "lag_seconds": None, "since": str(since), "by_broker": {"1": "up"},

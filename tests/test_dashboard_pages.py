@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard.services.acks import AckStore
 from tests.dashboard_lake import APP, CLUSTER, STREAMS_GROUP, write_lake
 from tests.support import APP_FILE, open_page
+from datetime import UTC
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory):
@@ -298,11 +299,11 @@ def test_narrowing_the_search_on_a_later_page_moves_back_to_the_last_page(tmp_pa
 
 
 def test_an_unreadable_lake_file_is_a_warning_naming_the_file_count_and_the_day(tmp_path, monkeypatch):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     now = time.time()
     write_lake(str(tmp_path / "lake"), now, history_cycles=5)
-    day = datetime.fromtimestamp(now - 2, timezone.utc).date().isoformat()
+    day = datetime.fromtimestamp(now - 2, UTC).date().isoformat()
     (tmp_path / "lake" / "cluster_health" / f"date={day}" / "part-20270115T080000Z-0badf11e.parquet").write_bytes(
         b"PAR1 truncated")
     config = {"clusters": [{"name": CLUSTER, "bootstrap_servers": "127.0.0.1:9"}], "lake": {"path": str(tmp_path / "lake")},

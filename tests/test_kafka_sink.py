@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pytest
 from confluent_kafka import Consumer
@@ -25,7 +25,7 @@ def test_a_row_becomes_json_with_utc_times_and_nulls():
         "members": 3}))
     assert value == {"time": "2023-11-14T22:13:20.250000Z", "cluster": "prod", "group_id": "g",
                      "total_lag": None, "max_lag_seconds": None, "members": 3}
-    aware = datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=timezone.utc)
+    aware = datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=UTC)
     assert json.loads(record_value("alert_event", {"time": aware, "since": aware}))["since"] == \
         "2024-02-29T23:59:59.999999Z"
 

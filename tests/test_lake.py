@@ -7,7 +7,7 @@ import errno
 import io
 import logging
 import re
-from datetime import date, datetime, timezone
+from datetime import date, datetime, UTC
 from pathlib import Path
 
 import pandas as pd
@@ -24,13 +24,13 @@ from kpulse.lake.rows import Columns
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "lake.md"
 PART_NAME = re.compile(r"part-\d{8}T\d{6}Z-[0-9a-f]{8}\.parquet")
-NOON = datetime(2024, 3, 9, 12, 0, tzinfo=timezone.utc).timestamp()
-BEFORE_MIDNIGHT = datetime(2024, 3, 9, 23, 59, 59, 500000, tzinfo=timezone.utc).timestamp()
-AFTER_MIDNIGHT = datetime(2024, 3, 10, 0, 0, 1, tzinfo=timezone.utc).timestamp()
+NOON = datetime(2024, 3, 9, 12, 0, tzinfo=UTC).timestamp()
+BEFORE_MIDNIGHT = datetime(2024, 3, 9, 23, 59, 59, 500000, tzinfo=UTC).timestamp()
+AFTER_MIDNIGHT = datetime(2024, 3, 10, 0, 0, 1, tzinfo=UTC).timestamp()
 
 
 def utc(*args: int) -> pd.Timestamp:
-    return pd.Timestamp(datetime(*args, tzinfo=timezone.utc))
+    return pd.Timestamp(datetime(*args, tzinfo=UTC))
 
 
 def broker_rows(times: list[float], cluster: str = "prod") -> list[dict]:
@@ -48,9 +48,9 @@ def test_rows_read_back_with_the_values_and_dtypes_written(tmp_path):
     writer = LakeWriter(str(tmp_path), clock=lambda: NOON)
     writer.append("alert_event", [
         {"time": NOON, "cluster": "prod", "rule": "urp", "severity": "critical", "entity": "broker 2",
-         "state": "firing", "value": 3.0, "since": datetime(2024, 3, 9, 11, 58, tzinfo=timezone.utc),
+         "state": "firing", "value": 3.0, "since": datetime(2024, 3, 9, 11, 58, tzinfo=UTC),
          "summary": "3 under-replicated partitions"},
-        {"time": datetime(2024, 3, 9, 12, 0, 10, 250000, tzinfo=timezone.utc), "cluster": "prod",
+        {"time": datetime(2024, 3, 9, 12, 0, 10, 250000, tzinfo=UTC), "cluster": "prod",
          "rule": "urp", "state": "resolved", "value": float("nan")},
     ])
     writer.append("broker_state", [{"time": NOON, "cluster": "prod", "broker_id": 1, "up": None,
@@ -93,7 +93,7 @@ def test_rows_across_midnight_utc_go_to_two_date_partitions(tmp_path):
     table_dir = tmp_path / "broker_state"
     assert sorted(p.name for p in table_dir.iterdir()) == ["date=2024-03-09", "date=2024-03-10"]
     assert [len(pq.read_table(f)) for f in files_under(table_dir)] == [2, 1]
-    day_two = read_table(str(tmp_path), "broker_state", since=datetime(2024, 3, 10, tzinfo=timezone.utc))
+    day_two = read_table(str(tmp_path), "broker_state", since=datetime(2024, 3, 10, tzinfo=UTC))
     assert day_two["broker_id"].tolist() == [1]
 
 
@@ -457,7 +457,7 @@ def test_a_read_given_times_skips_only_row_groups_that_cannot_hold_one(tmp_path,
     from kpulse.lake import reader
 
     rng = np.random.default_rng(len(unit))
-    base = int(datetime(2024, 3, 9, tzinfo=timezone.utc).timestamp() * 1_000_000)
+    base = int(datetime(2024, 3, 9, tzinfo=UTC).timestamp() * 1_000_000)
     micros = np.sort(base + rng.integers(0, 86_400_000_000, 5_000)) // 1000 * 1000
     times = pa.array(micros, pa.timestamp("us", tz="UTC")).cast(pa.timestamp(unit, tz="UTC"))
     times = pa.concat_arrays([times, pa.nulls(100, times.type)])

@@ -7,7 +7,7 @@ Real Spark (local), real files."""
 from __future__ import annotations
 
 import shutil
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, UTC
 
 import pandas as pd
 import pyarrow.fs as pafs
@@ -22,8 +22,8 @@ from spark_jobs import compact_job
 from tests.slo_spark import DEFINITIONS, spark  # noqa: F401 - the session fixture
 
 DAY = date(2026, 3, 9)
-START = datetime(2026, 3, 9, tzinfo=timezone.utc)
-NEXT_DAY = datetime(2026, 3, 10, 12, 0, tzinfo=timezone.utc)
+START = datetime(2026, 3, 9, tzinfo=UTC)
+NEXT_DAY = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 """``--until`` of the runs: 2026-03-09 is closed, 2026-03-10 is today."""
 FS = pafs.LocalFileSystem()
 
@@ -272,7 +272,7 @@ def test_the_slo_job_computes_the_same_minutes_from_the_compacted_lake(spark, tm
     for minute_range in (range(0, 30), range(30, 60), range(60, 120)):  # three flushes, across midnight
         write_samples(plain, minute_range, offline_at=(5, 70))
     shutil.copytree(plain, compacted)
-    until = datetime(2026, 3, 10, 1, 0, tzinfo=timezone.utc).timestamp()
+    until = datetime(2026, 3, 10, 1, 0, tzinfo=UTC).timestamp()
     result = compact_job.run(spark, str(compacted), RetentionConfig(), until=until)
     assert {d.table for d in result.done} == {"cluster_health", "consumer_group"}
 
@@ -332,9 +332,9 @@ def test_retention_config_reads_forever_and_overrides():
 
 
 @pytest.mark.parametrize("now, expected_hours", [
-    (datetime(2026, 3, 9, 0, 0, tzinfo=timezone.utc), 0.5),
-    (datetime(2026, 3, 9, 0, 30, tzinfo=timezone.utc), 24.0),  # just run: tomorrow
-    (datetime(2026, 3, 9, 23, 30, tzinfo=timezone.utc), 1.0),
+    (datetime(2026, 3, 9, 0, 0, tzinfo=UTC), 0.5),
+    (datetime(2026, 3, 9, 0, 30, tzinfo=UTC), 24.0),  # just run: tomorrow
+    (datetime(2026, 3, 9, 23, 30, tzinfo=UTC), 1.0),
 ])
 def test_the_daily_service_waits_for_the_configured_time(now, expected_hours):
     from spark_jobs.compact_command import seconds_until

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from contextlib import ExitStack
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pytest
 
@@ -89,7 +89,7 @@ def test_an_active_share_group_is_refused_by_kpulse_and_by_the_official_tool(boo
 
 
 def datetime_text(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
 
 
 def test_a_plan_shows_the_offsets_of_the_official_dry_run(bootstrap, tmp_path, twins):

@@ -7,7 +7,7 @@ while the applications run, the others once they are stopped."""
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pytest
 
@@ -111,7 +111,7 @@ def test_a_running_streams_group_is_refused_by_kpulse_and_by_the_official_tool(b
 
 
 def datetime_text(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
 
 
 STRATEGIES = [("to-earliest", None), ("to-latest", None), ("to-current", None), ("to-offset", "7"),

@@ -4,7 +4,7 @@ read them, offset choice and clamping, plan files, password hashes and roles, th
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ from operations.time_specs import parse_datetime_ms, parse_duration_ms
 
 
 def ms(*args) -> int:
-    return int(datetime(*args, tzinfo=timezone.utc).timestamp() * 1000)
+    return int(datetime(*args, tzinfo=UTC).timestamp() * 1000)
 
 
 @pytest.mark.parametrize("text, expected", [

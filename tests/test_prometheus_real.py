@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pytest
 import yaml
@@ -283,7 +283,7 @@ def test_the_prometheus_source_gives_the_jmx_values_within_a_scrape_interval(pro
 def _rfc3339(text: str) -> float:
     """Prometheus' ``lastEvaluation`` (nanoseconds, ``Z``) as epoch seconds."""
     head, _, fraction = text.rstrip("Z").partition(".")
-    return datetime.fromisoformat(head).replace(tzinfo=timezone.utc).timestamp() + float(f"0.{fraction or 0}")
+    return datetime.fromisoformat(head).replace(tzinfo=UTC).timestamp() + float(f"0.{fraction or 0}")
 
 
 def test_every_generated_rule_group_loads_and_evaluates_without_error(prometheus):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -75,7 +75,7 @@ def test_an_incremental_run_recomputes_from_the_hour_before_the_previous_run_les
     before = {table: file_times(tmp_path / table) for table in ("slo_minute", "slo_status")}
     result = run(spark, str(tmp_path), DEFINITIONS, until=at(150).timestamp())
     # previous evaluation 01:10, less the 10 minutes' lateness: from 01:00 on day two
-    assert datetime.fromisoformat(result.as_dict()["recomputed_from"]) == datetime(2026, 3, 10, 1, tzinfo=timezone.utc)
+    assert datetime.fromisoformat(result.as_dict()["recomputed_from"]) == datetime(2026, 3, 10, 1, tzinfo=UTC)
     after = {table: file_times(tmp_path / table) for table in ("slo_minute", "slo_status")}
     for table in after:  # the files of the hours before were not rewritten, those from 01:00 were
         earlier = {name: stamp for name, stamp in before[table].items() if "-part-h01-" not in name}
@@ -148,7 +148,7 @@ def test_an_update_of_a_day_written_whole_by_an_earlier_version_recomputes_that_
     for file in (updated / "slo_minute").rglob("*.parquet"):  # as the earlier version named them
         file.rename(file.with_name(file.name.replace("-part-h", "-day-h").replace("-shard-", "-part-shard-")))
     result = run(spark, str(updated), DEFINITIONS, until=at(150).timestamp())
-    assert datetime.fromisoformat(result.as_dict()["recomputed_from"]) == datetime(2026, 3, 10, tzinfo=timezone.utc)
+    assert datetime.fromisoformat(result.as_dict()["recomputed_from"]) == datetime(2026, 3, 10, tzinfo=UTC)
     run(spark, str(full), DEFINITIONS, until=at(150).timestamp(), full=True)
     for table in ("slo_minute", "slo_status"):
         pd.testing.assert_frame_equal(lake_rows(updated, table), lake_rows(full, table), check_exact=True)
@@ -165,7 +165,7 @@ def test_a_closed_day_with_an_unreadable_hour_file_is_not_merged(spark, tmp_path
     bad.write_bytes(b"PAR1 this is not parquet")
     before = sorted(p.name for p in day_one.glob("*.parquet"))
     result = run(spark, str(tmp_path), DEFINITIONS, until=at(110).timestamp())
-    assert datetime.fromisoformat(result.as_dict()["recomputed_from"]) == datetime(2026, 3, 10, tzinfo=timezone.utc)
+    assert datetime.fromisoformat(result.as_dict()["recomputed_from"]) == datetime(2026, 3, 10, tzinfo=UTC)
     assert any(line.startswith(f"{bad}: ") for line in result.unreadable)
     assert sorted(p.name for p in day_one.glob("*.parquet")) == before
 

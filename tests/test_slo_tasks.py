@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 import zlib
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pandas as pd
 import pyarrow as pa
@@ -89,7 +89,7 @@ def test_status_does_not_depend_on_row_order_and_counts_missing_minutes_as_no_da
 
 
 def minute_rows(cluster: str, day: int, count: int) -> pa.Table:
-    start = int(datetime(2026, 3, day, tzinfo=timezone.utc).timestamp() // 60)
+    start = int(datetime(2026, 3, day, tzinfo=UTC).timestamp() // 60)
     return pa.table({"time": pa.array([(start + m) * 60_000_000 for m in range(count)], pa.int64())
                      .cast(pa.timestamp("us", tz="UTC")),
                      "cluster": [cluster] * count, "slo": ["s"] * count, "entity": [cluster] * count,
@@ -129,7 +129,7 @@ def test_staging_replaces_the_rows_from_its_start_and_keeps_earlier_hours_and_da
                  "shard-0000-of-0001")  # day-wide, as before hour files
     legacy.commit("slo_minute")
     day = tmp_path / "slo_minute" / "date=2026-03-09"
-    since = int(datetime(2026, 3, 9, 10, tzinfo=timezone.utc).timestamp() // 60)
+    since = int(datetime(2026, 3, 9, 10, tzinfo=UTC).timestamp() // 60)
     first = Staging(lake, "run-1")
     first.write("slo_minute", minute_rows("prod", 9, 1440).slice(600), "shard-0000-of-0001", hourly=True)
     first.commit("slo_minute", clusters=["prod"], since=since)

@@ -36,7 +36,7 @@ class ClientPki:
 
 def certificate(subject: str, key, issuer_name: str | None = None, issuer_key=None) -> x509.Certificate:
     """Valid for a day; a CA when self-signed (no issuer given)."""
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
     issuer = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer_name or subject)])
     builder = (x509.CertificateBuilder().subject_name(name).issuer_name(issuer).public_key(key.public_key())

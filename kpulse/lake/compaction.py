@@ -20,7 +20,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import date, datetime, UTC
 from typing import Any
 from collections.abc import Callable
 
@@ -408,4 +408,4 @@ def run_actions(fs: pafs.FileSystem, base: str, table: str, day: date, actions: 
 
 def utc_day(epoch_seconds: float) -> date:
     """The UTC date of a time (the ``date=`` partition it belongs to)."""
-    return datetime.fromtimestamp(epoch_seconds, timezone.utc).date()
+    return datetime.fromtimestamp(epoch_seconds, UTC).date()

@@ -30,7 +30,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, UTC
 from typing import TYPE_CHECKING, Any, NamedTuple
 from collections.abc import Callable, Iterable, Mapping
 
@@ -96,7 +96,7 @@ class UnreadableFile:
     def gap_row(self, now: float) -> dict[str, Any]:
         """Its ``lake_gap`` row: the file's day, any cluster, rows unknown."""
         day = self.day
-        start = None if day is None else datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+        start = None if day is None else datetime(day.year, day.month, day.day, tzinfo=UTC)
         return {"time": now, "cluster": ANY_CLUSTER, "table_name": self.table or "", "first_time": start,
                 "last_time": None if start is None else start + timedelta(days=1) - MICROSECOND,
                 "rows_dropped": None, "reason": f"{UNREADABLE_REASON}{self}"}

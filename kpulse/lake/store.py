@@ -26,7 +26,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, UTC
 from numbers import Real
 from typing import Any
 from collections.abc import Callable
@@ -50,7 +50,7 @@ the collection loop, read by the dashboard)."""
 PARTITION_PREFIX = "date="
 ATOMIC_PUT_FILESYSTEMS = frozenset({"s3", "gcs", "abfs"})
 """Object stores where an upload appears whole or not at all: written in place, no rename."""
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
 """The lake's times are UTC microseconds since :data:`EPOCH`."""
 
