@@ -176,7 +176,7 @@ def build_state(bootstrap: str, topics: int, groups: int, replication_factor: in
     """``topics`` topics of 10 partitions with 10 records each, and ``groups`` groups without members,
     each committed at offset 5 on the 10 partitions of one topic (group i on topic i mod topics).
     Every delivery and every commit is checked."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, Message, Producer, TopicPartition
     from confluent_kafka.admin import NewTopic
 
     from kpulse.kafka.clients import admin_client
@@ -192,13 +192,18 @@ def build_state(bootstrap: str, topics: int, groups: int, replication_factor: in
     _wait(lambda: all(p.leader >= 0 for t, m in admin.list_topics(timeout=30).topics.items() if t in set(names)
                       for p in m.partitions.values()), 300, "a leader for every partition")
     print(f"  {len(new)} topics created, every partition led", flush=True)
-    failed = []
+    failed: list[KafkaError] = []
+
+    def on_delivery(error: KafkaError | None, _message: Message) -> None:
+        if error:
+            failed.append(error)
+
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 50, "enable.idempotence": True,
                          "delivery.timeout.ms": 600_000, "request.timeout.ms": 120_000})
     for name in names:
         for p in range(10):
             for _ in range(10):
-                producer.produce(name, b"x", partition=p, on_delivery=lambda e, m: e and failed.append(e))
+                producer.produce(name, b"x", partition=p, on_delivery=on_delivery)
         producer.poll(0)
     deadline = time.monotonic() + 600
     while producer.flush(10) and time.monotonic() < deadline:
@@ -332,6 +337,14 @@ def browser_bench(args) -> None:
               f"{snap['cluster'].get('partition_count')} partitions; detail of group {group}, topic {topic}", flush=True)
         browser = Browser(args.port + 1)
         url = f"http://127.0.0.1:{args.port}"
+
+        def search_groups() -> None:
+            browser.type_into("Search groups", needle)
+            browser.press_enter()
+
+        def go_to_last_page() -> None:
+            browser.type_into(f"page (of {pages})", str(pages))
+            browser.press_enter()
         reset = f"kpulse reset-offsets --cluster {BENCH_CLUSTER} --group"
         group_list = ["groups match", "Lag (seconds, worst partition)", reset]
         cases = [  # (name, url path, page's url_path in the timing log, key texts, action)
@@ -343,9 +356,9 @@ def browser_bench(args) -> None:
             ("groups", "/groups", "groups", group_list, None),
             ("group detail", f"/groups?group={group}", "groups", [*group_list, f"--group {group}"], None),
             ("group search", "/groups", "groups", [f"{found} of {len(groups)} groups match", reset],
-             lambda: (browser.type_into("Search groups", needle), browser.press_enter())),
+             search_groups),
             ("groups last page", "/groups", "groups", [f"page {pages} of {pages}", reset],
-             lambda: (browser.type_into(f"page (of {pages})", str(pages)), browser.press_enter())),
+             go_to_last_page),
             ("streams", "/streams", "streams", ["Streams apps", ("No Kafka Streams application", "Internal topics")],
              None),
             ("share groups", "/share-groups", "share-groups", ["Share groups", ("share groups match", "No share groups")],
@@ -363,9 +376,9 @@ def browser_bench(args) -> None:
                 seconds, since = timed_load(browser, url + path, texts, action=action, before=group_list)
                 shown.append(seconds)
                 time.sleep(0.3)  # the run's timing line is written as the script ends
-                seconds = _server_seconds(timing, page, since)
-                if seconds is not None:
-                    server.append(seconds)
+                server_seconds = _server_seconds(timing, page, since)
+                if server_seconds is not None:
+                    server.append(server_seconds)
             if action is None and "?" not in path:  # a page of the sidebar: also reached as users do, by its link
                 start, before = (("/brokers", brokers_texts) if path == "/operations" else
                                  ("/operations", operations_texts))

@@ -22,17 +22,20 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from exporters.prometheus import GRANULARITIES, SnapshotExporter, serve  # noqa: E402
+from kpulse.snapshot import Snapshot  # noqa: E402
 
 CLUSTER = "bench"
 
 
-def scale_snapshot(groups: int, partitions_per_group: int, taken: float) -> dict:
+def scale_snapshot(groups: int, partitions_per_group: int, taken: float) -> Snapshot:
     """A snapshot of ``groups`` classic groups, each over ``partitions_per_group`` partitions of one
-    topic of ten partitions (many groups reading the same topics, as in real clusters)."""
+    topic of ten partitions (many groups reading the same topics, as in real clusters). Partial: the
+    sections and fields the exporter's series are rendered from, so the cast."""
     consumer_groups = []
     for g in range(groups):
         topic = f"topic-{(g // 10) % 1000:04d}"
@@ -46,12 +49,13 @@ def scale_snapshot(groups: int, partitions_per_group: int, taken: float) -> dict
             "partition_count": partitions_per_group, "total_lag": 100 * partitions_per_group,
             "lag_unknown_partitions": 0, "max_lag_seconds": 12.5, "lag_seconds_unknown_partitions": 0,
             "status": "OK", "lag_seconds_threshold": 60.0, "error": None, "partitions": parts})
-    return {"time": taken, "cluster_name": CLUSTER,
+    snapshot = {"time": taken, "cluster_name": CLUSTER,
             "cluster": {"brokers_up": 3, "brokers_total": 3, "under_replicated_partitions": 0, "offline_partitions": 0,
                         "under_min_isr_partitions": 0, "active_controller_count": 1, "preferred_leader_imbalance": 0},
             "brokers": [{"id": b, "up": True, "partition_count": 10_000, "leader_count": 3_333} for b in (1, 2, 3)],
             "consumer_groups": consumer_groups, "streams_apps": [], "share_groups": None, "probe": {}, "alerts": [],
             "collectors": [{"name": "consumer_lag", "up": True, "duration_seconds": 1.0, "error": None}]}
+    return cast(Snapshot, snapshot)
 
 
 def scrape(url: str) -> tuple[float, bytes]:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fuzz_operations import OPERATIONS, build_world, run_operation  # noqa: E402
+from tests.fuzz_operations import OPERATIONS, Tally, build_world, run_operation  # noqa: E402
 
 PROGRESS_SECONDS = 15
 
@@ -60,7 +60,8 @@ def main() -> int:
     cluster, world = None, None
     workdir = Path(tempfile.mkdtemp(prefix="kpulse-fuzz-"))
     began = time.monotonic()
-    tallies, running = [], []
+    tallies: list[Tally] = []
+    running: list[Tally] = []
     # operations done, and the one running (its counts so far are shown when stopped)
     try:
         bootstrap, prefix = args.bootstrap, f"fz{int(time.time()) % 100_000}" if args.bootstrap else "fz"

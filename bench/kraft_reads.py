@@ -24,8 +24,10 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
-from types import SimpleNamespace
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -47,15 +49,17 @@ def timed(function, rounds: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
-class NoKraft:
+class NoKraft(KraftReader):
     """A reader that reads nothing: the collector's cycle without the KRaft reads."""
 
-    client = SimpleNamespace(close=lambda: None)
-
-    def quorum(self, timeout, now):
+    def quorum(self, timeout: float, now: float, nodes: Sequence[int] = ()) -> dict[str, Any]:
         return {}
 
-    def elr(self, partitions, timeout):
+    def registrations(self, timeout: float, nodes: Sequence[int] = ()) -> dict[str, list[int]]:
+        return {"fenced": [], "unfenced": []}
+
+    def elr(self, partitions: Mapping[str, Iterable[int]], timeout: float, nodes: Sequence[int] = ()
+            ) -> dict[tuple[str, int], tuple[list[int] | None, list[int] | None]]:
         return {}
 
 
@@ -90,18 +94,18 @@ def main() -> None:
     reader.quorum(30, time.time())  # connect first
     every = {n: range(args.partitions) for n in names}
     print(f"{'arm':<28} {'wall s':>8} {'cpu s':>8}")
-    arms = [("quorum", lambda: reader.quorum(30, time.time()))]
+    arms: list[tuple[str, Callable[[], object]]] = [("quorum", lambda: reader.quorum(30, time.time()))]
     for problems in (0, 10, 200):
         per_topic = problems // args.topics
         # spread evenly over each topic (a dead broker's partitions are): the collector's page per
         # topic then runs from near its first partition to near its last, the costly case
         spread = {n: [i * (args.partitions // per_topic) for i in range(per_topic)] for n in names} if per_topic else {}
-        arms.append((f"elr problems={problems}", lambda s=spread: reader.elr(s, 60)))
+        arms.append((f"elr problems={problems}", partial(reader.elr, spread, 60)))
     arms.append((f"elr every partition ({args.topics * args.partitions})", lambda: reader.elr(every, 60)))
     for name, function in arms:
         wall, cpu = timed(function, args.rounds)
         print(f"{name:<28} {wall:>8.4f} {cpu:>8.4f}")
-    for name, kraft in (("cycle healthy", reader), ("cycle healthy, no KRaft read", NoKraft())):
+    for name, kraft in (("cycle healthy", reader), ("cycle healthy, no KRaft read", NoKraft(reader.client))):
         collector = ClusterMetadataCollector(config, kraft_reader=kraft)
         collector.collect(CollectContext(config, time.time()))  # min ISR read once, as a running collector has
         wall, cpu = timed(lambda c=collector: c.collect(CollectContext(config, time.time())), args.rounds)

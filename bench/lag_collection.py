@@ -90,10 +90,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
-if str(BENCH_DIR) not in sys.path:
-    sys.path.insert(0, str(BENCH_DIR))  # bench/scale_state.py, lag_peer.py, lag_sustain.py
+if str(BENCH_DIR.parent) not in sys.path:
+    sys.path.insert(0, str(BENCH_DIR.parent))  # bench.scale_state, bench.lag_peer, bench.lag_sustain, ...
 
 TOPICS, PARTITIONS, RECORDS_PER_PARTITION = 200, 50, 10
 SCALE_GROUPS = 10_000
@@ -206,7 +207,7 @@ def bench_config(bootstrap: str, metrics_urls: list[str], include: str = ALL_BEN
     if security is not None:
         cluster["security"] = security
     data = {"clusters": [cluster], "lake": {"path": tempfile.mkdtemp(prefix="kpulse-bench-lake-")}}
-    return parse_config(data, source="bench", base_dir=os.getcwd())
+    return parse_config(data, source="bench", base_dir=Path.cwd())
 
 
 def warm_up(bootstrap: str, metrics_urls: list[str], seconds: float, spacing: float,
@@ -261,7 +262,9 @@ def measure_whole(config, cycles: int, spacing: float, pause_pid: int | None = N
 
     # as `kpulse collect` runs it (the garbage collector settled after the first cycle)
     service = CollectionService(config, flush_seconds=3600, gc_settle_cycles=GC_SETTLE_CYCLES)
-    full_times, cpu_times, collector_times = [], [], {}
+    full_times: list[float] = []
+    cpu_times: list[float] = []
+    collector_times: dict[str, list[float]] = {}
     for cycle in range(WARM_UP_CYCLES + cycles):
         with clients_paused(pause_pid):
             began, cpu_began = time.perf_counter(), process_cpu_s()
@@ -349,8 +352,9 @@ class ModernGroups:
 
     def cpu_seconds(self) -> float:
         """User + system CPU time of the JVM so far."""
-        from scale_state import process_cpu_seconds
+        from bench.scale_state import process_cpu_seconds
 
+        assert self.process is not None, "start() first"
         return process_cpu_seconds(self.process.pid)
 
     def stop(self) -> None:
@@ -475,13 +479,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def scale_plan_defaults():
-    from scale_state import ScalePlan
+    from bench.scale_state import ScalePlan
 
     return ScalePlan()
 
 
 def scale_plan(args: argparse.Namespace):
-    from scale_state import ScalePlan
+    from bench.scale_state import ScalePlan
 
     return ScalePlan(groups=args.groups, partitions_per_group=args.partitions_per_group, topics=args.topics,
                      partitions=args.partitions, records=RECORDS_PER_PARTITION, stable_groups=args.stable_groups)
@@ -499,12 +503,13 @@ def subprocess_command(args: argparse.Namespace) -> list[str]:
 
 def peer_figures(args: argparse.Namespace, broker_pids: list[int]) -> dict:
     """kminion started, then the interleaved rounds in a process of their own."""
-    from lag_peer import Kminion
+    from bench.lag_peer import Kminion
 
     kminion = Kminion(args.kminion, args.bootstrap)
     print("starting kminion (lag-only) ...", flush=True)
     try:
         series = kminion.start()
+        assert kminion.process is not None  # started
         print(f"  its first scrape reports {series} group partitions; {args.rounds} interleaved rounds ...",
               flush=True)
         command = subprocess_command(args) + ["--peer-only", "--kminion-url", kminion.url,
@@ -588,7 +593,7 @@ def main() -> None:
                                  args.measure_only, args.pause_pid)))
         return
     if args.warm_up_pair or args.measure_pair or args.profile_side:
-        from lag_secure import measure_pair, profile_side, secure_configs, warm_up_pair
+        from bench.lag_secure import measure_pair, profile_side, secure_configs, warm_up_pair
 
         configs = secure_configs(bench_config, args.bootstrap, args.secure_bootstrap, json.loads(args.security_json),
                                  args.metrics_url, args.include)
@@ -601,7 +606,7 @@ def main() -> None:
                                           WARM_UP_CYCLES, CYCLES_PER_FLUSH)))
         return
     if args.peer_only:
-        from lag_peer import interleaved
+        from bench.lag_peer import interleaved
 
         print(json.dumps(interleaved(bench_config(args.bootstrap, args.metrics_url), args.kminion_url,
                                      args.broker_pid, args.kminion_pid, args.rounds, args.spacing)))
@@ -609,7 +614,7 @@ def main() -> None:
     if args.sustain_only:
         import shutil
 
-        from lag_sustain import sustain
+        from bench.lag_sustain import sustain
 
         config = bench_config(args.bootstrap, args.metrics_url)
         try:
@@ -663,6 +668,7 @@ def main() -> None:
             with_modern = collect_figures(args)
             groups_cpu = (groups.cpu_seconds() - before) / with_modern["measure_wall_s"]
             print("the same groups, their clients paused during each measured cycle:", flush=True)
+            assert groups.process is not None  # started above
             paused = collect_figures(argparse.Namespace(**{**vars(args), "pause_pid": groups.process.pid}))
             print("the same load, kpulse seeing the classic groups only:", flush=True)
             classic_view = collect_figures(argparse.Namespace(**{**vars(args), "include": CLASSIC_BENCH_GROUPS}))
@@ -707,11 +713,11 @@ def main() -> None:
             classic["full_cycle_cpu_median_s"], with_modern["full_cycle_cpu_median_s"],
             paused["full_cycle_cpu_median_s"]))
     if peer is not None:
-        from lag_peer import print_peer
+        from bench.lag_peer import print_peer
 
         print_peer(peer)
     if sustained is not None:
-        from lag_sustain import print_sustain
+        from bench.lag_sustain import print_sustain
 
         print_sustain(sustained)
 
@@ -729,13 +735,13 @@ def secure_figures(args: argparse.Namespace, cluster, broker_pids: list[int]) ->
           f"collecting through both for {args.warm_up:g} s before measuring ...", flush=True)
     environment = {**LOOP_ENVIRONMENT, **os.environ}
     subprocess.run(command + ["--warm-up-pair"], check=True, capture_output=True, env=environment)
-    figures = {}
+    figures: dict[str, Any] = {}
     for part in ("lag", "whole"):
         print(f"  measuring {WARM_UP_CYCLES} + {args.cycles} {part} cycles through each listener, interleaved ...",
               flush=True)
         figures[part] = run_json(command + ["--measure-pair", part])
     if args.profile:
-        from lag_secure import SIDES, profiled
+        from bench.lag_secure import SIDES, profiled
 
         for side in SIDES:
             print(f"  profiling {args.cycles} lag cycles through {side} ({args.profile}) ...", flush=True)
@@ -748,7 +754,7 @@ def secure_figures(args: argparse.Namespace, cluster, broker_pids: list[int]) ->
 
 
 def print_secure(args: argparse.Namespace, figures: dict) -> None:
-    from lag_secure import print_pair, print_profile
+    from bench.lag_secure import print_pair, print_profile
 
     print(f"\n{os.cpu_count()} cores, brokers: {'demo' if args.demo_jvm else 'steady'} JVM, "
           f"{args.topics} topics x {args.partitions} partitions, {args.topics} groups; median of {args.cycles} "
@@ -763,7 +769,7 @@ def print_secure(args: argparse.Namespace, figures: dict) -> None:
 
 def build_scale_state(args: argparse.Namespace):
     """The scale state on the bench's cluster (checked); returns the Stable groups' members (running)."""
-    from scale_state import BuildFailed, build_and_start
+    from bench.scale_state import BuildFailed, build_and_start
 
     plan = args.plan
     print(f"building {plan.topics} topics x {plan.partitions} partitions and {plan.groups} groups x "

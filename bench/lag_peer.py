@@ -48,7 +48,7 @@ def lag_series(metrics: str) -> int:
 
 def cpu_seconds(pids: list[int]) -> float:
     """User + system CPU time of these processes so far."""
-    from scale_state import process_cpu_seconds
+    from bench.scale_state import process_cpu_seconds
 
     return sum(process_cpu_seconds(pid) for pid in pids)
 
@@ -115,9 +115,9 @@ def interleaved(config, kminion_url: str, broker_pids: list[int], kminion_pid: i
     cluster = config.cluster(None)
     lag = ConsumerLagCollector(cluster)
     settled: list[bool] = []
-    figures = {"kpulse": {"seconds": [], "broker_cpu": []}, "kminion": {"seconds": [], "broker_cpu": [],
-                                                                         "own_cpu": []}}
-    counted = {}
+    figures: dict[str, dict[str, list[float]]] = {"kpulse": {"seconds": [], "broker_cpu": []},
+                                                  "kminion": {"seconds": [], "broker_cpu": [], "own_cpu": []}}
+    counted: dict[str, int] = {}
 
     def kpulse_cycle():
         if "kpulse" in counted and not settled:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import Any
 
 SIDES = ("plaintext", "sasl_ssl")
 
@@ -34,7 +35,7 @@ def secure_configs(bench_config, bootstrap: str, secure_bootstrap: str, security
 
 
 def broker_cpu_s(pids: list[int]) -> float:
-    from scale_state import process_cpu_seconds
+    from bench.scale_state import process_cpu_seconds
 
     return sum(process_cpu_seconds(pid) for pid in pids)
 
@@ -53,15 +54,18 @@ class _Side:
             from collectors.runner import GC_SETTLE_CYCLES, CollectionService
 
             self.service = CollectionService(config, flush_seconds=3600, gc_settle_cycles=GC_SETTLE_CYCLES)
-        self.last = None
+        self.last_groups: list[dict[str, Any]] = []
+        """The lag side's last consumer_groups section."""
+        self.last_snapshot: dict[str, Any] = {}
+        """The whole side's last snapshot."""
 
     def cycle(self) -> None:
         if self.part == "lag":
             from collectors.protocol import CollectContext
 
-            self.last = self.lag.collect(CollectContext(self.cluster, time.time())).sections["consumer_groups"]
+            self.last_groups = self.lag.collect(CollectContext(self.cluster, time.time())).sections["consumer_groups"]
         else:
-            self.last = self.service.cycle().snapshots["bench"]
+            self.last_snapshot = self.service.cycle().snapshots["bench"]
 
     def flush(self) -> None:
         if self.part == "whole":
@@ -70,10 +74,12 @@ class _Side:
     def summary(self) -> dict:
         if self.part == "lag":
             client = self.lag.batched_client
-            return {"groups": len(self.last), "partitions": sum(len(g["partitions"]) for g in self.last),
+            assert client is not None  # the lag collector is built batched (its default)
+            return {"groups": len(self.last_groups),
+                    "partitions": sum(len(g["partitions"]) for g in self.last_groups),
                     "librdkafka_fallbacks": client.fallbacks, "fallback_reason": client.unavailable_reason}
-        return {"collectors": {c["name"]: c["error"] for c in self.last["collectors"]},
-                "groups": len(self.last["consumer_groups"])}
+        return {"collectors": {c["name"]: c["error"] for c in self.last_snapshot["collectors"]},
+                "groups": len(self.last_snapshot["consumer_groups"])}
 
     def close(self) -> None:
         if self.part == "lag":
@@ -100,12 +106,12 @@ def measure_pair(configs: dict, part: str, cycles: int, spacing: float, broker_p
                  warm_up_cycles: int, cycles_per_flush: int) -> dict:
     """Both sides' cycles, interleaved (ABBA...), the first ``warm_up_cycles`` of each not counted."""
     from collectors.runner import settle_gc
-    from lag_collection import process_cpu_s
+    from bench.lag_collection import process_cpu_s
 
     sides = {side: _Side(configs[side], part) for side in SIDES}
-    times = {side: [] for side in SIDES}
-    cpu = {side: [] for side in SIDES}
-    brokers = {side: [] for side in SIDES}
+    times: dict[str, list[float]] = {side: [] for side in SIDES}
+    cpu: dict[str, list[float]] = {side: [] for side in SIDES}
+    brokers: dict[str, list[float]] = {side: [] for side in SIDES}
     for cycle in range(warm_up_cycles + cycles):
         if part == "lag" and cycle == 1:
             settle_gc()  # as `kpulse collect` does after its first cycle (the whole collection does it itself)
@@ -122,9 +128,10 @@ def measure_pair(configs: dict, part: str, cycles: int, spacing: float, broker_p
             if cycle % cycles_per_flush == cycles_per_flush - 1:
                 sides[side].flush()  # as the loop does once a minute (not timed)
             time.sleep(spacing / 2)
-    figures = {"part": part, "sides": {}}
+    per_side: dict[str, dict[str, Any]] = {}
+    figures: dict[str, Any] = {"part": part, "sides": per_side}
     for side in SIDES:
-        figures["sides"][side] = {"median_s": statistics.median(times[side]),
+        per_side[side] = {"median_s": statistics.median(times[side]),
                                   "quartiles_s": statistics.quantiles(times[side], n=4)[::2],
                                   "times_s": times[side],
                                   "cpu_median_s": statistics.median(cpu[side]),
@@ -132,7 +139,7 @@ def measure_pair(configs: dict, part: str, cycles: int, spacing: float, broker_p
                                   **sides[side].summary()}
         sides[side].close()
     figures.update(ratios(times["plaintext"], times["sasl_ssl"]))
-    figures["cpu_ratio"] = figures["sides"]["sasl_ssl"]["cpu_median_s"] / figures["sides"]["plaintext"]["cpu_median_s"]
+    figures["cpu_ratio"] = per_side["sasl_ssl"]["cpu_median_s"] / per_side["plaintext"]["cpu_median_s"]
     return figures
 
 
@@ -197,7 +204,7 @@ def profile_side(config, cycles: int, spacing: float, warm_up_cycles: int = 3) -
 PROFILE_RATE = 200
 """py-spy samples a second."""
 
-CATEGORIES = (
+CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("connecting: TLS context and handshake, SASL, API versions (once per connection)",
      ("KafkaConnectionManager._connect (", "_build_transport (", "do_handshake", "kafka/net/sasl/",
       "_sasl_authenticate")),

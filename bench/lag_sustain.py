@@ -20,26 +20,27 @@ import time
 
 
 def sustain(config, seconds: float) -> dict:
-    from collectors.runner import GC_SETTLE_CYCLES, CollectionService
+    from collectors.runner import GC_SETTLE_CYCLES, CollectionService, CycleResult
 
     interval = config.intervals.collect_seconds
-    service = CollectionService(config, gc_settle_cycles=GC_SETTLE_CYCLES)
     stop = threading.Event()
     durations: list[float] = []
     began = [time.monotonic()]
+
+    class TimedService(CollectionService):
+        """The service whose every cycle's start is noted in ``began``."""
+
+        def cycle(self) -> CycleResult:
+            began[0] = time.monotonic()
+            return super().cycle()
+
+    service = TimedService(config, gc_settle_cycles=GC_SETTLE_CYCLES)
 
     def on_cycle(_result) -> None:
         durations.append(time.monotonic() - began[0])
         if time.monotonic() - start >= seconds:
             stop.set()
 
-    original = service.cycle
-
-    def timed_cycle():
-        began[0] = time.monotonic()
-        return original()
-
-    service.cycle = timed_cycle
     start = time.monotonic()
     service.run(stop, on_cycle=on_cycle)  # closes the service: the last rows are flushed
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the lake is read back

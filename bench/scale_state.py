@@ -216,15 +216,18 @@ def produce(bootstrap: str, admin, plan: ScalePlan, say=print) -> None:
         if not missing:
             break
         wanted = sum(missing.values())
-        delivered, failed = [0], {}
+        delivered = [0]
+        failed: dict[tuple[str, int], int] = {}
+        reasons: list[str] = []  # the first failure's
 
-        def report(error, message, failed=failed, delivered=delivered):
+        def report(error, message, failed=failed, delivered=delivered, reasons=reasons):
             if error is None:
                 delivered[0] += 1
             else:
                 key = (message.topic(), message.partition())
                 failed[key] = failed.get(key, 0) + 1
-                failed.setdefault("why", error.str())
+                if not reasons:
+                    reasons.append(error.str())
 
         for n, ((topic, partition), count) in enumerate(sorted(missing.items())):
             for _ in range(count):
@@ -238,7 +241,7 @@ def produce(bootstrap: str, admin, plan: ScalePlan, say=print) -> None:
             if n % 2000 == 1999:
                 say(f"  producing: {n + 1}/{len(missing)} partitions queued, {delivered[0]} records delivered")
         left = producer.flush(180)
-        why = failed.pop("why", None)
+        why = reasons[0] if reasons else None
         lost = sum(failed.values())
         say(f"  produce attempt {attempt}: {delivered[0]}/{wanted} delivered, {lost} failed"
             + (f" ({why})" if why else "") + (f", {left} not reported" if left else ""))
@@ -434,11 +437,13 @@ def main() -> None:
         sys.exit(f"scale state: {error}")
     if members is None:
         return
-    say(f"READY: the members run (pid {members.process.pid}); Ctrl-C stops them")
+    process = members.process
+    assert process is not None  # build_and_start started them
+    say(f"READY: the members run (pid {process.pid}); Ctrl-C stops them")
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     try:
-        while not stop and members.process.poll() is None:
+        while not stop and process.poll() is None:
             time.sleep(1)
     except KeyboardInterrupt:
         pass

@@ -162,16 +162,16 @@ def generate_history(lake: Path, until: datetime, days: int, shards: int, args, 
         templates.append((minute_rows.take(pa.array(order)), lookback.rollup(minute_rows)))
     for hour in range(days * 24):
         minute0 = first_hour + 60 * hour
-        day = datetime.fromtimestamp(minute0 * 60, UTC)
+        hour_start = datetime.fromtimestamp(minute0 * 60, UTC)
         for number, (minutes, _) in enumerate(templates):
             table = pa.table({"time": pa.array((minutes.column("minute").to_numpy() + minute0) * 60_000_000)
                               .cast(pa.timestamp("us", tz="UTC")),
                               "cluster": minutes.column("cluster"), "slo": minutes.column("slo"),
                               "entity": minutes.column("entity"), "good": minutes.column("good"),
                               "valid": minutes.column("valid")})
-            directory = lake / "slo_minute" / f"date={day.date().isoformat()}"
+            directory = lake / "slo_minute" / f"date={hour_start.date().isoformat()}"
             directory.mkdir(parents=True, exist_ok=True)
-            pq.write_table(table, directory / f"bench-part-h{day.hour:02d}-shard-{number:04d}-of-{shards:04d}.parquet",
+            pq.write_table(table, directory / f"bench-part-h{hour_start.hour:02d}-shard-{number:04d}-of-{shards:04d}.parquet",
                            store_schema=False, row_group_size=65_536)
             written += table.num_rows
     for offset in range(days + 1):  # closed days: a file per shard; the last day by the hour
@@ -277,7 +277,11 @@ def duckdb_minutes(lake: Path) -> tuple[float, int]:
         f"""SELECT cluster, {minute} m, sum(produced) g, sum(produced + produce_errors) v FROM {scan('probe')} GROUP BY ALL""",
     ]
     began = time.perf_counter()
-    rows = sum(con.execute(f"SELECT count(*) FROM ({q})").fetchone()[0] for q in queries)
+    rows = 0
+    for query in queries:
+        counted = con.execute(f"SELECT count(*) FROM ({query})").fetchone()
+        assert counted is not None  # a count(*) has its one row
+        rows += counted[0]
     return time.perf_counter() - began, rows
 
 

@@ -10,16 +10,16 @@ import importlib.util
 import sys
 from collections import Counter
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
-def load(name: str):
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
+def load(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"{name}_bench", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None, f"no bench/{name}.py"
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)

@@ -8,7 +8,6 @@ itself is run by hand (docs/performance.md, "SASL_SSL against PLAINTEXT")."""
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,8 +25,6 @@ def settings_of(text: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def bench():
-    if str(BENCH_DIR) not in sys.path:
-        sys.path.append(str(BENCH_DIR))  # for lag_secure; last, so that bench/dashboard.py shadows no package
     spec = importlib.util.spec_from_file_location("lag_collection_secure_bench", BENCH_DIR / "lag_collection.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -36,7 +33,7 @@ def bench():
 
 @pytest.fixture(scope="module")
 def secure(bench):
-    import lag_secure
+    from bench import lag_secure
 
     return lag_secure
 
