@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     dashboard = commands.add_parser("dashboard", help="the web dashboard (Streamlit) on the config's dashboard host and port")
     dashboard.add_argument("--port", type=int, help="serve on this port instead of dashboard.port")
 
-    from operations.commands import add_parsers as add_operation_parsers
+    from cli.operation_args import add_parsers as add_operation_parsers
 
     add_operation_parsers(commands)
     _accept_config_after_the_command(commands)
@@ -210,10 +210,10 @@ def _dispatch(args: argparse.Namespace) -> int | None:
         from spark_jobs.compact_command import run_command as run_lake_command
 
         return run_lake_command(args, config)
-    from operations.commands import COMMANDS as OPERATION_COMMANDS
+    from cli.operation_args import COMMANDS as OPERATION_COMMANDS
 
     if args.command in OPERATION_COMMANDS:
-        from operations.commands import run as run_operation
+        from cli.operation_commands import run as run_operation
 
         return run_operation(args, config)
     if args.command == "collect":

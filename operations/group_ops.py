@@ -31,7 +31,8 @@ from operations.offset_reset import (
     PartitionOutcome, ResetOutcome, kafka_errors_text, offsets_at_time, read_plan_file, refuse_empty_id,
     refuse_invalid_offsets, strategy_timestamp_ms,
 )
-from operations.streams_reset import LOCAL_STATE_NOTE, StreamsResetOutcome, _delete_topics, _wait_deleted
+from operations.streams_reset import StreamsResetOutcome, delete_topics, wait_deleted
+from operations.streams_reset_plan import LOCAL_STATE_NOTE
 
 Read = Callable[[str], tuple]
 
@@ -148,8 +149,8 @@ def execute_streams_group_reset(admin, requests: GroupRequests, read: Read, plan
     note = LOCAL_STATE_NOTE.format(app=plan.group_id)
     errors = requests.commit(plan.group_id, plan.new_offsets()) if rows else {}
     failed_commit = any(errors.values())
-    delete_errors = _delete_topics(admin, plan.delete_topics) if not failed_commit else {}
-    remaining = _wait_deleted(admin, [t for t in plan.delete_topics if t not in delete_errors], settle_seconds) \
+    delete_errors = delete_topics(admin, plan.delete_topics) if not failed_commit else {}
+    remaining = wait_deleted(admin, [t for t in plan.delete_topics if t not in delete_errors], settle_seconds) \
         if not failed_commit else list(plan.delete_topics)
     after = requests.committed(plan.group_id)
     partitions = []
@@ -332,8 +333,8 @@ def execute_delete_group(admin, requests: GroupRequests, read: Read, plan: Delet
             problems.append(f"group {plan.group_id!r} is still listed after DeleteGroups")
         except GroupNotFound:
             pass
-        delete_errors = _delete_topics(admin, plan.delete_topics)
-        remaining = _wait_deleted(admin, [t for t in plan.delete_topics if t not in delete_errors], settle_seconds)
+        delete_errors = delete_topics(admin, plan.delete_topics)
+        remaining = wait_deleted(admin, [t for t in plan.delete_topics if t not in delete_errors], settle_seconds)
         problems += [f"{t}: {e}" for t, e in delete_errors.items()] + [f"{t}: still exists" for t in remaining]
     deleted = tuple(t for t in plan.delete_topics if t not in delete_errors and t not in remaining) if not error else ()
     rows = [{"topic": o.topic, "partition": o.partition, "before": o.offset, "after": None if not error else o.offset,

@@ -24,15 +24,16 @@ official tools refuse a reset or a group deletion then, and members would overwr
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any, TypedDict
 
 from kpulse.kafka.group_model import GroupDescription, StreamsGroup
 from operations.errors import BadInput, Refused
+from operations.internal_topics import is_internal_topic
+from operations.numbers import PARTITION
 from operations.offset_plan import (
-    STRATEGIES, PartitionReset, Scope, Strategy, TopicPartition, non_empty_id, partition_rows, scope_dict,
-    scope_from,
+    STRATEGIES, GroupOffsetsPlan, GroupPlan, Scope, Strategy, TopicPartition, group_offsets_fields, non_empty_id,
 )
 from operations.plan_fields import PlanFields
-from operations.streams_reset import is_internal_topic
 
 STREAMS_GROUP_STRATEGIES = STRATEGIES
 """``kafka-streams-groups --reset-offsets`` has every strategy of ``kafka-consumer-groups``."""
@@ -112,16 +113,10 @@ def check_strategy(strategy: Strategy, allowed: tuple[str, ...], tool: str) -> N
 # --- plans ------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class StreamsGroupResetPlan:
-    """A Streams group reset (module docstring); changes nothing."""
+class StreamsGroupResetPlan(GroupOffsetsPlan):
+    """A Streams group reset (module docstring); changes nothing. ``scope.all_topics``:
+    ``--all-input-topics``; else the ``--input-topic`` arguments (empty with ``--from-file``)."""
 
-    cluster: str
-    group_id: str
-    group_state: str
-    strategy: Strategy
-    scope: Scope
-    """``all_topics``: ``--all-input-topics``; else the ``--input-topic`` arguments (empty with ``--from-file``)."""
-    partitions: tuple[PartitionReset, ...]
     delete_topics: tuple[str, ...]
     """Internal topics the executor deletes after the reset (``--delete-all-internal-topics``)."""
     planned_at: float
@@ -129,66 +124,28 @@ class StreamsGroupResetPlan:
     """Internal topics of the topology not named as the group's: never deleted."""
     warnings: tuple[str, ...] = field(default=())
 
-    @property
-    def target(self) -> str:
-        return f"group {self.group_id}"
-
-    def new_offsets(self) -> dict[TopicPartition, int]:
-        return {(p.topic, p.partition): p.new for p in self.partitions}
-
-    def to_csv(self) -> str:
-        return "".join(f"{p.topic},{p.partition},{p.new}\n" for p in self.partitions)
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "scope": scope_dict(self.scope)}
-
     @classmethod
-    def from_dict(cls, data) -> StreamsGroupResetPlan:
+    def from_dict(cls, data: object) -> StreamsGroupResetPlan:
         fields = PlanFields(data, "a kpulse Streams group reset plan")
-        strategy = fields.section("strategy")
-        return cls(cluster=fields.string("cluster"), group_id=non_empty_id(fields, "group_id"),
-                   group_state=fields.string("group_state"),
-                   strategy=Strategy(strategy.string("name"), strategy.string("value", optional=True)),
-                   scope=scope_from(fields.section("scope")), partitions=partition_rows(fields, "partitions"),
-                   delete_topics=tuple(fields.strings("delete_topics")), planned_at=fields.number("planned_at"),
-                   kept_topics=tuple(fields.strings("kept_topics", optional=True) or ()),
-                   warnings=tuple(fields.strings("warnings", optional=True) or ()))
+        return cls(**group_offsets_fields(fields), delete_topics=tuple(fields.strings("delete_topics")),
+                   planned_at=fields.number("planned_at"),
+                   kept_topics=tuple(fields.strings("kept_topics", optional=True)),
+                   warnings=tuple(fields.strings("warnings", optional=True)))
 
 
 @dataclass(frozen=True)
-class ShareResetPlan:
+class ShareResetPlan(GroupOffsetsPlan):
     """A share group's new start offsets; ``partitions[i].current`` is the start offset now (None:
     not initialised). Changes nothing."""
 
-    cluster: str
-    group_id: str
-    group_state: str
-    strategy: Strategy
-    scope: Scope
-    partitions: tuple[PartitionReset, ...]
     planned_at: float
     warnings: tuple[str, ...] = field(default=())
 
-    @property
-    def target(self) -> str:
-        return f"group {self.group_id}"
-
-    def new_offsets(self) -> dict[TopicPartition, int]:
-        return {(p.topic, p.partition): p.new for p in self.partitions}
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "scope": scope_dict(self.scope)}
-
     @classmethod
-    def from_dict(cls, data) -> ShareResetPlan:
+    def from_dict(cls, data: object) -> ShareResetPlan:
         fields = PlanFields(data, "a kpulse share group reset plan")
-        strategy = fields.section("strategy")
-        return cls(cluster=fields.string("cluster"), group_id=non_empty_id(fields, "group_id"),
-                   group_state=fields.string("group_state"),
-                   strategy=Strategy(strategy.string("name"), strategy.string("value", optional=True)),
-                   scope=scope_from(fields.section("scope")), partitions=partition_rows(fields, "partitions"),
-                   planned_at=fields.number("planned_at"),
-                   warnings=tuple(fields.strings("warnings", optional=True) or ()))
+        return cls(**group_offsets_fields(fields), planned_at=fields.number("planned_at"),
+                   warnings=tuple(fields.strings("warnings", optional=True)))
 
 
 @dataclass(frozen=True)
@@ -202,64 +159,63 @@ class GroupOffset:
 
 
 def _offset_rows(fields: PlanFields, key: str) -> tuple[GroupOffset, ...]:
-    from operations.numbers import PARTITION
-
     return tuple(GroupOffset(row.string("topic"), row.integer("partition", bounds=PARTITION),
                              row.integer("offset", optional=True)) for row in fields.sections(key))
 
 
 @dataclass(frozen=True)
-class DeleteOffsetsPlan:
-    """Forget the group's offsets of ``topics`` (every partition of them the group has one for)."""
+class GroupChangePlan(GroupPlan):
+    """A plan that deletes a group or some of its offsets, on a group of any type: each adds what
+    it deletes and ``planned_at``."""
+
+    group_type: str
+    group_state: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class GroupChangeFields(TypedDict):
+    """The fields of :class:`GroupChangePlan`, as a saved plan gives them."""
 
     cluster: str
     group_id: str
     group_type: str
     group_state: str
+
+
+def group_change_fields(fields: PlanFields) -> GroupChangeFields:
+    """The :class:`GroupChangePlan` fields of a saved plan, every one checked."""
+    return GroupChangeFields(cluster=fields.string("cluster"), group_id=non_empty_id(fields, "group_id"),
+                             group_type=fields.string("group_type"), group_state=fields.string("group_state"))
+
+
+@dataclass(frozen=True)
+class DeleteOffsetsPlan(GroupChangePlan):
+    """Forget the group's offsets of ``topics`` (every partition of them the group has one for)."""
+
     topics: tuple[str, ...]
     partitions: tuple[GroupOffset, ...]
     planned_at: float
 
-    @property
-    def target(self) -> str:
-        return f"group {self.group_id}"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
     @classmethod
-    def from_dict(cls, data) -> DeleteOffsetsPlan:
+    def from_dict(cls, data: object) -> DeleteOffsetsPlan:
         fields = PlanFields(data, "a kpulse delete-offsets plan")
-        return cls(cluster=fields.string("cluster"), group_id=non_empty_id(fields, "group_id"),
-                   group_type=fields.string("group_type"), group_state=fields.string("group_state"),
-                   topics=tuple(fields.strings("topics")), partitions=_offset_rows(fields, "partitions"),
-                   planned_at=fields.number("planned_at"))
+        return cls(**group_change_fields(fields), topics=tuple(fields.strings("topics")),
+                   partitions=_offset_rows(fields, "partitions"), planned_at=fields.number("planned_at"))
 
 
 @dataclass(frozen=True)
-class DeleteGroupPlan:
+class DeleteGroupPlan(GroupChangePlan):
     """Delete the group (its offsets with it) and, for a Streams group when asked, its internal topics."""
 
-    cluster: str
-    group_id: str
-    group_type: str
-    group_state: str
     offsets: tuple[GroupOffset, ...]
     """What the group has now (gone with it)."""
     delete_topics: tuple[str, ...]
     planned_at: float
 
-    @property
-    def target(self) -> str:
-        return f"group {self.group_id}"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
     @classmethod
-    def from_dict(cls, data) -> DeleteGroupPlan:
+    def from_dict(cls, data: object) -> DeleteGroupPlan:
         fields = PlanFields(data, "a kpulse delete-group plan")
-        return cls(cluster=fields.string("cluster"), group_id=non_empty_id(fields, "group_id"),
-                   group_type=fields.string("group_type"), group_state=fields.string("group_state"),
-                   offsets=_offset_rows(fields, "offsets"), delete_topics=tuple(fields.strings("delete_topics")),
-                   planned_at=fields.number("planned_at"))
+        return cls(**group_change_fields(fields), offsets=_offset_rows(fields, "offsets"),
+                   delete_topics=tuple(fields.strings("delete_topics")), planned_at=fields.number("planned_at"))

@@ -17,6 +17,7 @@ import csv
 import io
 import json
 from dataclasses import asdict, dataclass, field
+from typing import Any, TypedDict
 
 from operations.errors import BadInput
 from operations.numbers import PARTITION, parse_integer, parse_integers
@@ -118,8 +119,42 @@ class PartitionReset:
 
 
 @dataclass(frozen=True)
-class ResetPlan:
-    """What a reset would do; changes nothing. Export with :meth:`to_json` / :meth:`to_csv`."""
+class GroupPlan:
+    """What every plan on one group starts with; the plans of :mod:`operations.group_plans` and
+    :class:`ResetPlan` extend it."""
+
+    cluster: str
+    group_id: str
+
+    @property
+    def target(self) -> str:
+        return f"group {self.group_id}"
+
+
+@dataclass(frozen=True)
+class GroupOffsetsPlan(GroupPlan):
+    """A plan that moves a group's offsets: :class:`ResetPlan`,
+    :class:`operations.group_plans.StreamsGroupResetPlan` and
+    :class:`operations.group_plans.ShareResetPlan`; each adds ``planned_at`` and what is its own."""
+
+    group_state: str
+    strategy: Strategy
+    scope: Scope
+    partitions: tuple[PartitionReset, ...]
+
+    def new_offsets(self) -> dict[TopicPartition, int]:
+        return {(p.topic, p.partition): p.new for p in self.partitions}
+
+    def to_csv(self) -> str:
+        """The official tools' single-group export format: ``topic,partition,offset`` lines."""
+        return "".join(f"{p.topic},{p.partition},{p.new}\n" for p in self.partitions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "scope": scope_dict(self.scope)}
+
+
+class GroupOffsetsFields(TypedDict):
+    """The fields of :class:`GroupOffsetsPlan`, as a saved plan gives them."""
 
     cluster: str
     group_id: str
@@ -127,13 +162,23 @@ class ResetPlan:
     strategy: Strategy
     scope: Scope
     partitions: tuple[PartitionReset, ...]
+
+
+def group_offsets_fields(fields: PlanFields) -> GroupOffsetsFields:
+    """The :class:`GroupOffsetsPlan` fields of a saved plan, every one checked."""
+    strategy = fields.section("strategy")
+    return GroupOffsetsFields(cluster=fields.string("cluster"), group_id=non_empty_id(fields, "group_id"),
+                              group_state=fields.string("group_state"), strategy=strategy_from(strategy),
+                              scope=scope_from(fields.section("scope")), partitions=partition_rows(fields, "partitions"))
+
+
+@dataclass(frozen=True)
+class ResetPlan(GroupOffsetsPlan):
+    """What a reset would do; changes nothing. Export with :meth:`to_json` / :meth:`to_csv`."""
+
     planned_at: float
     """Epoch seconds."""
     warnings: tuple[str, ...] = field(default=())
-
-    @property
-    def target(self) -> str:
-        return f"group {self.group_id}"
 
     @property
     def total_replayed(self) -> int:
@@ -143,15 +188,8 @@ class ResetPlan:
     def total_skipped(self) -> int:
         return sum(p.skipped for p in self.partitions)
 
-    def new_offsets(self) -> dict[TopicPartition, int]:
-        return {(p.topic, p.partition): p.new for p in self.partitions}
-
-    def to_csv(self) -> str:
-        """The official tool's single-group export format: ``topic,partition,offset`` lines."""
-        return "".join(f"{p.topic},{p.partition},{p.new}\n" for p in self.partitions)
-
-    def to_dict(self) -> dict:
-        plain = {**asdict(self), "scope": scope_dict(self.scope)}
+    def to_dict(self) -> dict[str, Any]:
+        plain = super().to_dict()
         for row, partition in zip(plain["partitions"], self.partitions):
             row.update(lag_before=partition.lag_before, lag_after=partition.lag_after,
                        replayed=partition.replayed, skipped=partition.skipped)
@@ -161,15 +199,10 @@ class ResetPlan:
         return json.dumps(self.to_dict(), indent=2)
 
     @classmethod
-    def from_dict(cls, data) -> ResetPlan:
+    def from_dict(cls, data: object) -> ResetPlan:
         """The plan ``to_dict`` wrote; every field's type checked (:mod:`operations.plan_fields`)."""
         fields = PlanFields(data, "a kpulse reset plan")
-        strategy = fields.section("strategy")
-        return cls(cluster=fields.string("cluster"), group_id=non_empty_id(fields, "group_id"),
-                   group_state=fields.string("group_state"),
-                   strategy=Strategy(strategy.string("name"), strategy.string("value", optional=True)),
-                   scope=scope_from(fields.section("scope")),
-                   partitions=partition_rows(fields, "partitions"), planned_at=fields.number("planned_at"),
+        return cls(**group_offsets_fields(fields), planned_at=fields.number("planned_at"),
                    warnings=tuple(fields.strings("warnings", optional=True)))
 
 
@@ -190,6 +223,11 @@ def scope_from(scope: PlanFields) -> Scope:
             scope.check_integer(f"topics[{index}][1][{i}]", p, PARTITION) for i, p in enumerate(item[1]))
         topics.append((item[0], chosen))
     return Scope(all_topics=scope.boolean("all_topics"), topics=tuple(topics))
+
+
+def strategy_from(strategy: PlanFields) -> Strategy:
+    """The :class:`Strategy` a saved plan's ``strategy`` section holds."""
+    return Strategy(strategy.string("name"), strategy.string("value", optional=True))
 
 
 def non_empty_id(fields: PlanFields, key: str) -> str:

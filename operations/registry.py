@@ -3,14 +3,14 @@ waits for a second operator, its plan type, how a plan is summed up and shown, a
 and executed through :class:`operations.service.Operations`.
 
 Access checks (:mod:`operations.access`), approvals (:mod:`operations.approvals` and
-:meth:`Operations.approve`), the CLI (:mod:`operations.cli_args`, :mod:`operations.commands`) and the
+:meth:`Operations.approve`), the CLI (:mod:`cli.operation_args`, :mod:`cli.operation_commands`) and the
 dashboard's action flow (``dashboard/actions.py``, ``dashboard/services/plans.py``, the Operations
 page) read :data:`OPERATIONS` instead of branching on plan types or operation names.
 
 Adding an operation: a plan module (a frozen plan type with ``cluster``, ``target``, ``to_dict``
 and ``from_dict``), an executor (applied through :meth:`Operations.run`: authorized, locked,
 audited), one :class:`Operation` here, its form in ``dashboard/action_forms.py`` and its
-subcommand (``operations/cli_args.py`` for the flags, ``operations/commands.py`` for the printing).
+subcommand (``cli/operation_args.py`` for the flags, ``cli/operation_commands.py`` for the printing).
 ``tests/test_ops_registry.py`` checks that every part is there.
 """
 
@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 from operations.group_plans import DeleteGroupPlan, DeleteOffsetsPlan, ShareResetPlan, StreamsGroupResetPlan
-from operations.leaders import ElectionPlan
+from operations.election_plan import ElectionPlan
 from operations.offset_plan import ResetPlan
 from operations.reassign_plan import ReassignmentPlan
 from operations.roles import ADMIN, OPERATOR
-from operations.streams_reset import LOCAL_STATE_NOTE, StreamsResetPlan
+from operations.streams_reset_plan import LOCAL_STATE_NOTE, StreamsResetPlan
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -38,7 +38,8 @@ from kpulse.kafka.group_describe import read_group
 from operations.group_requests import GroupRequests
 from operations.internal_topics import refuse_internal_topics
 from operations.kafka_reads import TIMEOUT, GroupListing, all_groups, metadata
-from operations.leaders import ElectionOutcome, ElectionPlan, execute_election, plan_election
+from operations.election import ElectionOutcome, execute_election
+from operations.election_plan import ElectionPlan, plan_election
 from operations.offset_plan import ResetPlan, Scope, Strategy
 from operations.offset_reset import ResetOutcome, check_saved_plan, execute_offset_reset, plan_offset_reset
 from operations.preflight import PrincipalPermissions, require
@@ -48,7 +49,8 @@ from operations.registry import (
     APPROVABLE, DELETE_GROUP, DELETE_OFFSETS, ELECT_LEADERS, REASSIGN_CANCEL, REASSIGN_EXECUTE, REASSIGN_VERIFY,
     RESET_OFFSETS, RESET_SHARE_GROUP, RESET_STREAMS_APP, RESET_STREAMS_GROUP, operation,
 )
-from operations.streams_reset import StreamsResetOutcome, StreamsResetPlan, execute_streams_reset, plan_streams_reset
+from operations.streams_reset import StreamsResetOutcome, execute_streams_reset, plan_streams_reset
+from operations.streams_reset_plan import StreamsResetPlan
 
 
 class Operations:

@@ -1,27 +1,13 @@
-"""Kafka Streams application reset with the semantics of ``kafka-streams-application-reset``
-(Kafka 4.x ``StreamsResetter``):
+"""Kafka Streams application reset (``kafka-streams-application-reset``): the planner (reads the
+cluster, changes nothing) and the executor (re-checks, commits, deletes, reads back). The plan, its
+semantics and the decision of whose an internal topic is are :mod:`operations.streams_reset_plan`.
 
-1. input topics: the group's offsets go to the beginning, or where the chosen strategy says
-   (``--to-offset``, ``--shift-by``, ``--to-datetime``, ``--by-duration``, ``--to-latest``,
-   ``--from-file``), clamped to the log; ``--shift-by`` starts from the log end of a partition
-   without a committed offset (the resetter's consumer falls back to ``latest``);
-2. intermediate topics: offsets to the end of the log;
-3. internal topics, deleted: topics named ``<application.id>-...`` that end in ``-changelog``,
-   ``-repartition``, ``-subscription-registration-topic`` or ``-subscription-response-topic``
-   (or the foreign-key join ``-KTABLE-FK-JOIN-SUBSCRIPTION-...-<n>-topic`` forms), except topics
-   named as input or intermediate; ``--internal-topics`` narrows the set to a subset;
-4. output topics: untouched; local state: each instance must run ``KafkaStreams#cleanUp()`` (or
-   delete ``<state.dir>/<application.id>``) before it starts again.
-
-An application id is a prefix of others' (``kpulse`` of ``kpulse-demo-streams``), so an internal
-topic belongs to the *longest* existing application id its name starts with (followed by ``-``):
-``kpulse-demo-streams-order-counts-changelog`` is never ``kpulse``'s while a group
-``kpulse-demo-streams`` exists. The application id must exist as a group (listed, or with
-committed offsets). Refused while the application, or any existing application whose id starts
-with ``<application.id>-`` and could own one of its candidate topics, has active members, or is a
-streams- or share-protocol group (this reset reads classic and consumer groups; a Streams group is
-reset by ``reset-streams-group``, which ``reset-streams-app`` picks by the group's type). The executor checks
-all of it again, so a stale, saved or approved plan deletes nothing another application owns.
+The application id must exist as a group (listed, or with committed offsets). Refused while the
+application, or any existing application whose id starts with ``<application.id>-`` and could own
+one of its candidate topics, has active members, or is a streams- or share-protocol group (this
+reset reads classic and consumer groups; a Streams group is reset by ``reset-streams-group``, which
+``reset-streams-app`` picks by the group's type). The executor checks all of it again, so a stale,
+saved or approved plan deletes nothing another application owns.
 
 The group's offsets are read and committed through the group requests (kafka-python, as in
 :mod:`operations.offset_reset`), never through librdkafka (#5040).
@@ -32,42 +18,21 @@ did-you-mean, never a silent skip.
 
 from __future__ import annotations
 
-import re
 import time
-from dataclasses import asdict, dataclass
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 
 from kpulse.kafka.clients import error_text
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
 from operations.group_requests import GroupRequests
-from operations.internal_topics import refuse_internal_topics
-from operations.offset_plan import PartitionReset, Strategy, choose_offsets, non_empty_id, partition_rows
+from operations.internal_topics import is_internal_topic, refuse_internal_topics
+from operations.offset_plan import PartitionReset, Strategy, choose_offsets
 from operations.offset_reset import (
     committed_offsets, kafka_errors_text, listed_groups, offsets_at_time, read_plan_file, refuse_empty_id,
     refuse_invalid_offsets, stopped_group, strategy_timestamp_ms,
 )
-from operations.plan_fields import PlanFields
-
-STREAMS_STRATEGIES = ("to-earliest", "to-latest", "to-offset", "shift-by", "to-datetime", "by-duration", "from-file")
-LOCAL_STATE_NOTE = ("Local state is not reset: before restarting, every instance must call KafkaStreams#cleanUp() "
-                    "or delete <state.dir>/{app} (default ${{java.io.tmpdir}}/kafka-streams/{app}).")
-_INTERNAL_SUFFIXES = ("-changelog", "-repartition", "-subscription-registration-topic", "-subscription-response-topic")
-_FK_JOIN = re.compile(r".+-KTABLE-FK-JOIN-SUBSCRIPTION-(REGISTRATION|RESPONSE)-\d+-topic\Z")
-
-
-def is_internal_topic(application_id: str, topic: str) -> bool:
-    """Whether ``topic`` is named as an internal topic of ``application_id`` (see
-    :func:`topic_owners` for whose it is)."""
-    return topic.startswith(application_id + "-") and (topic.endswith(_INTERNAL_SUFFIXES) or bool(_FK_JOIN.match(topic)))
-
-
-def topic_owners(application_id: str, topics, applications) -> dict[str, str]:
-    """Pure: each of ``topics`` (internal topic names of ``application_id``) -> the application
-    that owns it: the longest of ``applications`` (existing group ids) and ``application_id`` that
-    the name starts with, followed by ``-``."""
-    candidates = [g for g in applications if g.startswith(application_id + "-")] + [application_id]
-    return {t: max((g for g in candidates if t.startswith(g + "-")), key=len) for t in topics}
+from operations.streams_reset_plan import STREAMS_STRATEGIES, StreamsResetPlan, topic_owners
 
 
 @dataclass(frozen=True)
@@ -79,55 +44,6 @@ class _Application:
     """Internal topics of the application, by name and ownership."""
     foreign: dict[str, str]
     """Topics named like its internal topics that belong to a longer application id -> that id."""
-
-
-@dataclass(frozen=True)
-class StreamsResetPlan:
-    cluster: str
-    application_id: str
-    group_state: str
-    strategy: Strategy
-    input: tuple[PartitionReset, ...]
-    intermediate: tuple[PartitionReset, ...]
-    delete_topics: tuple[str, ...]
-    """Internal topics to delete."""
-    untouched: tuple[str, ...]
-    """Other topics the application has offsets on (output or forgotten input): left alone."""
-    planned_at: float
-    foreign: tuple[tuple[str, str], ...] = ()
-    """(topic, application id): topics named like internal topics of this application that belong
-    to another application whose id is longer; left alone."""
-
-    @property
-    def target(self) -> str:
-        return f"app {self.application_id}"
-
-    @property
-    def local_state_note(self) -> str:
-        return LOCAL_STATE_NOTE.format(app=self.application_id)
-
-    def new_offsets(self) -> dict[tuple[str, int], int]:
-        return {(p.topic, p.partition): p.new for p in self.input + self.intermediate}
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "local_state_note": self.local_state_note}
-
-    @classmethod
-    def from_dict(cls, data) -> StreamsResetPlan:
-        """The plan ``to_dict`` wrote; every field's type checked (:mod:`operations.plan_fields`)."""
-        fields = PlanFields(data, "a kpulse Streams reset plan")
-        strategy = fields.section("strategy")
-        foreign = []
-        for index, pair in enumerate(fields.list("foreign", optional=True) or []):
-            if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
-                fields.fail(f"foreign[{index}]", f"expected [topic, application id], got {pair!r}")
-            foreign.append((pair[0], pair[1]))
-        return cls(cluster=fields.string("cluster"), application_id=non_empty_id(fields, "application_id"),
-                   group_state=fields.string("group_state"),
-                   strategy=Strategy(strategy.string("name"), strategy.string("value", optional=True)),
-                   input=partition_rows(fields, "input"), intermediate=partition_rows(fields, "intermediate"),
-                   delete_topics=tuple(fields.strings("delete_topics")), untouched=tuple(fields.strings("untouched")),
-                   planned_at=fields.number("planned_at"), foreign=tuple(foreign))
 
 
 @dataclass(frozen=True)
@@ -263,9 +179,9 @@ def execute_streams_reset(admin, requests: GroupRequests, plan: StreamsResetPlan
     except OperationError as error:
         failure = str(error)
     committed_all = failure is None and not any(errors.values())
-    delete_errors = _delete_topics(admin, plan.delete_topics) if committed_all else {}
+    delete_errors = delete_topics(admin, plan.delete_topics) if committed_all else {}
     after = committed_offsets(requests, plan.application_id)
-    remaining = (_wait_deleted(admin, [t for t in plan.delete_topics if t not in delete_errors], settle_seconds)
+    remaining = (wait_deleted(admin, [t for t in plan.delete_topics if t not in delete_errors], settle_seconds)
                  if committed_all else [])
     kept = () if committed_all else plan.delete_topics
     partitions = []
@@ -288,7 +204,7 @@ def execute_streams_reset(admin, requests: GroupRequests, plan: StreamsResetPlan
     return StreamsResetOutcome(result, tuple(partitions), deleted, error, plan.local_state_note)
 
 
-def _delete_topics(admin, topics) -> dict[str, str]:
+def delete_topics(admin, topics) -> dict[str, str]:
     if not topics:
         return {}
     errors = {}
@@ -300,7 +216,7 @@ def _delete_topics(admin, topics) -> dict[str, str]:
     return errors
 
 
-def _wait_deleted(admin, topics: list[str], settle_seconds: float) -> list[str]:
+def wait_deleted(admin, topics: list[str], settle_seconds: float) -> list[str]:
     deadline = time.monotonic() + settle_seconds
     while True:
         existing = kafka_reads.all_topics(admin)

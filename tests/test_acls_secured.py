@@ -217,7 +217,7 @@ def test_an_election_and_a_reassignment_need_alter_on_the_cluster(secure_cluster
     from kpulse.config import load_config
     from operations.access import User
     from operations.errors import Refused
-    from operations.leaders import ElectionPlan, LeaderMove
+    from operations.election_plan import ElectionPlan, LeaderMove
     from operations.service import Operations
 
     plan = ElectionPlan("secure", ((TOPIC, (0,)),), (LeaderMove(TOPIC, 0, 1, 1, True),), time.time())

@@ -222,7 +222,7 @@ def test_a_reset_plan_still_survives_its_json_round_trip():
 
 
 def streams_plan_dict() -> dict:
-    from operations.streams_reset import StreamsResetPlan
+    from operations.streams_reset_plan import StreamsResetPlan
 
     plan = StreamsResetPlan(cluster="c", application_id="app", group_state="Empty", strategy=Strategy("to-earliest"),
                             input=(PartitionReset("in", 0, 5, 0, 9, 0),), intermediate=(PartitionReset("mid", 0, 1, 0, 4, 4),),
@@ -241,7 +241,7 @@ def streams_plan_dict() -> dict:
     (lambda d: d.update(application_id=""), r"application_id: empty"),
 ])
 def test_an_edited_streams_plan_fails_in_one_line_naming_the_field(change, field):
-    from operations.streams_reset import StreamsResetPlan
+    from operations.streams_reset_plan import StreamsResetPlan
 
     data = streams_plan_dict()
     change(data)

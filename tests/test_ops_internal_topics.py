@@ -16,10 +16,10 @@ from operations import kafka_reads
 from operations.access import User
 from operations.errors import Refused
 from operations.internal_topics import is_kafka_internal_topic
-from operations.leaders import ElectionPlan, LeaderMove, plan_election
+from operations.election_plan import ElectionPlan, LeaderMove, plan_election
 from operations.offset_plan import ResetPlan, Scope, Strategy
 from operations.reassign_plan import ReassignmentPlan
-from operations.streams_reset import StreamsResetPlan
+from operations.streams_reset_plan import StreamsResetPlan
 from tests.conftest import kpulse, one_error_line
 from tests.support import admin_for, commit, committed, config_file, create_topic, operations_for, produce
 

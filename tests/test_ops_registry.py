@@ -20,13 +20,13 @@ from operations.errors import NotAuthorized, Refused
 from operations.group_plans import (
     DeleteGroupPlan, DeleteOffsetsPlan, GroupOffset, ShareResetPlan, StreamsGroupResetPlan,
 )
-from operations.leaders import ElectionPlan, LeaderMove
+from operations.election_plan import ElectionPlan, LeaderMove
 from operations.offset_plan import PartitionReset, ResetPlan, Scope, Strategy
 from operations.reassign_plan import PartitionMove, ReassignmentPlan
 from operations.registry import APPROVABLE, OPERATIONS, for_entity, of_entity, of_plan, operation
 from operations.roles import ROLES, VIEWER
 from operations.service import Operations
-from operations.streams_reset import StreamsResetPlan
+from operations.streams_reset_plan import StreamsResetPlan
 
 ROOT = Path(__file__).resolve().parent.parent
 RESET_ROW = PartitionReset(topic="orders", partition=0, current=5, log_start=0, log_end=9, new=0)
@@ -94,8 +94,8 @@ def registry_problems(entries, *, plan_types, forms, parsers, handlers, subcomma
 def parts() -> dict:
     from cli.main import build_parser
     from dashboard.action_forms import FORMS
-    from operations.cli_args import APPROVALS, PARSERS
-    from operations.commands import HANDLERS
+    from cli.operation_args import APPROVALS, PARSERS
+    from cli.operation_commands import HANDLERS
 
     subcommands = next(action.choices for action in build_parser()._actions if action.dest == "command")
     return {"plan_types": planned_types(), "forms": set(FORMS), "parsers": set(PARSERS),

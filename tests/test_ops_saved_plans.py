@@ -146,7 +146,7 @@ def test_a_saved_plan_still_valid_is_applied_and_read_back(admin, group, config,
 
 
 def test_a_streams_plan_with_offsets_outside_the_log_is_refused_and_nothing_changes(admin, group, tmp_path, bootstrap):
-    from operations.streams_reset import StreamsResetPlan
+    from operations.streams_reset_plan import StreamsResetPlan
 
     operations = operations_for(tmp_path, bootstrap)
     rows = (PartitionReset(TOPIC, 0, 5, 0, 10, 3), PartitionReset(TOPIC, 1, 6, 0, 12, 12 + 1_000_000),

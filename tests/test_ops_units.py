@@ -183,7 +183,7 @@ class Topic:
 
 
 def test_an_election_plan_lists_misled_partitions_and_which_can_be_elected_now():
-    from operations.leaders import plan_election
+    from operations.election_plan import plan_election
 
     topics = {"t": Topic([Partition([1, 2], 1, [1, 2]), Partition([2, 3], 3, [3, 2]), Partition([3, 1], 1, [1])]),
               "__consumer_offsets": Topic([Partition([1, 2], 2, [1, 2])])}
@@ -205,7 +205,7 @@ def test_an_election_plan_lists_misled_partitions_and_which_can_be_elected_now()
 ])
 def test_an_internal_topic_belongs_to_the_longest_existing_application_id_it_starts_with(
         application, topic, existing, owner):
-    from operations.streams_reset import topic_owners
+    from operations.streams_reset_plan import topic_owners
 
     assert topic_owners(application, [topic], existing) == {topic: owner}
 

@@ -18,7 +18,7 @@ from operations.access import User
 from operations.offset_plan import STRATEGIES, Scope, Strategy
 from operations.reassign_plan import ReassignmentPlan
 from operations.registry import REASSIGN, REASSIGN_CANCEL, REASSIGN_EXECUTE, REASSIGN_VERIFY, of_plan, operation
-from operations.streams_reset import STREAMS_STRATEGIES
+from operations.streams_reset_plan import STREAMS_STRATEGIES
 
 VALUE_HINTS = {"to-offset": "offset, e.g. 100", "shift-by": "shift, e.g. -50",
                "to-datetime": "YYYY-MM-DDTHH:mm:SS.sss (UTC)", "by-duration": "ISO-8601 duration, e.g. PT30M"}

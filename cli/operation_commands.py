@@ -1,4 +1,4 @@
-"""The operations subcommands of ``kpulse``: identity and printing (arguments: :mod:`operations.cli_args`;
+"""The operations subcommands of ``kpulse``: identity and printing (arguments: :mod:`cli.operation_args`;
 planning and executing: :class:`operations.service.Operations`).
 
 Who acts on the command line: without a users file, the OS user, with the admin role (a
@@ -17,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
+from cli.operation_args import APPROVALS, AUDIT, USERS
 from kpulse.progress import Progress
 from operations.access import FAILED_LOGIN, users_file
-from operations.cli_args import APPROVALS, AUDIT, COMMANDS, USERS, add_parsers  # noqa: F401 - cli.main's entry points
 from operations.errors import BadInput, LoginFailed, NotAuthorized
 from operations.numbers import JAVA_LONG, PARTITION, parse_integer, parse_integers
 from operations.offset_plan import STRATEGIES
