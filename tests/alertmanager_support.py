@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from collections.abc import Iterator
+from typing import Any
 
 import yaml
 
@@ -29,7 +30,8 @@ class Recorder:
     :attr:`release` is set. Stop with :meth:`close`."""
 
     def __init__(self, statuses: tuple[int, ...] = (200,), *, hold: bool = False) -> None:
-        self.requests: list[tuple[str, str, object]] = []
+        self.requests: list[tuple[str, str, Any]] = []
+        """(method, path, the JSON body as ``json.loads`` reads it, or None)."""
         self.statuses = list(statuses)
         self.arrived = threading.Event()
         self.release = threading.Event()

@@ -38,10 +38,10 @@ def wait_for_dashboard(port: int, process: subprocess.Popen | None = None, timeo
     """Until the dashboard on ``port`` answers its health check; fails when ``process`` exits first."""
     deadline = time.monotonic() + timeout
     while not dashboard_healthy(port):
-        exited = process is not None and process.poll() is not None
-        assert not exited and time.monotonic() < deadline, (
+        returncode = process.poll() if process is not None else None
+        assert returncode is None and time.monotonic() < deadline, (
             f"the dashboard did not answer its health check on port {port}"
-            + (f" (it exited with {process.returncode})" if exited else ""))
+            + (f" (it exited with {returncode})" if returncode is not None else ""))
         time.sleep(0.5)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from kpulse.lake.store import SNAPSHOT_DIR, LakeWriter
 
@@ -83,7 +84,7 @@ def write_lake(path: str, now: float, *, groups: int = 12, partitions_per_group:
         for collector in ("cluster_metadata", "broker_metrics", "consumer_lag", "streams_apps", "probe"):
             statuses.append({"time": t, "cluster": CLUSTER, "collector": collector, "up": True,
                              "duration_seconds": 0.1})
-    snapshot_groups = []
+    snapshot_groups: list[dict[str, Any]] = []
     for index in range(groups):
         name = _group_name(index)
         expected.groups.append(name)
@@ -208,6 +209,7 @@ def _slo_rows(now: float, groups: int, every_group: bool) -> tuple[list[dict], l
 
 def _snapshot(taken: float, topics: int, partitions_per_group: int, groups: list[dict], rebalance_start: float,
               rebalance_end: float, alert_rows: list[dict]) -> dict:
+    brokers: list[dict[str, Any]]
     brokers = [{"id": b, "up": b != 3, "partition_count": LOAD[b][0], "leader_count": LOAD[b][1],
                 "preferred_leader_count": LOAD[b][1], "request_handler_idle_ratio": IDLE[b] if b != 3 else None,
                 "network_processor_idle_ratio": 0.8 if b != 3 else None,

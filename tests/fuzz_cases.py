@@ -152,7 +152,8 @@ def csv_files(draw, w: World, topics: list[str]) -> tuple[bytes, bool]:
 def from_file_cases(draw, w: World) -> Case:
     group = draw(st.one_of(st.just(w.groups["file"]), st.just(w.groups["file"]), hostile_names([w.groups["file"]])))
     source = draw(st.sampled_from(["file"] * 8 + ["dir", "missing"]))
-    files, malformed = (), False
+    files: tuple[tuple[str, bytes], ...] = ()
+    malformed = False
     if source == "file":
         content, malformed = draw(csv_files(w, [w.topic_a, w.topic_b]))
         files, path = (("plan.csv", content),), "{file:plan.csv}"
@@ -292,7 +293,8 @@ def streams_cases(draw, w: World) -> Case:
 def election_cases(draw, w: World) -> Case:
     topic = draw(hostile_names([w.topic_a, w.topic_b, w.topic_r]))
     kind = draw(st.sampled_from(["default", "all", "topic", "topic-partition", "json", "json", "partition-only"]))
-    argv, files, malformed, execute = ["--config", w.config, "elect-leaders"], (), False, False
+    argv, malformed, execute = ["--config", w.config, "elect-leaders"], False, False
+    files: tuple[tuple[str, bytes], ...] = ()
     if kind == "all":
         argv.append("--all-topic-partitions")
     if kind in ("topic", "topic-partition"):
@@ -549,9 +551,9 @@ def seeds(w: World, operation: str) -> list[Case]:
     if operation == "audit-show":
         return [Case(("--config", w.audit_config, "audit", "show", "--since=P99999999999D"))]
     if operation == "approvals-approve":
-        base = json.dumps(w.base_reset_plans[w.groups["approve"]][0])
+        plan_json = json.dumps(w.base_reset_plans[w.groups["approve"]][0])
         return [Case(("--config", cfg, "approvals", "approve", "{request}"), execute=True, group=w.groups["approve"],
-                     approval=(who, base)) for who in ("mallory", "victor")]
+                     approval=(who, plan_json)) for who in ("mallory", "victor")]
     if operation in GROUP_OPERATIONS:
         return _group_seeds(w, operation)
     raise KeyError(operation)

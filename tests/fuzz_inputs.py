@@ -32,7 +32,7 @@ HOSTILE_NAMES = (
 """Markdown, control characters, shell metacharacters, lengths and look-alikes (no NUL, no
 surrogates: neither reaches a command line)."""
 
-_TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=40)
+_TEXT = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=40)
 
 
 @dataclass(frozen=True)

@@ -345,7 +345,8 @@ class Harness:
         if kind == "offset":
             return min(max(value, start), end)
         if kind == "shift":
-            base = row.get("current") if type(row.get("current")) is int else end
+            current = row.get("current")
+            base = current if type(current) is int else end
             return min(max(base + value, start), end)
         if row["topic"] not in self.world.counts:
             return None
@@ -393,6 +394,7 @@ class Harness:
             return ["changed the cluster although " + ("the command failed" if code != 0 else "it was not executed")]
         problems = []
         target, operation = case.group, case.operation
+        assert operation is not None  # the world's snapshot is taken for the group operations only
         inactive = {"reset-streams-group": {w.streams_group}, "reset-share-group": {w.share_group},
                     "delete-offsets": {w.groups["delete"], w.groups["offsets"], w.streams_group, w.share_group},
                     "delete-group": {w.groups["delete"], w.groups["offsets"], w.streams_group, w.share_group}}[operation]

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING
 from tests.fuzz_inputs import FIRST_RECORD_MS, MINUTE_MS
 
 if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
+
     from tests.fuzz_operations import Harness
 
 LIBRDKAFKA_LOG = logging.getLogger("tests.fuzz.librdkafka")
@@ -84,11 +86,17 @@ class World:
         self.audit_config = str(self.workdir / "audit.yaml")
         self.users = self.workdir / "users.yaml"
         self.os_user = getpass.getuser()
-        self.admin = None
+        self._admin: AdminClient | None = None
         self.base_reset_plans: dict[str, list[dict]] = {}
         self.base_reassign_plan: dict = {}
         self.internal_move: list[int] = []
         """Replicas of ``__consumer_offsets-0`` in another order (a reassignment that moves leadership)."""
+
+    @property
+    def admin(self) -> AdminClient:
+        """The harness's Admin client (made by :meth:`build`)."""
+        assert self._admin is not None, "build() first"
+        return self._admin
 
     def build(self, harness: Harness) -> None:
         from confluent_kafka import TopicPartition
@@ -97,7 +105,7 @@ class World:
         from operations.access import UsersFile
 
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.admin = AdminClient({"bootstrap.servers": self.bootstrap, "logger": LIBRDKAFKA_LOG})
+        self._admin = AdminClient({"bootstrap.servers": self.bootstrap}, logger=LIBRDKAFKA_LOG)
         keep = {"retention.ms": "-1"}
         topics = [NewTopic(t, len(c), 3, config=keep) for t, c in self.counts.items() if t != self.topic_r]
         topics.append(NewTopic(self.topic_r, num_partitions=3, replica_assignment=[[1, 2], [1, 2], [1, 2]], config=keep))
@@ -288,7 +296,7 @@ class World:
 
         if not tps:
             return {}
-        ends = {}
+        ends: dict[tuple[str, int], list[int]] = {}
         for spec in (OffsetSpec.earliest(), OffsetSpec.latest()):
             futures = self.admin.list_offsets({TopicPartition(t, p): spec for t, p in tps}, request_timeout=15)
             for tp, future in futures.items():

@@ -26,7 +26,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 import yaml
@@ -153,7 +153,7 @@ class PrometheusServer:
 
 
 @contextmanager
-def running_prometheus(directory: Path, jobs: list[dict[str, Any]], rule_files: list[Path] = (),
+def running_prometheus(directory: Path, jobs: list[dict[str, Any]], rule_files: Sequence[Path] = (),
                        timeout: float = 180) -> Iterator[PrometheusServer]:
     """A started :class:`PrometheusServer` with every target up; stopped at exit."""
     directory.mkdir(parents=True, exist_ok=True)

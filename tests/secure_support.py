@@ -21,7 +21,8 @@ def seed(cluster: SecureCluster) -> None:
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    settings = cluster.admin_settings()
+    # of confluent-kafka's value type: its stubs take a dict (invariant), not a Mapping
+    settings: dict[str, str | int | float | bool] = {**cluster.admin_settings()}
     admin = AdminClient(settings)
     futures = admin.create_topics([NewTopic(TOPIC, 3, 1),
                                    NewTopic(UNDER_MIN_ISR_TOPIC, 2, 1, config={"min.insync.replicas": "2"})])
@@ -42,7 +43,7 @@ def forget(cluster: SecureCluster, *, topics: tuple[str, ...] = (), groups: tupl
     count its topics and groups."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(cluster.admin_settings())
+    admin = AdminClient({**cluster.admin_settings()})  # a dict of confluent-kafka's value type (see seed)
     futures = list(admin.delete_consumer_groups(list(groups), request_timeout=20).values()) if groups else []
     futures += list(admin.delete_topics(list(topics), operation_timeout=20).values()) if topics else []
     for future in futures:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta, UTC
 from pathlib import Path
@@ -369,7 +370,7 @@ def set_share_auto_offset_reset(bootstrap: str, group: str, reset: str = "earlie
 
 @contextmanager
 def start_share_consumer(bootstrap: str, topic: str, group: str, *, earliest: bool = True,
-                         extra_args: list[str] = ()):
+                         extra_args: Sequence[str] = ()):
     """``kafka-console-share-consumer --topic topic --group group`` as a subprocess (a member of
     share group ``group``, acknowledging what it prints) until the block ends; stopped then. With
     ``earliest``, the group reads from the log start (:func:`set_share_auto_offset_reset` first).
