@@ -1,5 +1,6 @@
 """lag_arrays applies the rules of lag_math and lag_status to every group partition at once: it must
-answer exactly what the per-partition reference (tests/lag_oracle.py) answers, cycle after cycle,
+answer exactly what those rules answer one partition at a time (``OffsetHistory`` and
+``estimate_lag_seconds``, ``StatusTracker`` and ``evaluate_partition``), cycle after cycle,
 whatever the offsets do (move, stall, rewind, vanish, come back, dip for a reading or two after a
 failover, go backwards with a recreated or truncated topic) and however the groups and partitions come and go."""
 
@@ -12,9 +13,12 @@ import numpy as np
 import pytest
 
 from collectors.lag.lag_arrays import REASONS, STATUS_BY_CODE, LagArrays
-from collectors.lag.lag_math import DEFAULT_DIP_READINGS, REASON_LOG_END_BELOW_HISTORY, REASON_NO_HISTORY
+from collectors.lag.lag_math import (
+    DEFAULT_DIP_READINGS, REASON_LOG_END_BELOW_HISTORY, REASON_NO_HISTORY, OffsetHistory, estimate_lag_seconds,
+    partition_lag,
+)
+from collectors.lag.lag_status import StatusTracker
 from kpulse.lag_contract import PartitionStatus
-from tests.lag_oracle import OffsetHistory, StatusTracker, estimate_lag_seconds, partition_lag
 
 TOPICS = [("a", 0), ("a", 1), ("b", 0), ("c", 0), ("c", 1), ("c", 2)]
 GROUPS = ["g1", "g2", "g3", "g4"]
@@ -158,8 +162,8 @@ RISING = [(100 + 10 * second, float(second)) for second in range(11)]
 
 
 def both_cycles(readings, consumption, dip_readings=3):
-    """RISING, then ``readings`` ((log end, now)), through the oracle and the arrays: the answers
-    to ``consumption`` at each reading (the same from both) and the table after each."""
+    """RISING, then ``readings`` ((log end, now)), through the per-partition rules and the arrays: the
+    answers to ``consumption`` at each reading (the same from both) and the table after each."""
     reference, lag = Reference(60, 10, 3, 900.0, dip_readings), LagArrays(dip_readings=dip_readings)
     tp = ("t", 0)
     for end, now in RISING:

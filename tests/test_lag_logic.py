@@ -1,19 +1,24 @@
-"""Lag, time lag and Burrow-style status: the rules (collectors/lag/lag_math.py, lag_status.py) one
-partition at a time (tests/lag_oracle.py), and the group sums, on tables of hand-computed cases."""
+"""Lag, time lag and Burrow-style status one partition at a time (the rules of
+collectors/lag/lag_math.py and lag_status.py), and the group sums, on tables of hand-computed cases:
+the status rules as a numbered table of cases per rule, and each rule's function on its own."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import pytest
 
 from collectors.lag.lag_math import (
     REASON_LOG_END_BELOW_HISTORY, REASON_NO_COMMIT, REASON_NO_HISTORY, REASON_NO_LOG_END, REASON_NO_RATE,
-    PartitionTotal, max_over_partitions, sum_over_partitions,
+    HistoryPoint, OffsetHistory, PartitionTotal, estimate_lag_seconds, max_over_partitions, partition_lag,
+    sum_over_partitions,
+)
+from collectors.lag.lag_status import (
+    OffsetObservation, PartitionWindow, StatusTracker, caught_up_once, evaluate_partition, lag_growing,
+    no_observation, offset_rewound, offset_unchanged, stalled, stopped, stuck_too_long, too_few_observations,
+    worst_status,
 )
 from kpulse.lag_contract import PartitionStatus
-from tests.lag_oracle import (
-    HistoryPoint, OffsetHistory, OffsetObservation, PartitionWindow, StatusTracker, estimate_lag_seconds,
-    evaluate_partition, lag_seconds, lag_seconds_with_reason, partition_lag, worst_status,
-)
 
 OK, WARN, REWIND, STALL, STOP, ERR = (PartitionStatus.OK, PartitionStatus.WARN, PartitionStatus.REWIND,
                                       PartitionStatus.STALL, PartitionStatus.STOP, PartitionStatus.ERR)
@@ -108,6 +113,19 @@ def test_history_needs_two_points():
 
 
 # --- time lag -----------------------------------------------------------------------------------
+
+def lag_seconds_with_reason(history: OffsetHistory, topic: str, partition: int, committed: int | None,
+                            log_end: int | None, now: float) -> tuple[float | None, str | None]:
+    """``(seconds, None)`` or ``(None, reason)``: :func:`estimate_lag_seconds` without ``extrapolated``."""
+    estimate = estimate_lag_seconds(history, topic, partition, committed, log_end, now)
+    return estimate.seconds, estimate.reason
+
+
+def lag_seconds(history: OffsetHistory, topic: str, partition: int, committed: int | None,
+                log_end: int | None, now: float) -> float | None:
+    """Seconds behind, 0.0 when caught up, ``None`` when it cannot be told."""
+    return estimate_lag_seconds(history, topic, partition, committed, log_end, now).seconds
+
 
 # Log end 1000 at t=100, 1100 at t=101, idle (plateau) until t=103, 1400 at t=104. now = 105.
 SHARED = [(1000, 100.0), (1100, 101.0), (1100, 102.0), (1100, 103.0), (1400, 104.0)]
@@ -223,7 +241,7 @@ def test_sums_over_partitions_say_how_many_partitions_were_left_out(values, comm
     assert maximum.partial is summed.partial
 
 
-# --- Burrow-style status ------------------------------------------------------------------------
+# --- Burrow-style status: a table of cases per rule ---------------------------------------------
 
 def _window(committed, log_end, start=0.0, step=10.0):
     assert len(committed) == len(log_end)
@@ -231,29 +249,33 @@ def _window(committed, log_end, start=0.0, step=10.0):
 
 
 @pytest.mark.parametrize("committed, log_end, has_members, expected", [
-    # rule 1
+    # Rule 0: no observation -> None
+    pytest.param([], [], True, None, id="no observation has no status"),
+    # Rule 1: the lag is 0 in any observation of the window (caught up at least once) -> OK
     pytest.param([10, 20, 30], [10, 40, 60], True, OK, id="zero lag beats growing lag"),
     pytest.param([50, 50, 50], [50, 60, 70], True, OK, id="zero lag beats stall"),
     pytest.param([50, 50, 50], [50, 60, 70], False, OK, id="zero lag beats stop"),
     pytest.param([100], [100], True, OK, id="one caught-up observation is enough for OK"),
-    # rule 2
-    pytest.param([], [], True, None, id="no observation has no status"),
+    # Rule 2: fewer than min_observations (3) observations -> None
     pytest.param([100, 110], [150, 170], True, None, id="two lagging observations are too few"),
-    # rule 3
+    # Rule 3: the committed offset decreased between two consecutive observations -> REWIND
     pytest.param([100, 120, 90, 110], [200, 210, 220, 230], True, REWIND, id="rewind"),
     pytest.param([100, 90, 95], [150, 150, 160], True, REWIND, id="rewind beats growing lag"),
     pytest.param([100, 80, 80, 80], [150, 160, 170, 180], True, REWIND, id="rewind beats the stall after it"),
     pytest.param([100, 80, 80, 80], [150, 160, 170, 180], False, REWIND, id="rewind beats the stop after it"),
-    # rules 5 and 6
+    # Rule 4: committed offset unchanged for longer than err_after_seconds -> ERR
+    #   (cases in test_stuck_partition_escalates_to_err: they need the time the offset got stuck)
+    # Rule 5: committed offset unchanged across the window, group has active members -> STALL
     pytest.param([100, 100, 100], [150, 160, 170], True, STALL, id="members but offset does not move"),
     pytest.param([100, 100, 100], [150, 150, 150], True, STALL, id="stall with an idle producer"),
+    # Rule 6: committed offset unchanged across the window, group has no members -> STOP
     pytest.param([100, 100, 100], [150, 160, 170], False, STOP, id="no members and offset does not move"),
     pytest.param([100, 100, 100, 100], [150, 160, 170, 180], False, STOP, id="stop beats growing lag"),
-    # rule 7
+    # Rule 7: lag never decreased between consecutive observations and grew overall -> WARN
     pytest.param([100, 110, 120, 130], [200, 220, 240, 260], True, WARN, id="lag grows every poll"),
     pytest.param([100, 110, 120, 130], [200, 220, 230, 260], True, WARN, id="lag grows with a flat step"),
     pytest.param([100, 100, 120], [150, 160, 180], True, WARN, id="growing lag with a repeated offset is not stall"),
-    # rule 8
+    # Rule 8: otherwise -> OK
     pytest.param([100, 110, 120], [150, 160, 170], True, OK, id="flat lag of a consumer keeping pace"),
     pytest.param([100, 110, 120], [150, 150, 180], True, OK, id="lag goes down and up"),
     pytest.param([100, 200, 300], [400, 420, 440], True, OK, id="catching up"),
@@ -274,6 +296,39 @@ def test_partition_status_rules(committed, log_end, has_members, expected):
 def test_stuck_partition_escalates_to_err(stuck_since, now, has_members, expected):
     observations = _window([100, 100, 100], [150, 160, 170])
     assert evaluate_partition(observations, now, has_members, stuck_since=stuck_since) == expected
+
+
+@pytest.mark.parametrize("rule, committed, log_end, matches", [
+    pytest.param(no_observation, [], [], True, id="rule 0: an empty window"),
+    pytest.param(no_observation, [100], [150], False, id="rule 0: one observation"),
+    pytest.param(caught_up_once, [100, 110], [150, 110], True, id="rule 1: the last observation caught up"),
+    pytest.param(caught_up_once, [100, 110], [101, 111], False, id="rule 1: one record behind throughout"),
+    pytest.param(partial(too_few_observations, min_observations=3), [100, 110], [150, 170], True,
+                 id="rule 2: two of three"),
+    pytest.param(partial(too_few_observations, min_observations=3), [100, 110, 120], [150, 170, 190], False,
+                 id="rule 2: three of three"),
+    pytest.param(offset_rewound, [100, 120, 90, 110], [200, 210, 220, 230], True, id="rule 3: down once"),
+    pytest.param(offset_rewound, [100, 100, 120], [150, 160, 180], False, id="rule 3: repeated, never down"),
+    pytest.param(offset_unchanged, [100, 100, 100], [150, 160, 170], True, id="rules 4 to 6: the same offset"),
+    pytest.param(offset_unchanged, [100, 90, 100], [150, 160, 170], False,
+                 id="rules 4 to 6: back where it started is not unchanged"),
+    pytest.param(partial(stuck_too_long, now=920.0, stuck_since=None, err_after_seconds=900.0),
+                 [100, 100, 100], [150, 160, 170], True, id="rule 4: the window started 920 s ago"),
+    pytest.param(partial(stuck_too_long, now=920.0, stuck_since=None, err_after_seconds=900.0),
+                 [100, 110, 120], [150, 160, 170], False, id="rule 4: moving for 920 s"),
+    pytest.param(partial(stalled, has_members=True), [100, 100, 100], [150, 160, 170], True, id="rule 5: members"),
+    pytest.param(partial(stalled, has_members=False), [100, 100, 100], [150, 160, 170], False,
+                 id="rule 5: no members"),
+    pytest.param(partial(stopped, has_members=False), [100, 100, 100], [150, 160, 170], True,
+                 id="rule 6: no members"),
+    pytest.param(partial(stopped, has_members=True), [100, 100, 100], [150, 160, 170], False, id="rule 6: members"),
+    pytest.param(lag_growing, [100, 110, 120], [200, 220, 240], True, id="rule 7: grows every poll"),
+    pytest.param(lag_growing, [100, 110, 120], [150, 160, 170], False, id="rule 7: flat"),
+    pytest.param(lag_growing, [100, 110, 120], [150, 150, 180], False, id="rule 7: down once, then up"),
+])
+def test_each_rule_on_its_own(rule, committed, log_end, matches):
+    """Each rule's function says what its rule says, on a window of polls 10 s apart from t=0."""
+    assert rule(_window(committed, log_end)) is matches
 
 
 def test_err_only_for_a_stuck_offset():

@@ -1,11 +1,13 @@
-"""Share groups without a cluster: the status rules (collectors/share/share_status.py) on tables of
-hand-made windows, the collector's section and lake rows from readings a fake GroupReader hands it
-(the real reader against the real cluster and the official tool: tests/test_share_groups.py), the
-Prometheus series rendered from a snapshot section, with hostile names as label values."""
+"""Share groups without a cluster: the status rules (collectors/share/share_status.py) on a numbered
+table of hand-made windows per rule and each rule's function on its own, the collector's section and
+lake rows from readings a fake GroupReader hands it (the real reader against the real cluster and
+the official tool: tests/test_share_groups.py), the Prometheus series rendered from a snapshot
+section, with hostile names as label values."""
 
 from __future__ import annotations
 
 import threading
+from functools import partial
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -14,7 +16,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from alerting.rules import rule_by_name
 from collectors.protocol import CollectContext
 from collectors.share.share_groups import REASON_NOT_INITIALISED, ShareGroupsCollector, ShareGroupsUnreadable
-from collectors.share.share_status import Reading, ShareWindows, partition_status, worst
+from collectors.share.share_status import (
+    Reading, ShareWindows, acknowledged_everything_once, falling_behind, no_progress, no_reading, not_consuming,
+    partition_status, stalled, too_few_readings, worst,
+)
 from exporters.prometheus import SnapshotExporter
 from kpulse.config.model import ClusterConfig
 from kpulse.kafka.group_model import (GroupListing, GroupReadError, ShareGroup, ShareMember, SharePartitionOffset,
@@ -29,33 +34,63 @@ def window(*readings: tuple[int, int]) -> list[Reading]:
     return [Reading(start, lag) for start, lag in readings]
 
 
-# --- the status rules, one window at a time -----------------------------------------------------------
+# --- the status rules, one window at a time: a table of cases per rule -------------------------------
 
 @pytest.mark.parametrize("readings, members, expected", [
+    # Rule 0: no reading -> None
     pytest.param([], True, None, id="no reading -> no status"),
+    # Rule 1: the lag is 0 in any reading of the window (everything acknowledged once) -> OK
     pytest.param([(0, 0)], True, OK, id="lag 0 at once -> OK (rule 1 before the minimum)"),
     pytest.param([(10, 5), (10, 0), (10, 9), (10, 9)], True, OK,
                  id="lag 0 once in the window -> OK whatever followed"),
+    # Rule 2: fewer than min_observations (3) readings -> None
     pytest.param([(10, 5), (10, 5)], True, None, id="two readings, lag > 0 -> too few, no status"),
+    # Rule 3: no progress (start offset still, lag never went down), members -> STALLED
     pytest.param([(10, 5), (10, 5), (10, 5)], True, STALLED, id="flat lag, start still, members -> STALLED"),
     pytest.param([(10, 5), (10, 7), (10, 9)], True, STALLED, id="lag grows, start still, members -> STALLED"),
+    # Rule 4: no progress, no members -> NOT_CONSUMING
     pytest.param([(10, 5), (10, 7), (10, 9)], False, NOT_CONSUMING, id="the same without members -> NOT_CONSUMING"),
     pytest.param([(10, 5), (10, 5), (10, 5)], False, NOT_CONSUMING, id="flat lag, no members -> NOT_CONSUMING"),
+    # Rule 5: the lag never went down and grew overall (the start offset moves) -> WARN
+    pytest.param([(10, 5), (12, 7), (14, 9)], True, WARN,
+                 id="start moves, lag never falls and grows -> WARN: acknowledging, falling behind"),
+    pytest.param([(10, 5), (12, 7), (14, 9)], False, WARN, id="WARN does not depend on members"),
+    pytest.param([(10, 5), (10, 5), (11, 5), (11, 6)], True, WARN,
+                 id="start moved once in the window and the lag grew by one -> WARN, not STALLED"),
+    # Rule 6: otherwise -> OK
     pytest.param([(10, 5), (11, 5), (12, 5)], True, OK,
                  id="start moves, lag flat -> OK: acknowledging as fast as records arrive"),
     pytest.param([(10, 5), (10, 4), (10, 6)], True, OK,
                  id="start still but the lag went down once -> OK: records acknowledged out of order"),
-    pytest.param([(10, 5), (12, 7), (14, 9)], True, WARN,
-                 id="start moves, lag never falls and grows -> WARN: acknowledging, falling behind"),
-    pytest.param([(10, 5), (12, 7), (14, 9)], False, WARN, id="WARN does not depend on members"),
     pytest.param([(10, 5), (12, 7), (14, 6)], True, OK, id="lag fell at the end -> OK"),
-    pytest.param([(10, 5), (10, 5), (11, 5), (11, 6)], True, WARN,
-                 id="start moved once in the window and the lag grew by one -> WARN, not STALLED"),
     pytest.param([(10, 5), (10, 5), (11, 5), (11, 5)], True, OK,
                  id="start moved once in the window, lag flat -> OK"),
 ])
 def test_partition_status(readings, members, expected):
     assert partition_status(window(*readings), members) == expected
+
+
+@pytest.mark.parametrize("rule, readings, matches", [
+    pytest.param(no_reading, [], True, id="rule 0: an empty window"),
+    pytest.param(no_reading, [(10, 5)], False, id="rule 0: one reading"),
+    pytest.param(acknowledged_everything_once, [(10, 5), (12, 0)], True, id="rule 1: the last reading at lag 0"),
+    pytest.param(acknowledged_everything_once, [(10, 1), (12, 1)], False, id="rule 1: one record left throughout"),
+    pytest.param(partial(too_few_readings, min_observations=3), [(10, 5), (10, 5)], True, id="rule 2: two of three"),
+    pytest.param(partial(too_few_readings, min_observations=3), [(10, 5)] * 3, False, id="rule 2: three of three"),
+    pytest.param(no_progress, [(10, 5), (10, 7), (10, 9)], True, id="rules 3 and 4: start still, lag up"),
+    pytest.param(no_progress, [(10, 5), (10, 4), (10, 6)], False, id="rules 3 and 4: the lag went down once"),
+    pytest.param(no_progress, [(10, 5), (11, 5), (11, 5)], False, id="rules 3 and 4: the start moved once"),
+    pytest.param(partial(stalled, has_members=True), [(10, 5)] * 3, True, id="rule 3: members"),
+    pytest.param(partial(stalled, has_members=False), [(10, 5)] * 3, False, id="rule 3: no members"),
+    pytest.param(partial(not_consuming, has_members=False), [(10, 5)] * 3, True, id="rule 4: no members"),
+    pytest.param(partial(not_consuming, has_members=True), [(10, 5)] * 3, False, id="rule 4: members"),
+    pytest.param(falling_behind, [(10, 5), (12, 7), (14, 9)], True, id="rule 5: the lag grows"),
+    pytest.param(falling_behind, [(10, 5), (12, 5), (14, 5)], False, id="rule 5: flat"),
+    pytest.param(falling_behind, [(10, 5), (12, 4), (14, 9)], False, id="rule 5: down once, then up"),
+])
+def test_each_rule_on_its_own(rule, readings, matches):
+    """Each rule's function says what its rule says, on a window of ``(start offset, lag)`` readings."""
+    assert rule(window(*readings)) is matches
 
 
 def test_the_minimum_number_of_readings_is_a_parameter():

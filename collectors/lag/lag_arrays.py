@@ -1,11 +1,11 @@
 """The rules of ``lag_math`` (offset lag, time lag) and ``lag_status`` (Burrow-style status) applied
 to every group partition of a cycle at once, on numpy arrays. Pure: no I/O.
 
-``tests/lag_oracle.py`` (``OffsetHistory`` + ``estimate_lag_seconds``, ``StatusTracker``) applies
-the rules one partition at a time and is their reference; this module must give the same answers
-(``tests/test_lag_arrays.py`` replays random cycles through both). It exists for speed: at 10,000
-group partitions the per-partition objects cost ~0.1 s a cycle on a static cluster and ~0.2 s
-when log ends move (every history holding its 60 points), where the arrays take a few ms.
+``lag_math`` (``OffsetHistory`` and ``estimate_lag_seconds``) and ``lag_status`` (``StatusTracker``
+and ``evaluate_partition``, one function per rule) apply the rules one partition at a time and are
+their statement; this module must give the same answers (``tests/test_lag_arrays.py`` replays random
+cycles through both). It is for speed: the collector's cycle at 10,000 group partitions, where
+Python objects per partition take tenths of a second and the arrays a few milliseconds.
 
 Layout. Every (topic, partition) with a log end history owns a row of ``_offsets``/``_times``
 (``max_points`` columns); every (group, topic, partition) with a status window owns a row of the
@@ -129,8 +129,7 @@ class LagArrays:
     # --- the history of log ends ---------------------------------------------------------------
 
     def record(self, partitions: Sequence[tuple[str, int]], log_ends: Sequence[int], now: float) -> None:
-        """This cycle's log end of each partition (``OffsetHistory.record`` of tests/lag_oracle.py, for
-        each)."""
+        """This cycle's log end of each partition (``lag_math.OffsetHistory.record`` for each)."""
         if self._recorded is not None and self._recorded[0] == partitions:  # the same partitions as last time
             rows = self._recorded[1]
         else:
@@ -258,7 +257,7 @@ class LagArrays:
             self._stuck_since = _grown(self._stuck_since, size, np.nan)
 
     def _observe(self, rows: np.ndarray, committed: np.ndarray, log_end: np.ndarray, now: float) -> None:
-        """``PartitionWindow.add`` of tests/lag_oracle.py for each row (each row appears once)."""
+        """``lag_status.PartitionWindow.observe`` for each row (each row appears once)."""
         entries = self._entries[rows]
         newer = (entries == 0) | (now > self._observed[rows, -1])
         rows, committed, log_end, entries = rows[newer], committed[newer], log_end[newer], entries[newer]
@@ -274,8 +273,7 @@ class LagArrays:
 
     def _lag_seconds(self, rows: np.ndarray, committed: np.ndarray, log_end: np.ndarray,
                      now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``estimate_lag_seconds`` of tests/lag_oracle.py for each partition, its history already
-        recorded."""
+        """``lag_math.estimate_lag_seconds`` for each partition, its history already recorded."""
         count = len(rows)
         seconds = np.full(count, np.nan)
         reason = np.zeros(count, np.int8)
@@ -339,40 +337,41 @@ class LagArrays:
         return seconds, reason, extrapolated
 
     def _status(self, rows: np.ndarray, has_members: np.ndarray, now: float) -> np.ndarray:
-        """The rules of ``lag_status`` for each window row (``evaluate_partition`` of tests/lag_oracle.py)."""
+        """The rules of ``lag_status`` for each window row (``lag_status.evaluate_partition``); a
+        partition is decided by the first rule that matches it, as ``undecided`` tracks."""
         entries = self._entries[rows]
         width = self.window_size
         used = np.arange(width)[None, :] >= (width - entries)[:, None]
         lags, committed = self._lags[rows], self._committed[rows]
         status = np.zeros(len(rows), np.int8)
-        undecided = entries > 0
-        caught_up = undecided & ((lags == 0) & used).any(axis=1)
+        undecided = entries > 0  # Rule 0: no observation, no status
+        caught_up = undecided & ((lags == 0) & used).any(axis=1)  # Rule 1
         status[caught_up] = _OK
-        undecided &= ~caught_up & (entries >= self.min_observations)
+        undecided &= ~caught_up & (entries >= self.min_observations)  # Rule 2: too few, no status
         pairs = used[:, :-1]  # both cells of a pair are used when the left one is
-        fell = ((committed[:, 1:] < committed[:, :-1]) & pairs).any(axis=1)
+        fell = ((committed[:, 1:] < committed[:, :-1]) & pairs).any(axis=1)  # Rule 3
         status[undecided & fell] = _REWIND
         undecided &= ~fell
         first = np.minimum(width - entries, width - 1)
         r = np.arange(len(rows))
         first_committed, first_time = committed[r, first], self._observed[rows, first]
-        stuck = undecided & (first_committed == committed[:, -1])
+        stuck = undecided & (first_committed == committed[:, -1])  # never fell (rule 3), so: never moved
         stuck_since = self._stuck_since[rows]
         since = np.where(np.isnan(stuck_since), first_time, np.minimum(stuck_since, first_time))
-        err = stuck & (now - since > self.err_after_seconds)
+        err = stuck & (now - since > self.err_after_seconds)  # Rule 4
         status[err] = _ERR
-        status[stuck & ~err] = np.where(has_members[stuck & ~err], _STALL, _STOP)
+        status[stuck & ~err] = np.where(has_members[stuck & ~err], _STALL, _STOP)  # Rules 5 and 6
         undecided &= ~stuck
         first_lag = lags[r, first]
-        grew = (lags[:, -1] > first_lag) & ~((lags[:, 1:] < lags[:, :-1]) & pairs).any(axis=1)
+        grew = (lags[:, -1] > first_lag) & ~((lags[:, 1:] < lags[:, :-1]) & pairs).any(axis=1)  # Rule 7
         status[undecided & grew] = _WARN
-        status[undecided & ~grew] = _OK
+        status[undecided & ~grew] = _OK  # Rule 8
         return status
 
 
 def _after(left_offset, left_time, right_offset, right_time, committed, now: float) -> np.ndarray:
-    """Seconds since the log end was ``committed``, between two points (as ``estimate_lag_seconds``
-    of tests/lag_oracle.py)."""
+    """Seconds since the log end was ``committed``, between two points (as ``lag_math``'s
+    ``_interpolated_moment``)."""
     rate = (right_offset - left_offset) / (right_time - left_time)
     moment = left_time + (committed - left_offset) / rate
     return np.maximum(0.0, now - moment)

@@ -1,8 +1,10 @@
 """Consumer lag in offsets and in seconds: the rules, their defaults and reasons, and a group's
 sums over its partitions. Pure, no I/O.
 
-``collectors/lag/lag_arrays.py`` applies these rules to every group partition of a cycle at once;
-``tests/lag_oracle.py`` states them one partition at a time, as the reference it is tested against.
+:func:`partition_lag`, :class:`OffsetHistory` (the table of one partition, kept between cycles) and
+:func:`estimate_lag_seconds` state the rules one partition at a time; ``collectors/lag/lag_arrays.py``
+applies them to every group partition of a cycle at once, on arrays, for speed, and
+``tests/test_lag_arrays.py`` replays random cycles through both and requires the same answers.
 
 Offset lag (DOMAIN §2) is ``log end - committed``, clamped at 0; a partition without a committed
 offset has no lag value (``None``, never 0).
@@ -68,8 +70,10 @@ the answer is partial, never a silently smaller number that looks complete.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
 
 DEFAULT_MAX_POINTS = 60
 DEFAULT_DIP_READINGS = 3
@@ -82,6 +86,166 @@ REASON_LOG_END_BELOW_HISTORY = "log end offset is below the recorded history (to
 REASON_BEYOND_HISTORY = "committed offset is beyond the recorded history"
 REASON_NO_RATE = "log end offset did not move in the recorded history, so there is no rate to extrapolate"
 
+
+def partition_lag(committed: int | None, log_end: int | None) -> int | None:
+    """Offset lag of one partition: ``log_end - committed`` clamped at 0.
+
+    ``None`` when the group has no committed offset (``None`` or negative: Kafka answers -1 for
+    "no commit") or the log end is unknown (``None`` or negative).
+    """
+    if committed is None or committed < 0 or log_end is None or log_end < 0:
+        return None
+    return max(0, log_end - committed)
+
+
+# --- time lag: the table of one partition, and the estimate read from it ------------------------------
+
+@dataclass(frozen=True, slots=True)
+class HistoryPoint:
+    """One row of a partition's lookup table."""
+
+    log_end_offset: int
+    """The partition's log end offset (high watermark) as read in one collection cycle."""
+    time: float
+    """Wall-clock time of that read, epoch seconds."""
+
+
+class TimeLagEstimate(NamedTuple):
+    """The answer of :func:`estimate_lag_seconds`: a value, or ``None`` with the reason."""
+
+    seconds: float | None
+    """Seconds the group is behind (>= 0); 0.0 when caught up; ``None`` when it cannot be told."""
+    reason: str | None = None
+    """Why ``seconds`` is ``None`` (one of the ``REASON_*`` texts or "not enough history (n point)");
+    ``None`` whenever ``seconds`` has a value."""
+    extrapolated: bool = False
+    """True when the committed offset was older than the table and the time was extrapolated
+    (less trustworthy than an interpolated value)."""
+
+
+class OffsetHistory:
+    """Per (topic, partition) bounded tables of recent ``(log end offset, wall time)`` points.
+
+    Feed it with :meth:`record` once per collection cycle, before asking
+    :func:`estimate_lag_seconds`. Not thread-safe.
+    """
+
+    def __init__(self, max_points: int = DEFAULT_MAX_POINTS, dip_readings: int = DEFAULT_DIP_READINGS) -> None:
+        if max_points < 2:
+            raise ValueError(f"max_points must be at least 2 (interpolation needs two points), got {max_points}")
+        if dip_readings < 1:
+            raise ValueError(f"dip_readings must be at least 1, got {dip_readings}")
+        self.max_points = max_points
+        self.dip_readings = dip_readings
+        self._tables: dict[tuple[str, int], deque[HistoryPoint]] = {}
+        self._dips: dict[tuple[str, int], int] = {}
+        """(topic, partition) -> consecutive readings below its table's newest point, when > 0."""
+
+    def record(self, topic: str, partition: int, log_end_offset: int, time: float) -> None:
+        """Add this cycle's log end offset of one partition, by the rules of the table (module
+        docstring): out of order ignored, a dip not recorded until it is another log, plateaus
+        kept as their two edges, bounded."""
+        key = (topic, partition)
+        point = HistoryPoint(log_end_offset, time)
+        table = self._tables.get(key)
+        if table is None:
+            self._tables[key] = deque([point], maxlen=self.max_points)
+            return
+        newest = table[-1]
+        if time <= newest.time:  # out of order
+            return
+        if log_end_offset < newest.log_end_offset:  # below the newest point: a dip, or another log
+            readings = self._dips.get(key, 0) + 1
+            if readings < self.dip_readings:  # a dip (a leader failover): not a point of the log
+                self._dips[key] = readings
+                return
+            self._dips.pop(key, None)  # below for dip_readings readings: another log (recreated, truncated)
+            table.clear()
+            table.append(point)
+            return
+        self._dips.pop(key, None)  # at or above the newest point: a dip, if any, is over
+        if log_end_offset == newest.log_end_offset and len(table) >= 2 and table[-2].log_end_offset == log_end_offset:
+            table[-1] = point  # plateau: move its right edge forward
+            return
+        table.append(point)
+
+    def points(self, topic: str, partition: int) -> tuple[HistoryPoint, ...]:
+        """The partition's table, oldest first (empty when never recorded)."""
+        return tuple(self._tables.get((topic, partition), ()))
+
+    def forget(self, topic: str, partition: int) -> None:
+        """Drop one partition's table (topic deleted, partition no longer monitored)."""
+        self._tables.pop((topic, partition), None)
+        self._dips.pop((topic, partition), None)
+
+    def known_partitions(self) -> list[tuple[str, int]]:
+        """Every (topic, partition) that has a table, sorted."""
+        return sorted(self._tables)
+
+
+def estimate_lag_seconds(history: OffsetHistory, topic: str, partition: int, committed: int | None,
+                         log_end: int | None, now: float) -> TimeLagEstimate:
+    """Seconds the group at ``committed`` is behind, with the reason when it cannot be told.
+
+    ``log_end`` is the partition's current log end and ``now`` the current wall time. If the
+    caller has not recorded ``(log_end, now)`` in ``history`` yet, that point is used as the
+    newest point without being stored. A ``log_end`` below the newest point but not below the
+    oldest is a dip: the table's newest point stands for it (the offset lag stays as read).
+    """
+    if committed is None or committed < 0:
+        return TimeLagEstimate(None, REASON_NO_COMMIT)
+    if log_end is None or log_end < 0:
+        return TimeLagEstimate(None, REASON_NO_LOG_END)
+    points = history.points(topic, partition)
+    if points and points[0].log_end_offset <= log_end < points[-1].log_end_offset:
+        log_end = points[-1].log_end_offset  # a dip within the table
+    if committed >= log_end:
+        return TimeLagEstimate(0.0)  # caught up
+
+    if not points:
+        return TimeLagEstimate(None, REASON_NO_HISTORY)
+    newest = points[-1]
+    if log_end < newest.log_end_offset:  # below the whole table: it cannot place the committed offset
+        return TimeLagEstimate(None, REASON_LOG_END_BELOW_HISTORY)
+    if log_end > newest.log_end_offset and now > newest.time:
+        points = (*points, HistoryPoint(log_end, now))  # the current log end, not recorded yet
+    if len(points) < 2:
+        return TimeLagEstimate(None, f"not enough history ({len(points)} point)")
+
+    moment = _interpolated_moment(points, committed)
+    if moment is not None:
+        return TimeLagEstimate(max(0.0, now - moment))
+    if committed >= points[-1].log_end_offset:
+        return TimeLagEstimate(None, REASON_BEYOND_HISTORY)
+    moment = _extrapolated_moment(points, committed)
+    if moment is None:
+        return TimeLagEstimate(None, REASON_NO_RATE)
+    return TimeLagEstimate(max(0.0, now - moment), extrapolated=True)
+
+
+def _interpolated_moment(points: Sequence[HistoryPoint], committed: int) -> float | None:
+    """When the log end was at ``committed``, interpolated between the two points around it; ``None``
+    when it is outside the table. Segments are half-open ``[left, right)``: an offset on a plateau
+    falls in the segment leaving the plateau, so the latest time the log end sat there wins."""
+    for left, right in zip(points, points[1:]):
+        if left.log_end_offset <= committed < right.log_end_offset:
+            rate = (right.log_end_offset - left.log_end_offset) / (right.time - left.time)
+            return left.time + (committed - left.log_end_offset) / rate
+    return None
+
+
+def _extrapolated_moment(points: Sequence[HistoryPoint], committed: int) -> float | None:
+    """When the log end was at ``committed``, below the table's oldest point: back from the oldest
+    point at the rate of the oldest segment in which the log end rose; ``None`` when it never rose."""
+    oldest = points[0]
+    for left, right in zip(points, points[1:]):
+        if right.log_end_offset > left.log_end_offset:
+            rate = (right.log_end_offset - left.log_end_offset) / (right.time - left.time)
+            return oldest.time - (oldest.log_end_offset - committed) / rate
+    return None
+
+
+# --- a group's sums over its partitions ---------------------------------------------------------------
 
 class PartitionTotal(NamedTuple):
     """A group's sum (or worst value) over its partitions, some of which may be unknown."""
@@ -108,8 +272,10 @@ def max_over_partitions(values: Sequence[float | None], committed: Sequence[int 
     return _over_partitions(values, committed, max)
 
 
-def _over_partitions(values, committed, combine: Callable) -> PartitionTotal:
-    known, unknown = [], 0
+def _over_partitions(values: Sequence[float | None], committed: Sequence[int | None],
+                     combine: Callable[[list[float]], float]) -> PartitionTotal:
+    known: list[float] = []
+    unknown = 0
     for value, offset in zip(values, committed):
         if value is not None:
             known.append(value)

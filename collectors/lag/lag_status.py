@@ -1,8 +1,11 @@
 """Burrow-style consumer status over a sliding window of offset observations: the rules, their
 defaults and the statuses. Pure, no I/O.
 
-``collectors/lag/lag_arrays.py`` applies these rules to every group partition of a cycle at once;
-``tests/lag_oracle.py`` states them one window at a time, as the reference it is tested against.
+Each rule is a function below, named and numbered as in the table; :func:`evaluate_partition`
+applies them in order to the window of one partition, :class:`PartitionWindow` keeps that window
+between polls and :class:`StatusTracker` the windows of every group. ``collectors/lag/lag_arrays.py``
+applies the same rules to every group partition of a cycle at once, on arrays, for speed;
+``tests/test_lag_arrays.py`` replays random cycles through both and requires the same answers.
 
 Burrow (``core/internal/evaluator/caching.go``) looks at the last N (default 10) offsets a group
 *committed* for a partition. kpulse does not see commits: it polls committed offsets and log ends
@@ -57,8 +60,248 @@ grows for everyone downstream); ERR is STALL or STOP that has lasted.
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from kpulse.lag_contract import PartitionStatus
+
 DEFAULT_WINDOW_SIZE = 10
 DEFAULT_MIN_OBSERVATIONS = 3
 DEFAULT_ERR_AFTER_SECONDS = 900.0
 
 
+@dataclass(frozen=True, slots=True)
+class OffsetObservation:
+    """One poll of one partition of one group."""
+
+    time: float
+    """Wall-clock time of the poll, epoch seconds."""
+    committed: int
+    """The group's committed offset (next record it will read); >= 0. A partition without a
+    committed offset has no lag and must not be observed."""
+    log_end: int
+    """The partition's log end offset (high watermark) read in the same poll."""
+    lag: int = field(init=False, compare=False)
+    """Offset lag, ``log_end - committed`` clamped at 0."""
+
+    def __post_init__(self) -> None:
+        if self.committed < 0:
+            raise ValueError(f"committed offset must be >= 0, got {self.committed} (no commit: do not observe)")
+        object.__setattr__(self, "lag", self.log_end - self.committed if self.log_end > self.committed else 0)
+
+
+Window = Sequence[OffsetObservation]
+"""The observations of one partition, oldest first."""
+
+
+# --- the rules, one function each, in the order they are applied -----------------------------------
+
+def no_observation(window: Window) -> bool:
+    """Rule 0: no observation -> no status (``None``)."""
+    return not window
+
+
+def caught_up_once(window: Window) -> bool:
+    """Rule 1: the lag is 0 in any observation of the window (caught up at least once) -> OK."""
+    return any(observation.lag == 0 for observation in window)
+
+
+def too_few_observations(window: Window, min_observations: int) -> bool:
+    """Rule 2: fewer than ``min_observations`` observations -> no status (``None``): no data is not
+    good data."""
+    return len(window) < min_observations
+
+
+def offset_rewound(window: Window) -> bool:
+    """Rule 3: the committed offset decreased between two consecutive observations -> REWIND."""
+    return any(later.committed < earlier.committed for earlier, later in pairwise(window))
+
+
+def offset_unchanged(window: Window) -> bool:
+    """The committed offset is the same in every observation of the window: the condition that rules
+    4, 5 and 6 share (the lag is > 0 throughout, or rule 1 would have matched)."""
+    return all(observation.committed == window[0].committed for observation in window)
+
+
+def seconds_stuck(window: Window, now: float, stuck_since: float | None) -> float:
+    """How long the committed offset has been unchanged at ``now``: since ``stuck_since`` (the first
+    poll that saw it, which may be older than the window) or, when that is not known, since the
+    window's first observation, whichever is earlier."""
+    first = window[0].time
+    since = first if stuck_since is None else min(stuck_since, first)
+    return now - since
+
+
+def stuck_too_long(window: Window, now: float, stuck_since: float | None, err_after_seconds: float) -> bool:
+    """Rule 4: the committed offset is unchanged across the window and has been for longer than
+    ``err_after_seconds`` -> ERR."""
+    return offset_unchanged(window) and seconds_stuck(window, now, stuck_since) > err_after_seconds
+
+
+def stalled(window: Window, has_members: bool) -> bool:
+    """Rule 5: the committed offset is unchanged across the window and the group has active members
+    (a poison record, a hung poll loop) -> STALL."""
+    return has_members and offset_unchanged(window)
+
+
+def stopped(window: Window, has_members: bool) -> bool:
+    """Rule 6: the committed offset is unchanged across the window and the group has no members
+    (nobody consumes) -> STOP."""
+    return not has_members and offset_unchanged(window)
+
+
+def lag_growing(window: Window) -> bool:
+    """Rule 7: the lag never decreased between consecutive observations and grew overall (last lag >
+    first lag) -> WARN."""
+    return window[-1].lag > window[0].lag and all(later.lag >= earlier.lag for earlier, later in pairwise(window))
+
+
+def evaluate_partition(observations: Window, now: float, has_members: bool, *,
+                       stuck_since: float | None = None,
+                       min_observations: int = DEFAULT_MIN_OBSERVATIONS,
+                       err_after_seconds: float = DEFAULT_ERR_AFTER_SECONDS) -> PartitionStatus | None:
+    """The status of one partition: the rules applied in order to its window (``observations``,
+    oldest first); the first that matches decides, rule 8 when none does.
+
+    ``stuck_since`` is the time the current committed offset was first seen (from before the
+    window if known); defaults to the window's first observation.
+    """
+    window = observations
+    if no_observation(window):  # Rule 0
+        return None
+    if caught_up_once(window):  # Rule 1
+        return PartitionStatus.OK
+    if too_few_observations(window, min_observations):  # Rule 2
+        return None
+    if offset_rewound(window):  # Rule 3
+        return PartitionStatus.REWIND
+    if stuck_too_long(window, now, stuck_since, err_after_seconds):  # Rule 4
+        return PartitionStatus.ERR
+    if stalled(window, has_members):  # Rule 5
+        return PartitionStatus.STALL
+    if stopped(window, has_members):  # Rule 6
+        return PartitionStatus.STOP
+    if lag_growing(window):  # Rule 7
+        return PartitionStatus.WARN
+    return PartitionStatus.OK  # Rule 8: otherwise
+
+
+def worst_status(statuses: Iterable[PartitionStatus | None]) -> PartitionStatus | None:
+    """The most severe status (the group's status from its partitions'), skipping ``None``; ``None``
+    when there is none."""
+    known = [status for status in statuses if status is not None]
+    return max(known, key=lambda status: status.severity) if known else None
+
+
+# --- the windows between polls ----------------------------------------------------------------------
+
+class PartitionWindow:
+    """The last ``size`` observations of one partition of one group, and since when its committed
+    offset has not moved."""
+
+    __slots__ = ("_observations", "stuck_since")
+
+    def __init__(self, size: int = DEFAULT_WINDOW_SIZE) -> None:
+        self._observations: deque[OffsetObservation] = deque(maxlen=size)
+        self.stuck_since: float | None = None
+        """Time of the first observation carrying the current committed offset (it may have been
+        unchanged before kpulse started watching); ``None`` before the first observation."""
+
+    def observe(self, observation: OffsetObservation) -> None:
+        """Append a poll result; one not newer than the newest observation is ignored (out of order)."""
+        window = self._observations
+        if window and observation.time <= window[-1].time:
+            return
+        if not window or observation.committed != window[-1].committed:
+            self.stuck_since = observation.time
+        window.append(observation)
+
+    @property
+    def observations(self) -> tuple[OffsetObservation, ...]:
+        """The window, oldest first."""
+        return tuple(self._observations)
+
+    def status(self, now: float, has_members: bool, min_observations: int = DEFAULT_MIN_OBSERVATIONS,
+               err_after_seconds: float = DEFAULT_ERR_AFTER_SECONDS) -> PartitionStatus | None:
+        """:func:`evaluate_partition` of this window, stuck since :attr:`stuck_since`."""
+        return evaluate_partition(self._observations, now, has_members, stuck_since=self.stuck_since,
+                                  min_observations=min_observations, err_after_seconds=err_after_seconds)
+
+
+class StatusTracker:
+    """Windows per (group, topic, partition) and their statuses.
+
+    Feed it one observation per partition of a group per poll (only partitions with a committed
+    offset). Not thread-safe.
+    """
+
+    def __init__(self, window_size: int = DEFAULT_WINDOW_SIZE, min_observations: int = DEFAULT_MIN_OBSERVATIONS,
+                 err_after_seconds: float = DEFAULT_ERR_AFTER_SECONDS) -> None:
+        if window_size < 2:
+            raise ValueError(f"window_size must be at least 2, got {window_size}")
+        if not 2 <= min_observations <= window_size:
+            raise ValueError(f"min_observations must be between 2 and window_size ({window_size}), "
+                             f"got {min_observations}")
+        if err_after_seconds <= 0:
+            raise ValueError(f"err_after_seconds must be positive, got {err_after_seconds}")
+        self.window_size = window_size
+        self.min_observations = min_observations
+        self.err_after_seconds = err_after_seconds
+        self._windows: dict[str, dict[tuple[str, int], PartitionWindow]] = {}
+
+    def observe(self, group: str, topic: str, partition: int, observation: OffsetObservation) -> None:
+        """Add one poll result of one partition of a group."""
+        partitions = self._windows.setdefault(group, {})
+        window = partitions.get((topic, partition))
+        if window is None:
+            window = partitions[(topic, partition)] = PartitionWindow(self.window_size)
+        window.observe(observation)
+
+    def observe_and_status(self, group: str, topic: str, partition: int, now: float, committed: int | None,
+                           log_end: int | None, has_members: bool) -> PartitionStatus | None:
+        """One poll of one partition as the collector reads it: observed at ``now`` when both offsets
+        are known (``committed`` >= 0), then its :meth:`partition_status`."""
+        if committed is not None and log_end is not None:
+            self.observe(group, topic, partition, OffsetObservation(now, committed, log_end))
+        return self.partition_status(group, topic, partition, now, has_members)
+
+    def observations(self, group: str, topic: str, partition: int) -> tuple[OffsetObservation, ...]:
+        """The partition's window, oldest first (empty when never observed)."""
+        window = self._windows.get(group, {}).get((topic, partition))
+        return window.observations if window else ()
+
+    def partition_status(self, group: str, topic: str, partition: int, now: float,
+                         has_members: bool) -> PartitionStatus | None:
+        """Status of one partition; ``None`` when never observed or too few observations."""
+        window = self._windows.get(group, {}).get((topic, partition))
+        if window is None:
+            return None
+        return window.status(now, has_members, self.min_observations, self.err_after_seconds)
+
+    def partition_statuses(self, group: str, now: float,
+                           has_members: bool) -> dict[tuple[str, int], PartitionStatus | None]:
+        """Status of every observed partition of the group, keyed by (topic, partition), sorted."""
+        return {key: self.partition_status(group, key[0], key[1], now, has_members)
+                for key in sorted(self._windows.get(group, {}))}
+
+    def group_status(self, group: str, now: float, has_members: bool) -> PartitionStatus | None:
+        """The worst partition status of the group (see the ranking in the module docstring)."""
+        return worst_status(self.partition_statuses(group, now, has_members).values())
+
+    def groups(self) -> list[str]:
+        """Every group with at least one window, sorted."""
+        return sorted(self._windows)
+
+    def forget_group(self, group: str) -> None:
+        """Drop every window of the group (group deleted or no longer monitored)."""
+        self._windows.pop(group, None)
+
+    def forget_partition(self, group: str, topic: str, partition: int) -> None:
+        """Drop one window (partition unassigned and its offset deleted, topic deleted)."""
+        partitions = self._windows.get(group)
+        if partitions is not None:
+            partitions.pop((topic, partition), None)
+            if not partitions:
+                del self._windows[group]

@@ -9,7 +9,8 @@ one of two ways: the start offset moves forward (the oldest records are done) or
 happened is a window in which nothing was acknowledged.
 
 Rules, evaluated top to bottom over the window of one partition (its last ``window_size``
-readings, default 10); the first that matches wins:
+readings, default 10); the first that matches wins. Each is a function below, named and numbered as
+in the table, and :func:`partition_status` applies them in order:
 
 ====  ==========================================================================  =============
 rule  condition                                                                   status
@@ -44,8 +45,9 @@ never acknowledges) is STALLED; no member at all is NOT_CONSUMING.
 from __future__ import annotations
 
 from collections import deque
-from typing import NamedTuple
 from collections.abc import Hashable, Iterable, Sequence
+from itertools import pairwise
+from typing import NamedTuple
 
 from kpulse.share_contract import SHARE_STATUS_SEVERITY, ShareStatus
 
@@ -57,25 +59,77 @@ class Reading(NamedTuple):
     """One cycle's reading of one share partition."""
 
     start_offset: int
+    """The share-partition start offset: every record before it is acknowledged."""
     lag: int
+    """Records not yet acknowledged, as the broker counts them."""
 
 
-def partition_status(window: Sequence[Reading], has_members: bool,
+Window = Sequence[Reading]
+"""The readings of one share partition, oldest first."""
+
+
+# --- the rules, one function each, in the order they are applied -----------------------------------
+
+def no_reading(window: Window) -> bool:
+    """Rule 0: no reading -> no status (``None``)."""
+    return not window
+
+
+def acknowledged_everything_once(window: Window) -> bool:
+    """Rule 1: the lag is 0 in any reading of the window (everything acknowledged once) -> OK."""
+    return any(reading.lag == 0 for reading in window)
+
+
+def too_few_readings(window: Window, min_observations: int) -> bool:
+    """Rule 2: fewer than ``min_observations`` readings -> no status (``None``)."""
+    return len(window) < min_observations
+
+
+def lag_never_fell(window: Window) -> bool:
+    """The lag never went down between two consecutive readings (rules 3, 4 and 5)."""
+    return all(later.lag >= earlier.lag for earlier, later in pairwise(window))
+
+
+def no_progress(window: Window) -> bool:
+    """Nothing acknowledged across the window: the start offset is the same in every reading and the
+    lag never went down (rules 3 and 4)."""
+    return all(reading.start_offset == window[0].start_offset for reading in window) and lag_never_fell(window)
+
+
+def stalled(window: Window, has_members: bool) -> bool:
+    """Rule 3: no progress, and the group has members now (a hung consumer, a poison record
+    redelivered, a consumer that never acknowledges) -> STALLED."""
+    return has_members and no_progress(window)
+
+
+def not_consuming(window: Window, has_members: bool) -> bool:
+    """Rule 4: no progress, and the group has no members now -> NOT_CONSUMING."""
+    return not has_members and no_progress(window)
+
+
+def falling_behind(window: Window) -> bool:
+    """Rule 5: the lag never went down and grew overall (last > first): the start offset moves, so
+    records are acknowledged, but slower than they arrive -> WARN."""
+    return lag_never_fell(window) and window[-1].lag > window[0].lag
+
+
+def partition_status(window: Window, has_members: bool,
                      min_observations: int = DEFAULT_MIN_OBSERVATIONS) -> ShareStatus | None:
-    """The status of one partition from its window of readings (oldest first), by the module's rules."""
-    if not window:
+    """The status of one partition: the rules applied in order to its window of readings (oldest
+    first); the first that matches decides, rule 6 when none does."""
+    if no_reading(window):  # Rule 0
         return None
-    if any(reading.lag == 0 for reading in window):
+    if acknowledged_everything_once(window):  # Rule 1
         return ShareStatus.OK
-    if len(window) < min_observations:
+    if too_few_readings(window, min_observations):  # Rule 2
         return None
-    lag_never_fell = all(later.lag >= earlier.lag for earlier, later in zip(window, window[1:]))
-    start_never_moved = all(reading.start_offset == window[0].start_offset for reading in window)
-    if lag_never_fell and start_never_moved:
-        return ShareStatus.STALLED if has_members else ShareStatus.NOT_CONSUMING
-    if lag_never_fell and window[-1].lag > window[0].lag:
+    if stalled(window, has_members):  # Rule 3
+        return ShareStatus.STALLED
+    if not_consuming(window, has_members):  # Rule 4
+        return ShareStatus.NOT_CONSUMING
+    if falling_behind(window):  # Rule 5
         return ShareStatus.WARN
-    return ShareStatus.OK
+    return ShareStatus.OK  # Rule 6: otherwise
 
 
 def worst(statuses: Iterable[ShareStatus | str | None]) -> str | None:
@@ -88,7 +142,8 @@ class ShareWindows:
     """The windows of readings of every share partition, kept from one cycle to the next; keys are
     whatever the caller uses for a partition (the collector: ``(group, topic, partition)``)."""
 
-    def __init__(self, window_size: int = DEFAULT_WINDOW_SIZE, min_observations: int = DEFAULT_MIN_OBSERVATIONS):
+    def __init__(self, window_size: int = DEFAULT_WINDOW_SIZE,
+                 min_observations: int = DEFAULT_MIN_OBSERVATIONS) -> None:
         if not 1 <= min_observations <= window_size:
             raise ValueError(f"need 1 <= min_observations ({min_observations}) <= window_size ({window_size})")
         self.window_size = window_size
@@ -109,9 +164,11 @@ class ShareWindows:
         return list(self._windows)
 
     def window(self, key: Hashable) -> tuple[Reading, ...]:
+        """The readings of ``key``, oldest first (empty when it has no window)."""
         return tuple(self._windows.get(key, ()))
 
     def status(self, key: Hashable, has_members: bool) -> ShareStatus | None:
+        """:func:`partition_status` of the window of ``key``."""
         return partition_status(self.window(key), has_members, self.min_observations)
 
     def forget_except(self, keys: Iterable[Hashable]) -> None:
