@@ -4,8 +4,8 @@ official Kafka tools say, the CLI and an Operations service on a config of its o
 scrape, the dashboard's entry file, and SLO inputs on small Arrow tables.
 
 Test modules import their helpers from here (or from the support modules beside it:
-``dashboard_lake``, ``dashboard_ops``, ``dashboard_browser``, ``slo_spark``, ``lag_oracle``,
-``fuzz_*``, ``prometheus_server``: a real Prometheus), never from another test module:
+``dashboard_lake``, ``dashboard_ops``, ``dashboard_browser``, ``slo_spark``, ``fuzz_*``,
+``prometheus_server``: a real Prometheus), never from another test module:
 ``tests/test_test_layout.py`` keeps it so."""
 
 from __future__ import annotations
