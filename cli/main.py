@@ -191,17 +191,21 @@ def _dispatch(args: argparse.Namespace) -> int | None:
 
         return kafka_cli(args.tool, args.args, None if config is None else config.cluster(args.cluster), progress)
     if args.command == "config":
-        return _config(args, config)
+        _config(args, config)
+        return None
     if args.command == "acls":
-        return _acls(args, config)
+        _acls(args, config)
+        return None
     if args.command == "doctor":
         return _doctor(args, config)
     if args.command == "alerts":
-        return _export_rules(args, config)
+        _export_rules(args, config)
+        return None
     if args.command == "dashboard":
         from dashboard.launch import dashboard_command
 
-        return dashboard_command(config, args.config, port=args.port)
+        dashboard_command(config, args.config, port=args.port)
+        return None
     if args.command == "slo":
         from spark_jobs.command import run_command
 
@@ -227,7 +231,8 @@ def _dispatch(args: argparse.Namespace) -> int | None:
     cluster = LocalCluster(progress=progress)
     demo = DemoWorkload(cluster, progress)
     if args.command == "up":
-        return _up(args, config, cluster, demo)
+        _up(args, config, cluster, demo)
+        return None
     if args.command == "down":
         from kpulse.home import state_dir
         from cli.services import Services
@@ -238,9 +243,11 @@ def _dispatch(args: argparse.Namespace) -> int | None:
         print(f"stopped {len(services)} kpulse service(s), the demo workload and {len(stopped)} node(s)")
         return None
     if args.command == "cluster":
-        return _cluster(args, cluster)
+        _cluster(args, cluster)
+        return None
     if args.command == "demo":
-        return _demo(args, demo)
+        _demo(args, demo)
+        return None
     raise AssertionError(args.command)
 
 

@@ -33,12 +33,14 @@ from operations.roles import ADMIN
 def run(args: argparse.Namespace, config) -> int | None:
     """Run an operations subcommand on ``config`` (a :class:`KpulseConfig`)."""
     if args.command == USERS:
-        return _users(args, config)
+        _users(args, config)
+        return None
     from operations.service import Operations
 
     operations = Operations(config)
     if args.command == AUDIT:
-        return _audit_show(args, operations)
+        _audit_show(args, operations)
+        return None
     try:
         return _change(args, operations)
     except LoginFailed:
@@ -110,7 +112,8 @@ def _reset_offsets(args, operations) -> int | None:
         options = _run_options(args, **({"expect_current": [[t, p, o] for (t, p), o in sorted(expected.items())]}
                                         if expected else {}))
         if operations.needs_approval(cluster, entry.action):
-            return _requested(operations.request_approval(actor, entry.action, plan, options))
+            _requested(operations.request_approval(actor, entry.action, plan, options))
+            return None
         outcome = entry.executor(operations, actor, plan, options, None)
     if args.export:
         print(plan.to_csv(), end="")
@@ -191,7 +194,8 @@ def _reset_streams_app(args, operations) -> int | None:
     if args.execute:
         actor = cli_actor(operations.config, args.as_user)
         if operations.needs_approval(cluster, entry.action):
-            return _requested(operations.request_approval(actor, entry.action, plan, _run_options(args)))
+            _requested(operations.request_approval(actor, entry.action, plan, _run_options(args)))
+            return None
         outcome = entry.executor(operations, actor, plan, _run_options(args), None)
     if args.json:
         print(json.dumps({"plan": plan.to_dict(), "result": outcome.to_dict() if outcome else None}, indent=2))
@@ -298,7 +302,8 @@ def _plan_and_run(args, operations, entry, plan, export: str | None = None) -> i
     if args.execute:
         actor = cli_actor(operations.config, args.as_user)
         if operations.needs_approval(plan.cluster, entry.action):
-            return _requested(operations.request_approval(actor, entry.action, plan, _run_options(args)))
+            _requested(operations.request_approval(actor, entry.action, plan, _run_options(args)))
+            return None
         outcome = entry.executor(operations, actor, plan, _run_options(args), None)
     if export is not None:
         print(export, end="")
@@ -431,7 +436,8 @@ def _reassign(args, operations) -> int | None:
             raise BadInput(f"--timeout must be a positive number of seconds, got {args.timeout}")
         options = _run_options(args, throttle_bytes=throttle)
         if operations.needs_approval(cluster, entry.action):
-            return _requested(operations.request_approval(actor, entry.action, plan, options))
+            _requested(operations.request_approval(actor, entry.action, plan, options))
+            return None
         status = entry.executor(operations, actor, plan, options, None)
         if args.wait and status.result == "in-progress":
             reassigner = operations.reassigner(cluster)
@@ -509,8 +515,8 @@ def _audit_show(args, operations) -> None:
 
     waiting = operations.audit.retry_spool()
     now = time.time()
-    since = min(now - parse_duration_ms(args.since) / 1000, now)
-    since = since if since > 0 else None  # reaching before the epoch: from the beginning
+    start = min(now - parse_duration_ms(args.since) / 1000, now)
+    since = start if start > 0 else None  # reaching before the epoch: from the beginning
     cluster = operations.config.cluster(args.cluster).name if args.cluster else None
     frame = operations.audit.read(since=since, cluster=cluster)
     rows = frame.to_dict("records")

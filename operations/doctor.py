@@ -202,7 +202,7 @@ def gather(admin, cluster, cluster_operations: list[str] | None, *,
     from operations.errors import OperationError
 
     asked = PrincipalPermissions(admin)
-    problems, seen = [], {}
+    problems: list[str] = []
     granted = Granted(frozenset(cluster_operations)) if cluster_operations else Granted.without_describe()
     try:
         visible = sorted(kafka_reads.metadata(admin).topics)
@@ -232,7 +232,7 @@ def _may_create(admin, topic: str) -> bool | None:
         return True
     except Exception as error:  # noqa: BLE001
         first = error.args[0] if error.args else None
-        name = first.name() if hasattr(first, "name") else ""
+        name = first.name() if first is not None and hasattr(first, "name") else ""
         if name in ("TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"):
             return False
         return None if name in ("", "_TIMED_OUT", "_TRANSPORT") else True

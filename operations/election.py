@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from kpulse.kafka.clients import error_text
 from operations import kafka_reads
-from operations.election_plan import ElectionPlan, TopicPartition
+from operations.election_plan import ElectionPlan, LeaderMove, TopicPartition
 from operations.errors import OperationError
 from operations.internal_topics import refuse_internal_topics
 
@@ -19,15 +20,15 @@ from operations.internal_topics import refuse_internal_topics
 class ElectionOutcome:
     result: str
     """ok, partial or failed."""
-    partitions: tuple[dict, ...]
+    partitions: tuple[dict[str, Any], ...]
     """{topic, partition, before, preferred, after, error} per elected partition."""
     error: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def execute_election(admin, plan: ElectionPlan, *, settle_seconds: float = 15.0,
+def execute_election(admin: Any, plan: ElectionPlan, *, settle_seconds: float = 15.0,
                      include_internal: bool = False) -> ElectionOutcome:
     """Elect the preferred leader of every electable partition still not led by it (refused on an
     internal topic unless ``include_internal``), then read the leaders back (waiting up to
@@ -53,17 +54,17 @@ def execute_election(admin, plan: ElectionPlan, *, settle_seconds: float = 15.0,
     rows = []
     for m in todo:
         after = leaders.get((m.topic, m.partition))
-        error = errors.get((m.topic, m.partition))
-        if error is None and after != m.preferred:
-            error = f"leader is {after} after the election, preferred {m.preferred}"
+        problem = errors.get((m.topic, m.partition))
+        if problem is None and after != m.preferred:
+            problem = f"leader is {after} after the election, preferred {m.preferred}"
         rows.append({"topic": m.topic, "partition": m.partition, "before": m.leader, "preferred": m.preferred,
-                     "after": after, "error": error})
+                     "after": after, "error": problem})
     failed = sum(r["error"] is not None for r in rows)
     result = "ok" if not failed else "failed" if failed == len(rows) else "partial"
     return ElectionOutcome(result, tuple(rows), f"{failed} of {len(rows)} partition(s) failed" if failed else None)
 
 
-def _settled_leaders(admin, moves, settle_seconds: float) -> dict[TopicPartition, int]:
+def _settled_leaders(admin: Any, moves: list[LeaderMove], settle_seconds: float) -> dict[TopicPartition, int]:
     deadline = time.monotonic() + settle_seconds
     while True:
         topics = kafka_reads.metadata(admin).topics

@@ -10,6 +10,9 @@ from kpulse.errors import KpulseError
 class OperationError(KpulseError):
     """An operation cannot be planned or executed; nothing was changed."""
 
+    retriable: bool = False
+    """Whether asking again may succeed (the group's coordinator is moving)."""
+
 
 class BadInput(OperationError):
     """Malformed or unknown input: a datetime, a duration, a group, a topic, a plan file."""

@@ -299,7 +299,7 @@ def plan_delete_group(admin, requests: GroupRequests, read: Read, cluster: str, 
                        "group (a classic Streams app's topics go with kpulse reset-streams-app)")
     refuse_unless_inactive(group, f"cannot delete group {group_id!r}")
     offsets = _offsets_now(requests, listing.type, group_id)
-    delete = ()
+    delete: tuple[str, ...] = ()
     if delete_internal_topics:
         topics = kafka_reads.all_topics(admin)
         delete = tuple(t for t in streams_internal_topics(group) if t in topics)

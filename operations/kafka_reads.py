@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any, Literal, overload
 
 from kpulse.kafka.clients import error_text, group_state_name, list_topics, wait
 from operations.errors import OperationError, unknown
@@ -158,7 +159,14 @@ def metadata(admin):
         raise OperationError(f"cannot read the cluster metadata: {error_text(error)}") from None
 
 
-def log_offsets(admin, partitions: list[TopicPartition], spec: str | int) -> dict[TopicPartition, int | None]:
+@overload
+def log_offsets(admin: Any, partitions: list[TopicPartition], spec: Literal["earliest", "latest"]) -> dict[TopicPartition, int]: ...
+@overload
+def log_offsets(admin: Any, partitions: list[TopicPartition], spec: int) -> dict[TopicPartition, int | None]: ...
+
+
+def log_offsets(admin: Any, partitions: list[TopicPartition],
+                spec: Literal["earliest", "latest"] | int) -> dict[TopicPartition, int] | dict[TopicPartition, int | None]:
     """``spec``: ``"earliest"``, ``"latest"`` or a timestamp in epoch ms (>= 0). None for a
     timestamp later than every message of the partition."""
     from confluent_kafka import TopicPartition as KafkaTP

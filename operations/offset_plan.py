@@ -30,6 +30,8 @@ TIMESTAMP_STRATEGIES = ("to-datetime", "by-duration")
 CLAMPED_STRATEGIES = ("to-offset", "shift-by", "from-file")
 
 TopicPartition = tuple[str, int]
+TopicChoice = tuple[str, tuple[int, ...] | None]
+"""A topic and its chosen partitions, or None for all of them."""
 
 
 @dataclass(frozen=True)
@@ -54,13 +56,13 @@ class Scope:
     """Which partitions: every partition the group has offsets for, or named topics."""
 
     all_topics: bool = False
-    topics: tuple[tuple[str, tuple[int, ...] | None], ...] = ()
+    topics: tuple[TopicChoice, ...] = ()
     """(topic, chosen partitions or None for all of them)."""
 
     @classmethod
     def parse(cls, all_topics: bool, topic_args: list[str] | None) -> Scope:
         """From the official tool's flags: ``--all-topics`` or ``--topic t`` / ``--topic t:0,1``."""
-        topics = []
+        topics: list[TopicChoice] = []
         for arg in topic_args or []:
             name, colon, numbers = arg.partition(":")
             if not name:
@@ -206,7 +208,7 @@ class ResetPlan(GroupOffsetsPlan):
                    warnings=tuple(fields.strings("warnings", optional=True)))
 
 
-def scope_dict(scope: Scope) -> dict:
+def scope_dict(scope: Scope) -> dict[str, Any]:
     """A :class:`Scope` as a plan's JSON keeps it (read back by :func:`scope_from`)."""
     return {"all_topics": scope.all_topics,
             "topics": [[t, list(p) if p is not None else None] for t, p in scope.topics]}
@@ -214,7 +216,7 @@ def scope_dict(scope: Scope) -> dict:
 
 def scope_from(scope: PlanFields) -> Scope:
     """The :class:`Scope` a saved plan's ``scope`` section holds, every field checked."""
-    topics = []
+    topics: list[TopicChoice] = []
     for index, item in enumerate(scope.list("topics")):
         if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
                 or not (item[1] is None or isinstance(item[1], list))):
@@ -310,10 +312,12 @@ def choose_offsets(strategy: Strategy, partitions: list[TopicPartition],
     partitions replace ``partitions``.
     """
     name = strategy.name
-    # read before any partition needs it: a malformed value is refused even when none does
-    amount = _integer(strategy) if name in ("to-offset", "shift-by") else None
+    # read before any partition needs it: a malformed value is refused even when none does (the
+    # other strategies use no amount)
+    amount = _integer(strategy) if name in ("to-offset", "shift-by") else 0
+    files = file_offsets or {}
     if name == "from-file":
-        partitions = sorted((file_offsets or {}).keys())
+        partitions = sorted(files.keys())
     chosen: dict[TopicPartition, tuple[int, int | None]] = {}
     for tp in partitions:
         start, end = log_start[tp], log_end[tp]
@@ -334,7 +338,7 @@ def choose_offsets(strategy: Strategy, partitions: list[TopicPartition],
                     raise BadInput(f"cannot shift partition {tp[0]}-{tp[1]}: the group has no committed offset there")
                 requested = committed[tp] + amount
             else:
-                requested = file_offsets[tp]
+                requested = files[tp]
             chosen[tp] = (min(max(requested, start), end), requested)
     return chosen
 

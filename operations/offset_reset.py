@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
@@ -262,10 +262,10 @@ def execute_offset_reset(admin, requests: GroupRequests, plan: ResetPlan,
     rows = []
     for p in plan.partitions:
         key = (p.topic, p.partition)
-        error = errors.get(key)
-        if error is None and after.get(key) != p.new:
-            error = failure or f"committed offset is {after.get(key)} after the reset, expected {p.new}"
-        rows.append(PartitionOutcome(p.topic, p.partition, p.current, p.new, after.get(key), error))
+        problem = errors.get(key)
+        if problem is None and after.get(key) != p.new:
+            problem = failure or f"committed offset is {after.get(key)} after the reset, expected {p.new}"
+        rows.append(PartitionOutcome(p.topic, p.partition, p.current, p.new, after.get(key), problem))
     failed = [r for r in rows if r.error is not None]
     result = "ok" if not failed else "failed" if len(failed) == len(rows) else "partial"
     named = ", ".join(f"{r.topic}-{r.partition} (committed {'none' if r.after is None else r.after}, planned {r.new})"
@@ -276,7 +276,7 @@ def execute_offset_reset(admin, requests: GroupRequests, plan: ResetPlan,
     return ResetOutcome(result, tuple(rows), f"{failure}; {summary}" if failure and summary else failure or summary)
 
 
-def kafka_errors_text(errors: dict[TopicPartition, str | None], shown: int = 10) -> str:
+def kafka_errors_text(errors: Mapping[TopicPartition, str | None], shown: int = 10) -> str:
     """Kafka's answers per partition, grouped by error: ``GROUP_AUTHORIZATION_FAILED on orders-0,
     orders-1`` (empty when every partition was accepted)."""
     by_error: dict[str, list[str]] = {}

@@ -10,7 +10,8 @@ not here.
 
 from __future__ import annotations
 
-from typing import Any
+import builtins
+from typing import Any, Literal, NoReturn, overload
 
 from operations.errors import BadInput
 from operations.numbers import JAVA_LONG
@@ -20,13 +21,13 @@ class PlanFields:
     """The fields of one JSON object of a plan; ``what`` names the plan in errors (``a kpulse
     reset plan``), ``path`` locates the object in it (``partitions[2].``)."""
 
-    def __init__(self, data: Any, what: str, path: str = ""):
+    def __init__(self, data: object, what: str, path: str = ""):
         self.what, self.path = what, path
         if not isinstance(data, dict):
             self.fail("", f"expected an object, got {_describe(data)}")
-        self.data = data
+        self.data: dict[str, Any] = data
 
-    def fail(self, key: str, problem: str):
+    def fail(self, key: str, problem: str) -> NoReturn:
         where = f"{self.path}{key}".rstrip(".")
         raise BadInput(f"not {self.what}: {where + ': ' if where else ''}{problem}")
 
@@ -37,6 +38,11 @@ class PlanFields:
             self.fail(key, "missing")
         return self.data[key]
 
+    @overload
+    def string(self, key: str, *, optional: Literal[False] = False) -> str: ...
+    @overload
+    def string(self, key: str, *, optional: bool) -> str | None: ...
+
     def string(self, key: str, *, optional: bool = False) -> str | None:
         value = self._value(key, optional)
         if value is None and optional:
@@ -44,6 +50,11 @@ class PlanFields:
         if not isinstance(value, str):
             self.fail(key, f"expected a string, got {_describe(value)}")
         return value
+
+    @overload
+    def integer(self, key: str, *, optional: Literal[False] = False, bounds: tuple[int, int] = JAVA_LONG) -> int: ...
+    @overload
+    def integer(self, key: str, *, optional: bool, bounds: tuple[int, int] = JAVA_LONG) -> int | None: ...
 
     def integer(self, key: str, *, optional: bool = False, bounds: tuple[int, int] = JAVA_LONG) -> int | None:
         value = self._value(key, optional)
@@ -71,7 +82,12 @@ class PlanFields:
             self.fail(key, f"expected true or false, got {_describe(value)}")
         return value
 
-    def list(self, key: str, *, optional: bool = False) -> list | None:
+    @overload
+    def list(self, key: str, *, optional: Literal[False] = False) -> builtins.list[Any]: ...
+    @overload
+    def list(self, key: str, *, optional: bool) -> builtins.list[Any] | None: ...
+
+    def list(self, key: str, *, optional: bool = False) -> builtins.list[Any] | None:
         value = self._value(key, optional)
         if value is None and optional:
             return None
@@ -79,20 +95,20 @@ class PlanFields:
             self.fail(key, f"expected a list, got {_describe(value)}")
         return list(value)
 
-    def strings(self, key: str, *, optional: bool = False) -> list[str]:
+    def strings(self, key: str, *, optional: bool = False) -> builtins.list[str]:
         values = self.list(key, optional=optional) or []
         for index, value in enumerate(values):
             if not isinstance(value, str):
                 self.fail(f"{key}[{index}]", f"expected a string, got {_describe(value)}")
         return values
 
-    def integers(self, key: str, bounds: tuple[int, int] = JAVA_LONG) -> list[int]:
+    def integers(self, key: str, bounds: tuple[int, int] = JAVA_LONG) -> builtins.list[int]:
         return [self.check_integer(f"{key}[{i}]", v, bounds) for i, v in enumerate(self.list(key))]
 
     def section(self, key: str) -> PlanFields:
         return PlanFields(self._value(key, False), self.what, f"{self.path}{key}.")
 
-    def sections(self, key: str) -> list[PlanFields]:
+    def sections(self, key: str) -> builtins.list[PlanFields]:
         return [PlanFields(item, self.what, f"{self.path}{key}[{index}].")
                 for index, item in enumerate(self.list(key))]
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from operations.errors import BadInput
 from operations.numbers import PARTITION
@@ -64,7 +65,7 @@ class ReassignmentPlan:
     def replicas_moved(self) -> int:
         return sum(len(m.adding) for m in self.moves)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def official_json(self, which: str = "target") -> str:
@@ -73,7 +74,7 @@ class ReassignmentPlan:
             {"topic": m.topic, "partition": m.partition, "replicas": list(getattr(m, which))} for m in self.moves]})
 
     @classmethod
-    def from_dict(cls, data) -> ReassignmentPlan:
+    def from_dict(cls, data: object) -> ReassignmentPlan:
         """The plan ``to_dict`` wrote; every field's type checked, replica lists sane."""
         fields = PlanFields(data, "a kpulse reassignment plan")
         moves = []

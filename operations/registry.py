@@ -17,7 +17,7 @@ subcommand (``cli/operation_args.py`` for the flags, ``cli/operation_commands.py
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from collections.abc import Callable
 
 from operations.group_plans import DeleteGroupPlan, DeleteOffsetsPlan, ShareResetPlan, StreamsGroupResetPlan
@@ -44,6 +44,14 @@ REASSIGN_VERIFY = "reassign:verify"
 """The audited action that finds a reassignment complete and removes its throttles."""
 REASSIGN_CANCEL = "reassign:cancel"
 """The audited action that cancels the moves still in progress."""
+
+@runtime_checkable
+class SavedPlanType(Protocol):
+    """A plan type whose plans an approval request keeps: ``from_dict`` reads back what the plan's
+    ``to_dict`` wrote (every approvable operation's plan type)."""
+
+    def from_dict(self, data: object) -> Any: ...
+
 
 Name = Callable[[str], str]
 """How a summary quotes a name taken from the cluster or the user (the dashboard's makes it literal
@@ -300,7 +308,7 @@ def _reassignment_tables(plan: ReassignmentPlan) -> dict[str, pd.DataFrame]:
                                         "removing"])}
 
 
-def _start_reassignment(operations, actor, plan: ReassignmentPlan, options: dict | None, approved_by: str | None):
+def _start_reassignment(operations, actor, plan: ReassignmentPlan, options: dict[str, Any], approved_by: str | None):
     return operations.start_reassignment(actor, plan, int(options["throttle_bytes"]), approved_by=approved_by,
                                          include_internal=_include_internal(options))
 

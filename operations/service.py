@@ -47,7 +47,7 @@ from operations.reassign import Reassigner, ReassignmentStatus, generate, legacy
 from operations.reassign_plan import ReassignmentPlan
 from operations.registry import (
     APPROVABLE, DELETE_GROUP, DELETE_OFFSETS, ELECT_LEADERS, REASSIGN_CANCEL, REASSIGN_EXECUTE, REASSIGN_VERIFY,
-    RESET_OFFSETS, RESET_SHARE_GROUP, RESET_STREAMS_APP, RESET_STREAMS_GROUP, operation,
+    RESET_OFFSETS, RESET_SHARE_GROUP, RESET_STREAMS_APP, RESET_STREAMS_GROUP, SavedPlanType, operation,
 )
 from operations.streams_reset import StreamsResetOutcome, execute_streams_reset, plan_streams_reset
 from operations.streams_reset_plan import StreamsResetPlan
@@ -420,11 +420,11 @@ class Operations:
                 raise type(error)(f"approval request {request_id} refused: {error}") from None
         request = self.approvals.decide(request_id, approver.name, "approved")
         try:
-            if request.action not in APPROVABLE:  # a request file written by hand
+            entry = operation(request.action) if request.action in APPROVABLE else None
+            if entry is None or not isinstance(entry.plan_type, SavedPlanType):  # a request file written by hand
                 raise BadInput(f"{request.action} does not take approval")
-            entry = operation(request.action)
             return entry.executor(self, requester, entry.plan_type.from_dict(request.plan), request.options,
-                                 approver.name)
+                                  approver.name)
         except OperationError as error:
             self.approvals.mark_failed(request_id, str(error))
             raise

@@ -19,15 +19,16 @@ did-you-mean, never a silent skip.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from kpulse.kafka.clients import error_text
 from operations import kafka_reads
 from operations.errors import BadInput, OperationError, Refused, unknown
 from operations.group_requests import GroupRequests
 from operations.internal_topics import is_internal_topic, refuse_internal_topics
-from operations.offset_plan import PartitionReset, Strategy, choose_offsets
+from operations.offset_plan import PartitionReset, Strategy, TopicPartition, choose_offsets
 from operations.offset_reset import (
     committed_offsets, kafka_errors_text, listed_groups, offsets_at_time, read_plan_file, refuse_empty_id,
     refuse_invalid_offsets, stopped_group, strategy_timestamp_ms,
@@ -49,13 +50,13 @@ class _Application:
 @dataclass(frozen=True)
 class StreamsResetOutcome:
     result: str
-    partitions: tuple[dict, ...]
+    partitions: tuple[dict[str, Any], ...]
     """{topic, partition, before, new, after, error}."""
     deleted: tuple[str, ...]
     error: str | None
     local_state_note: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -106,7 +107,7 @@ def plan_streams_reset(admin, requests: GroupRequests, cluster: str, application
     chosen = choose_offsets(strategy, input_parts, positions, log_start, log_end,
                             timestamp_offsets=at_time, file_offsets=file_offsets)
 
-    def row(tp, new, requested=None) -> PartitionReset:
+    def row(tp: TopicPartition, new: int, requested: int | None = None) -> PartitionReset:
         return PartitionReset(tp[0], tp[1], committed.get(tp), log_start[tp], log_end[tp], new, requested)
 
     delete = tuple(internal_topics) if internal_topics else tuple(inferred)
@@ -120,7 +121,9 @@ def plan_streams_reset(admin, requests: GroupRequests, cluster: str, application
         foreign=tuple(sorted(application.foreign.items())))
 
 
-def _check_application(admin, list_groups, application_id: str, topics, committed, named) -> _Application:
+def _check_application(admin: Any, list_groups: Callable[[], dict[str, kafka_reads.GroupListing]] | None,
+                       application_id: str, topics: Iterable[str], committed: dict[TopicPartition, int],
+                       named: set[str]) -> _Application:
     """The application exists and is stopped, and so is every existing application whose id
     starts with ``<application_id>-`` and could own one of the candidate internal topics
     (``topics`` named like internal topics of ``application_id``, except those in ``named``)."""
@@ -187,10 +190,10 @@ def execute_streams_reset(admin, requests: GroupRequests, plan: StreamsResetPlan
     partitions = []
     for p in rows:
         got = after.get((p.topic, p.partition))
-        error = errors.get((p.topic, p.partition)) or (
+        problem = errors.get((p.topic, p.partition)) or (
             None if got == p.new else (failure or f"committed offset is {got}, expected {p.new}"))
         partitions.append({"topic": p.topic, "partition": p.partition, "before": p.current, "new": p.new,
-                           "after": got, "error": error})
+                           "after": got, "error": problem})
     problems = ([f"{t}: {e}" for t, e in delete_errors.items()] + [f"{t}: still exists" for t in remaining]
                 + [f"{t}: not deleted, the offsets were not all committed" for t in kept])
     failed_partitions = sum(r["error"] is not None for r in partitions)
@@ -198,13 +201,14 @@ def execute_streams_reset(admin, requests: GroupRequests, plan: StreamsResetPlan
     total = len(partitions) + len(plan.delete_topics)
     result = "ok" if not failed else "failed" if failed == total else "partial"
     answered = kafka_errors_text(errors)
-    error = failure or "; ".join(([f"{failed_partitions} partition(s) failed"] if failed_partitions else [])
-                                 + ([answered] if answered else []) + problems) or None
+    summary = failure or "; ".join(([f"{failed_partitions} partition(s) failed"] if failed_partitions else [])
+                                   + ([answered] if answered else []) + problems) or None
     deleted = tuple(t for t in plan.delete_topics if t not in delete_errors and t not in remaining and t not in kept)
-    return StreamsResetOutcome(result, tuple(partitions), deleted, error, plan.local_state_note)
+    return StreamsResetOutcome(result, tuple(partitions), deleted, summary, plan.local_state_note)
 
 
-def delete_topics(admin, topics) -> dict[str, str]:
+def delete_topics(admin: Any, topics: Sequence[str]) -> dict[str, str]:
+    """Delete ``topics``; the error of each that could not be deleted."""
     if not topics:
         return {}
     errors = {}
@@ -216,7 +220,8 @@ def delete_topics(admin, topics) -> dict[str, str]:
     return errors
 
 
-def wait_deleted(admin, topics: list[str], settle_seconds: float) -> list[str]:
+def wait_deleted(admin: Any, topics: list[str], settle_seconds: float) -> list[str]:
+    """The ``topics`` metadata still lists after up to ``settle_seconds``."""
     deadline = time.monotonic() + settle_seconds
     while True:
         existing = kafka_reads.all_topics(admin)
