@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from functools import partial
+from typing import cast
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -26,6 +27,7 @@ from kpulse.kafka.group_model import (GroupListing, GroupReadError, ShareGroup, 
                                       TypeUnsupported)
 from kpulse.lake.store import LakeWriter
 from kpulse.share_contract import ShareStatus
+from kpulse.snapshot import Snapshot
 
 OK, WARN, STALLED, NOT_CONSUMING = ShareStatus.OK, ShareStatus.WARN, ShareStatus.STALLED, ShareStatus.NOT_CONSUMING
 
@@ -142,7 +144,8 @@ CLUSTER = ClusterConfig(name="prod", bootstrap_servers="node-1:9092")
 class FakeReader:
     """The GroupReader API (kpulse/kafka/group_describe.py) over fixed answers: pure-logic tests only."""
 
-    def __init__(self, groups=None, offsets=None, unsupported=None, listing=True):
+    def __init__(self, groups: dict | None = None, offsets: dict | None = None, unsupported: dict | None = None,
+                 listing: bool = True) -> None:
         self.groups = groups or {}
         self.offsets = offsets or {}
         self.unsupported = unsupported or {}
@@ -308,7 +311,7 @@ HOSTILE = 'a "quoted" \\ back\nslash {x="y"} # \u202e'
 
 def exported(section) -> dict[tuple[str, tuple], float]:
     exporter = SnapshotExporter()
-    exporter.update({"cluster_name": "prod", "share_groups": section})
+    exporter.update(cast(Snapshot, {"cluster_name": "prod", "share_groups": section}))  # the keys it reads here
     registry = CollectorRegistry()
     registry.register(exporter)
     samples = {}

@@ -18,7 +18,7 @@ those arrays in one pass.
 from __future__ import annotations
 
 from itertools import chain, repeat
-from typing import Any
+from typing import Any, TypedDict
 from collections.abc import Callable, Collection
 
 import numpy as np
@@ -31,7 +31,7 @@ from kpulse.kafka.batched_client import BatchedClient
 from kpulse.kafka.clients import LazyAdmin
 from kpulse.kafka.committed_offsets import BatchedOffsetFetch, Coordinators
 from kpulse.kafka.group_describe import GroupReader
-from kpulse.kafka.group_listing import GroupListing
+from kpulse.kafka.group_listing import GroupListing, Listing
 from kpulse.kafka.group_model import ConsumerGroup as KIP848Group, StreamsGroup, member_partitions
 from kpulse.kafka.group_offsets import ClusterOffsets, RequestCache, read_cluster_offsets
 from kpulse.kafka.log_ends import LeaderLogEnds
@@ -61,21 +61,22 @@ class ConsumerLagCollector:
         """Group -> the partitions it consumed when last read: a group that could not be read this
         cycle (its coordinator down) still consumes them, so their histories are kept."""
         self._requests = RequestCache()
-        self.batched_client = BatchedClient(cluster_config, batched_client_factory) if batched else None
+        client = BatchedClient(cluster_config, batched_client_factory) if batched else None
+        self.batched_client = client
         """The client of the batched reads below (None: everything is read through librdkafka)."""
         coordinators = Coordinators()  # shared: the describe calls go to the coordinators OffsetFetch found
-        self.committed = BatchedOffsetFetch(self.batched_client, coordinators) if batched else None
-        self.log_ends = LeaderLogEnds(self.batched_client) if batched else None
-        self.listing = GroupListing(self.batched_client) if batched else None
-        self.reader = GroupReader(self.batched_client, coordinators) if batched else None
+        self.committed = BatchedOffsetFetch(client, coordinators) if client is not None else None
+        self.log_ends = LeaderLogEnds(client) if client is not None else None
+        self.listing = GroupListing(client) if client is not None else None
+        self.reader = GroupReader(client, coordinators) if client is not None else None
         """Describes each group by the call of its type (None: librdkafka's DescribeConsumerGroups)."""
 
     def collect(self, context: CollectContext) -> CollectorResult:
         groups_config = self._cluster.consumer_groups
-        listed: list = []
+        listed: list[list[Listing] | None] = []
 
-        def list_groups(timeout: float):
-            found = self.listing.read(timeout)
+        def list_groups(timeout: float) -> list[Listing] | None:
+            found = None if self.listing is None else self.listing.read(timeout)  # None: librdkafka lists
             listed.append(found)
             return found
 
@@ -99,12 +100,15 @@ class ConsumerLagCollector:
         from kpulse.kafka.batched_client import Unavailable
         from kpulse.kafka.committed_offsets import FIND_COORDINATOR_VERSION
 
-        try:
-            self.batched_client.manager(timeout, {FindCoordinatorRequest: FIND_COORDINATOR_VERSION})
-        except Unavailable as reason:
-            self.batched_client.fell_back(str(reason))
+        client, reader = self.batched_client, self.reader
+        if client is None or reader is None:  # not batched: librdkafka describes
             return None
-        return self.reader.describe(listings, timeout)
+        try:
+            client.manager(timeout, {FindCoordinatorRequest: FIND_COORDINATOR_VERSION})
+        except Unavailable as reason:
+            client.fell_back(str(reason))
+            return None
+        return reader.describe(listings, timeout)
 
     def close(self) -> None:
         if self.batched_client is not None:
@@ -167,9 +171,11 @@ class ConsumerLagCollector:
         kept: set[tuple[str, int]] = set()
         for group, partitions in zip(groups, consumed):
             if group.error is not None:
-                partitions = frozenset(partitions).union(previous.get(group.group_id, ()))
-                kept.update(partitions)
-            self._partitions_of[group.group_id] = partitions
+                known = frozenset(partitions).union(previous.get(group.group_id, ()))
+                kept.update(known)
+                self._partitions_of[group.group_id] = known
+            else:
+                self._partitions_of[group.group_id] = partitions
         return read.union(kept) if kept else read
 
     def _groups(self, groups_read: list, sizes: list[int], rows: list[GroupPartition], sums: GroupSums,
@@ -189,36 +195,36 @@ class ConsumerLagCollector:
             partitions = rows[start:end]
             status = _STATUS_TEXT[code]
             threshold = groups_config.lag_seconds_threshold_for(group.group_id)
+            lag_partial, seconds_partial = total is not None and lag_unknown > 0, worst is not None and seconds_unknown > 0
+            count = size
+            unread = sorted(self._partitions_of.get(group.group_id, ())) if group.error is not None and not size else []
+            if unread and group.error is not None:  # consumed when last read: still consumed, each unknown now
+                partitions = _unread_rows(unread, group.error)
+                count = lag_unknown = seconds_unknown = len(unread)
+            why: _Why = {}
+            if group.error is not None and not size:  # nothing of it was read this cycle: every figure says why
+                why = {"reasons": {key: group.error for key in ("total_lag", "max_lag_seconds", "status")}}
+            elif lag_unknown or seconds_unknown or (status is None and size):
+                reasons: dict[str, str] = {}
+                if lag_unknown:
+                    reasons["total_lag"] = _left_out(total, lag_unknown, counted, "lag", left_out["lag"].get(index, []))
+                if seconds_unknown:
+                    reasons["max_lag_seconds"] = _left_out(worst, seconds_unknown, counted, "lag_seconds",
+                                                           left_out["lag_seconds"].get(index, []))
+                if status is None and size:
+                    reasons["status"] = no_status
+                why = {"reasons": reasons}
             summary: ConsumerGroup = {
                 "group_id": group.group_id, "type": group.type, "protocol_type": group.protocol_type,
                 "state": group.state, "members": group.members,
-                "partition_count": size,
-                "total_lag": total, "total_lag_partial": total is not None and lag_unknown > 0,
+                "partition_count": count,
+                "total_lag": total, "total_lag_partial": lag_partial,
                 "lag_unknown_partitions": lag_unknown,
-                "max_lag_seconds": worst, "max_lag_seconds_partial": worst is not None and seconds_unknown > 0,
+                "max_lag_seconds": worst, "max_lag_seconds_partial": seconds_partial,
                 "lag_seconds_unknown_partitions": seconds_unknown,
                 "status": status, "lag_seconds_threshold": threshold, "error": group.error,
+                **_membership(group.description), **why, "partitions": partitions,
             }
-            summary.update(_membership(group.description))
-            unread = sorted(self._partitions_of.get(group.group_id, ())) if group.error is not None and not size else []
-            if unread:  # consumed when last read: still consumed, each unknown now, and so the sums
-                summary.update(partition_count=len(unread), lag_unknown_partitions=len(unread),
-                               lag_seconds_unknown_partitions=len(unread))
-                partitions = _unread_rows(unread, group.error)
-                lag_unknown = seconds_unknown = len(unread)
-            if group.error is not None and not size:  # nothing of it was read this cycle: every figure says why
-                summary["reasons"] = {key: group.error for key in ("total_lag", "max_lag_seconds", "status")}
-            elif lag_unknown or seconds_unknown or (status is None and size):
-                reasons = {}
-                if lag_unknown:
-                    reasons["total_lag"] = _left_out(total, lag_unknown, counted, "lag", left_out["lag"].get(index, ()))
-                if seconds_unknown:
-                    reasons["max_lag_seconds"] = _left_out(worst, seconds_unknown, counted, "lag_seconds",
-                                                           left_out["lag_seconds"].get(index, ()))
-                if status is None and size:
-                    reasons["status"] = no_status
-                summary["reasons"] = reasons
-            summary["partitions"] = partitions
             groups.append(summary)
             group_rows.append({"time": now, "cluster": cluster, "partitions": summary["partition_count"],
                                "group_id": group.group_id, "type": group.type, "state": group.state,
@@ -236,7 +242,22 @@ def _unread_rows(partitions: list[tuple[str, int]], error: str) -> list[GroupPar
              "lag_seconds": None, "status": None, "reasons": why} for topic, number in partitions]
 
 
-def _membership(description) -> dict:
+class _Membership(TypedDict):
+    """The membership fields of a :class:`ConsumerGroup`."""
+
+    group_epoch: int | None
+    assignment_epoch: int | None
+    reconciling_members: int | None
+    member_details: list[GroupMember]
+
+
+class _Why(TypedDict, total=False):
+    """The ``reasons`` of a :class:`ConsumerGroup`, when it has them."""
+
+    reasons: dict[str, str]
+
+
+def _membership(description: Any) -> _Membership:
     """A group's epochs and members as its describe call tells them (``kafka-consumer-groups
     --describe --state/--members --verbose``, ``kafka-streams-groups --describe --members``);
     nulls and no members for a group not described (listed Empty, or read through librdkafka)."""

@@ -43,13 +43,13 @@ def sums_over_runs(sizes: Sequence[int], committed: np.ndarray, lag: np.ndarray,
     """``sizes[g]`` consecutive rows are group ``g``'s. ``committed``: committed offsets (negative:
     none); ``lag``: offset lags (negative: unknown); ``lag_seconds``: time lags (NaN: unknown);
     ``status``: status codes (the worst is the largest)."""
-    sizes = np.asarray(sizes, np.int64)
-    groups = len(sizes)
+    lengths = np.asarray(sizes, np.int64)
+    groups = len(lengths)
     has_commit = committed >= 0
     known_lag = lag >= 0
     known_seconds = ~np.isnan(lag_seconds)
-    nonempty = sizes > 0
-    starts = (np.cumsum(sizes) - sizes)[nonempty]  # the runs of the groups with partitions tile the rows
+    nonempty = lengths > 0
+    starts = (np.cumsum(lengths) - lengths)[nonempty]  # the runs of the groups with partitions tile the rows
 
     def over_runs(ufunc, values: np.ndarray, empty, dtype) -> np.ndarray:
         out = np.full(groups, empty, dtype)
@@ -59,10 +59,10 @@ def sums_over_runs(sizes: Sequence[int], committed: np.ndarray, lag: np.ndarray,
 
     lags = np.where(known_lag, lag, 0)
     known_lags = over_runs(np.add, known_lag.astype(np.int64), 0, np.int64)
-    if len(lag) and int(lags.max()) > _INT64_MAX // max(int(sizes.max()), 1):  # a sum could overflow int64
-        bounds = np.cumsum(sizes).tolist()
+    if len(lag) and int(lags.max()) > _INT64_MAX // max(int(lengths.max()), 1):  # a sum could overflow int64
+        bounds = np.cumsum(lengths).tolist()
         values = lags.tolist()
-        total = [sum(values[end - size:end]) for end, size in zip(bounds, sizes.tolist())]
+        total = [sum(values[end - size:end]) for end, size in zip(bounds, lengths.tolist())]
     else:
         total = over_runs(np.add, lags, 0, np.int64).tolist()
     worst = over_runs(np.fmax, lag_seconds, np.nan, np.float64)

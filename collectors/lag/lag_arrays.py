@@ -20,7 +20,7 @@ readings below its newest point (a failover dip, until ``dip_readings`` of them 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 
 import numpy as np
 
@@ -167,7 +167,7 @@ class LagArrays:
         self._times[grow, -1] = now
         self._points[grow] = np.minimum(self._points[grow] + 1, self.max_points)
 
-    def forget_partitions_except(self, partitions: set[tuple[str, int]]) -> None:
+    def forget_partitions_except(self, partitions: Container[tuple[str, int]]) -> None:
         """Drop the history of every partition not in ``partitions``."""
         for key in [key for key in self._histories.row_of if key not in partitions]:
             row = self._histories.release(key)
@@ -201,8 +201,9 @@ class LagArrays:
 
     # --- one cycle -------------------------------------------------------------------------------
 
-    def evaluate(self, groups: Sequence[str], partitions: Sequence[tuple[str, int]], committed: Sequence[int],
-                 log_ends: Sequence[int], has_members: Sequence[bool], now: float) -> CycleLag:
+    def evaluate(self, groups: Sequence[str], partitions: Sequence[tuple[str, int]],
+                 committed: Sequence[int] | np.ndarray, log_ends: Sequence[int] | np.ndarray,
+                 has_members: Sequence[bool] | np.ndarray, now: float) -> CycleLag:
         """Observe and evaluate every group partition of this cycle: ``groups[i]`` consumes
         ``partitions[i]`` at ``committed[i]`` with log end ``log_ends[i]`` (``-1``: unknown);
         ``has_members[i]`` is its group's. Call :meth:`record` for the cycle first."""
@@ -224,7 +225,7 @@ class LagArrays:
         status = self._status(windows, members, now)
         return CycleLag(lag, seconds, reason, extrapolated, status)
 
-    def forget_groups_except(self, groups: set[str]) -> None:
+    def forget_groups_except(self, groups: Container[str]) -> None:
         """Drop every window of the groups not in ``groups``."""
         for group in [g for g in self._windows if g not in groups]:
             for key in self._windows.pop(group):
