@@ -15,35 +15,45 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from kpulse.config import ClusterConfig
 from kpulse.kafka.authorization import not_authorized
 from kpulse.kafka.clients import ClientSetupFailed, ConnectionFailed, NoAnswer, admin_client, error_text, wait
 from kpulse.kafka.oauth import LIBRDKAFKA_TOKEN_FAILURE, token_failure_text
 from kpulse.snapshot import ClusterConnection
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
 
 CHECK_SECONDS = 5.0
 """How long the check waits for DescribeCluster."""
 CONNECT_SECONDS = 5.0
 """librdkafka's connection setup timeout for the check's client."""
 
+AdminFactory = Callable[[dict[str, str | int]], "AdminClient"]
+"""Makes the check's client from librdkafka settings (the cluster's, plus the connection timeout)."""
+
 
 class ConnectionGate:
     """The check for one cluster (a ``kpulse.config.ClusterConfig``). The constructor connects to
     nothing; the client is made at the first check and kept while the cluster answers."""
 
-    def __init__(self, cluster, *, factory: Callable | None = None, timeout: float = CHECK_SECONDS):
+    def __init__(self, cluster: ClusterConfig, *, factory: AdminFactory | None = None,
+                 timeout: float = CHECK_SECONDS) -> None:
         self._cluster = cluster
-        self._factory = factory or (lambda settings: admin_client(settings, connection_errors=True))
+        self._factory: AdminFactory = factory or (lambda settings: admin_client(settings, connection_errors=True))
         self._timeout = timeout
-        self._admin = None
+        self._admin: AdminClient | None = None
 
     def check(self) -> ClusterConnection:
         began = time.monotonic()
         try:
-            if self._admin is None:
-                self._admin = self._factory({**self._cluster.client_config(),
-                                             "socket.connection.setup.timeout.ms": int(CONNECT_SECONDS * 1000)})
-            described = wait(self._admin, self._admin.describe_cluster(
+            admin = self._admin
+            if admin is None:
+                admin = self._admin = self._factory({**self._cluster.client_config(),
+                                                     "socket.connection.setup.timeout.ms": int(CONNECT_SECONDS * 1000)})
+            described = wait(admin, admin.describe_cluster(
                 include_authorized_operations=True, request_timeout=self._timeout), self._timeout + 1)
         except ClientSetupFailed as error:
             return _refused(str(error), began)

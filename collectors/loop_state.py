@@ -17,14 +17,24 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 ALERT_STATE_MAX_AGE_SECONDS = 300.0
 """Saved alert state older than this (since the loop's last cycle) is ignored: the supervisor
 restarts a crashed loop within seconds, and a condition is not known to have held through a
 longer outage, so after a longer stop every alert is held again from the start."""
+
+
+class UnflushedRows(TypedDict):
+    """One table's rows appended since its last successful write (``loop.json``)."""
+
+    rows: int
+    """How many."""
+    since: float
+    """The time of the first of them (epoch seconds)."""
 
 
 @dataclass
@@ -39,9 +49,8 @@ class LoopMark:
     """Time of the last completed cycle; ``None`` before the first."""
     flushed_at: float | None = None
     """When the last flush in which every table was written ended; ``None`` before the first."""
-    unflushed: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
-    """Cluster -> table -> ``{"rows": appended since that table's last successful write,
-    "since": the time of the first of them}``."""
+    unflushed: dict[str, dict[str, UnflushedRows]] = field(default_factory=dict)
+    """Cluster -> table -> the rows appended since that table's last successful write."""
 
     def appended(self, cluster: str, table: str, rows: int, now: float) -> None:
         if not rows:  # nothing buffered (an empty alert_event list every cycle): no "since" to start
@@ -81,32 +90,38 @@ class LoopState:
         except TypeError:  # a file of another version
             return None
 
-    def write_alerts(self, pid: int, saved: dict[str, dict[str, Any]]) -> None:
+    def write_alerts(self, pid: int, saved: Mapping[str, Mapping[str, object]]) -> None:
+        """``saved``: cluster -> its :meth:`alerting.state.AlertState.saved`."""
         _write_json(self.alerts_path, {"pid": pid, "clusters": saved})
 
-    def read_alerts(self) -> dict[str, Any] | None:
+    def read_alerts(self) -> dict[str, object] | None:
+        """What :meth:`write_alerts` wrote, as read (``{"pid": ..., "clusters": ...}``, unchecked);
+        None when there is no readable file."""
         data = _read_json(self.alerts_path)
         return data if isinstance(data, dict) else None
 
 
-def restorable_alerts(saved: dict[str, Any] | None, mark: LoopMark | None, now: float,
-                      max_age: float = ALERT_STATE_MAX_AGE_SECONDS) -> tuple[dict[str, Any], float | None]:
+def restorable_alerts(saved: Mapping[str, object] | None, mark: LoopMark | None, now: float,
+                      max_age: float = ALERT_STATE_MAX_AGE_SECONDS
+                      ) -> tuple[dict[str, Mapping[str, object]], float | None]:
     """Pure. The saved alert states (cluster -> :meth:`AlertState.saved`) still fit to restore at
     ``now``, and the time up to which the dead process's events were written (its last flush).
     The loop vouched for the alerts until its last cycle (``mark.cycle_time`` when the mark is
     the same process's, else the alerts' own time)."""
-    if not saved or not isinstance(saved.get("clusters"), dict):
+    clusters = saved.get("clusters") if saved else None
+    if not saved or not isinstance(clusters, dict):
         return {}, None
     same = mark is not None and mark.pid == saved.get("pid")
-    restorable = {}
-    for cluster, state in saved["clusters"].items():
-        vouched = mark.cycle_time if same and mark.cycle_time is not None else state.get("time")
+    vouched_by_mark = mark.cycle_time if mark is not None and same else None
+    restorable: dict[str, Mapping[str, object]] = {}
+    for cluster, state in clusters.items():
+        vouched = vouched_by_mark if vouched_by_mark is not None else state.get("time")
         if vouched is not None and 0 <= now - vouched <= max_age:
             restorable[cluster] = state
-    return restorable, (mark.flushed_at if same else None)
+    return restorable, (mark.flushed_at if mark is not None and same else None)
 
 
-def crash_gap_rows(mark: LoopMark | None, *, pid: int, died: float, why: str) -> list[dict[str, Any]]:
+def crash_gap_rows(mark: LoopMark | None, *, pid: int, died: float, why: str) -> list[dict[str, object]]:
     """Pure. The ``lake_gap`` rows for a collection process ``pid`` that died at ``died``: one per
     cluster and table with rows appended since their last write (the count is of the last
     completed cycle's mark: the cycle in progress adds to it). None when the process left no mark
@@ -120,7 +135,7 @@ def crash_gap_rows(mark: LoopMark | None, *, pid: int, died: float, why: str) ->
             for table, entry in sorted(by_table.items()) if entry["rows"]]
 
 
-def _write_json(path: Path, data: Any) -> None:
+def _write_json(path: Path, data: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -129,7 +144,7 @@ def _write_json(path: Path, data: Any) -> None:
     os.replace(temporary, path)
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> object:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):

@@ -19,16 +19,43 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypedDict, runtime_checkable
 from collections.abc import Callable, Iterable, Mapping
 
+from kpulse.config import ClusterConfig
 from kpulse.errors import KpulseError
 from kpulse.lake.rows import Columns
 from kpulse.lake.schema import SCHEMAS
-from kpulse.snapshot import BUILTIN_SECTIONS, RESERVED_NAMES
+from kpulse.snapshot import (BUILTIN_SECTIONS, RESERVED_NAMES, BrokerMetricsSection, ClusterMetadataSection,
+                             ConsumerGroup, Probe, ShareGroups, StreamsApp)
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+LakeRows: TypeAlias = list[dict[str, Any]] | Columns
+"""One lake table's rows of one cycle: a dict per row (column -> value), or :class:`Columns`. The
+values are the lake's to check, against the table's schema (``kpulse.lake.store.rows_to_arrow``), as
+``LakeWriter.append`` takes them."""
+
+
+class BuiltinSections(TypedDict, total=False):
+    """The sections the built-in collectors return, by name and type (what
+    ``kpulse.snapshot.BUILTIN_SECTIONS`` lists): a built-in collector builds its
+    :attr:`CollectorResult.sections` as one of these, so that the checker holds each section to
+    its type. Each collector returns only its own."""
+
+    cluster: ClusterMetadataSection
+    """The cluster metadata collector's (composed into the snapshot's ``cluster`` and ``brokers``)."""
+    broker_metrics: BrokerMetricsSection
+    """The broker metrics collector's (composed into the snapshot's ``cluster`` and ``brokers``)."""
+    consumer_groups: list[ConsumerGroup]
+    """The consumer lag collector's."""
+    streams_apps: list[StreamsApp]
+    """The Streams apps collector's."""
+    share_groups: ShareGroups
+    """The share groups collector's."""
+    probe: Probe
+    """The probe's."""
 
 
 class CycleReadings:
@@ -43,11 +70,11 @@ class CycleReadings:
 
     def __init__(self, names: Iterable[str]):
         self._events = {name: threading.Event() for name in names}
-        self._readings: dict[str, Any] = {}
+        self._readings: dict[str, object] = {}
         self._running = set(self._events)
         self._lock = threading.Lock()
 
-    def publish(self, name: str, reading: Any) -> None:
+    def publish(self, name: str, reading: object) -> None:
         """``reading`` is collector ``name``'s for this cycle (the first one published counts)."""
         event = self._events.get(name)
         if event is None or event.is_set():
@@ -55,9 +82,10 @@ class CycleReadings:
         self._readings[name] = reading
         event.set()
 
-    def of(self, name: str, timeout: float) -> Any:
+    def of(self, name: str, timeout: float) -> object:
         """Collector ``name``'s reading of this cycle, waiting at most ``timeout`` seconds for it;
-        None when that collector is not in the cycle, finished without publishing, or is late."""
+        None when that collector is not in the cycle, finished without publishing, or is late. The
+        reader narrows it to the type the publisher documents (``isinstance``)."""
         event = self._events.get(name)
         if event is None or not event.wait(timeout):
             return None
@@ -81,8 +109,8 @@ class CycleReadings:
 class CollectContext:
     """What every collector gets each cycle."""
 
-    cluster: Any
-    """The ``kpulse.config.ClusterConfig`` being collected."""
+    cluster: ClusterConfig
+    """The cluster being collected."""
     now: float
     """Wall-clock time of this cycle (epoch seconds); collectors stamp samples with it."""
     shared: CycleReadings | None = None
@@ -94,9 +122,11 @@ class CollectContext:
 class CollectorResult:
     """What one collector returns for one cycle: named sections of the snapshot plus lake rows."""
 
-    sections: dict[str, Any] = field(default_factory=dict)
-    """Snapshot sections this collector owns, e.g. ``{"cluster": {...}}``."""
-    rows: dict[str, list[dict] | Columns] = field(default_factory=dict)
+    sections: Mapping[str, object] = field(default_factory=dict)
+    """Snapshot sections this collector owns, name -> value, e.g. ``{"cluster": {...}}``: a
+    built-in collector's are a :class:`BuiltinSections`, an add-on's are of the types it declares
+    (:class:`Collector`)."""
+    rows: dict[str, LakeRows] = field(default_factory=dict)
     """Lake table name -> rows to append this cycle (dicts, or :class:`Columns`)."""
 
 
@@ -134,13 +164,14 @@ class DeclarationError(KpulseError):
 class Declarations:
     """What a set of collectors declares, merged."""
 
-    sections: dict[str, Any] = field(default_factory=dict)
-    """Section name -> type, built-in ones included."""
+    sections: dict[str, object] = field(default_factory=dict)
+    """Section name -> type (a type form: a ``TypedDict``, ``list[...]`` of one, a JSON type), built-in
+    ones included."""
     tables: dict[str, pa.Schema] = field(default_factory=dict)
     """Lake table name -> schema, built-in ones included."""
 
     @property
-    def add_on_sections(self) -> dict[str, Any]:
+    def add_on_sections(self) -> dict[str, object]:
         """The declared sections that are not the built-in collectors': they pass through to the snapshot."""
         return {name: kind for name, kind in self.sections.items() if name not in BUILTIN_SECTIONS}
 
@@ -151,11 +182,11 @@ def declarations(collectors: Iterable[Collector]) -> Declarations:
     (:class:`DeclarationError`), as is a built-in lake table declared with other columns or one
     table declared twice with different ones (the lake checks the rest when it registers them,
     ``kpulse.lake.schema.register_tables``)."""
-    sections: dict[str, Any] = {}
+    sections: dict[str, object] = {}
     owners: dict[str, str] = {}
     tables: dict[str, pa.Schema] = {}
     for collector in collectors:
-        declared: Mapping[str, Any] = getattr(collector, "sections", None) or {}
+        declared: Mapping[str, object] = getattr(collector, "sections", None) or {}
         for name, kind in declared.items():
             if name in RESERVED_NAMES and kind != BUILTIN_SECTIONS.get(name):
                 raise DeclarationError(f"collector {collector.name!r} declares section {name!r}, a name of "
@@ -165,7 +196,8 @@ def declarations(collectors: Iterable[Collector]) -> Declarations:
                 raise DeclarationError(f"section {name!r} is declared by two collectors, {owner!r} and "
                                        f"{collector.name!r}")
             sections[name] = kind
-        for name, schema in (getattr(collector, "tables", None) or {}).items():
+        declared_tables: Mapping[str, pa.Schema] = getattr(collector, "tables", None) or {}
+        for name, schema in declared_tables.items():
             built_in = SCHEMAS.get(name)
             if built_in is not None and not schema.equals(built_in):
                 raise DeclarationError(f"collector {collector.name!r} declares lake table {name!r}, a built-in "
@@ -188,15 +220,19 @@ class DuplicateCollectorError(ValueError):
     pass
 
 
+CollectorFactory: TypeAlias = Callable[[ClusterConfig], Collector | None]
+"""Builds a cluster's collector (None: the collector does not apply to that cluster, e.g. a probe
+turned off); connects to nothing."""
+
+
 class Registry:
-    """Named collector factories, each ``factory(cluster_config) -> Collector | None`` (None: the
-    collector does not apply to that cluster, e.g. a probe turned off). ``create`` builds fresh
-    collectors for one cluster; factories and constructors make no connection."""
+    """Named collector factories (:data:`CollectorFactory`). ``create`` builds fresh collectors for
+    one cluster; factories and constructors make no connection."""
 
     def __init__(self) -> None:
-        self._factories: dict[str, Callable[[Any], Collector]] = {}
+        self._factories: dict[str, CollectorFactory] = {}
 
-    def register(self, name: str, factory: Callable[[Any], Collector]) -> None:
+    def register(self, name: str, factory: CollectorFactory) -> None:
         if name in self._factories:
             raise DuplicateCollectorError(f"a collector named {name!r} is already registered")
         self._factories[name] = factory
@@ -205,14 +241,14 @@ class Registry:
     def names(self) -> list[str]:
         return list(self._factories)
 
-    def create(self, cluster_config: Any) -> list[Collector]:
+    def create(self, cluster_config: ClusterConfig) -> list[Collector]:
         collectors = (factory(cluster_config) for factory in self._factories.values())
         return [collector for collector in collectors if collector is not None]
 
 
 def run_isolated(collectors: list[Collector], context: CollectContext,
                  clock: Callable[[], float] = time.monotonic,
-                 pool: ThreadPoolExecutor | None = None) -> tuple[dict[str, Any], dict[str, list[dict] | Columns],
+                 pool: ThreadPoolExecutor | None = None) -> tuple[dict[str, object], dict[str, LakeRows],
                                                                   list[CollectorStatus]]:
     """Run every collector once, concurrently (each owns its clients, so a slow one, such as the
     probe waiting for its records, does not hold up the others); a failing one is reported down
@@ -222,8 +258,10 @@ def run_isolated(collectors: list[Collector], context: CollectContext,
     it, threads are started for this call (each start waits for the new thread to run, which costs
     a cycle noticeably on busy cores: docs/performance.md)."""
 
-    if context.shared is None:
-        context = replace(context, shared=CycleReadings(c.name for c in collectors))
+    shared = context.shared
+    if shared is None:
+        shared = CycleReadings(c.name for c in collectors)
+        context = replace(context, shared=shared)
 
     def run(collector: Collector) -> tuple[CollectorResult | None, CollectorStatus]:
         began = clock()
@@ -233,7 +271,7 @@ def run_isolated(collectors: list[Collector], context: CollectContext,
             first_line = f"{type(error).__name__}: {error}".splitlines()[0]
             return None, CollectorStatus(collector.name, False, clock() - began, first_line)
         finally:
-            context.shared.finished(collector.name)
+            shared.finished(collector.name)
         return result, CollectorStatus(collector.name, True, clock() - began)
 
     if pool is not None and len(collectors) > 1:
@@ -243,8 +281,8 @@ def run_isolated(collectors: list[Collector], context: CollectContext,
             outcomes = list(own_pool.map(run, collectors))
     else:
         outcomes = [run(c) for c in collectors]
-    sections: dict[str, Any] = {}
-    rows: dict[str, list[dict] | Columns] = {}
+    sections: dict[str, object] = {}
+    rows: dict[str, LakeRows] = {}
     for result, _ in outcomes:
         if result is None:
             continue

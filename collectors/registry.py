@@ -8,42 +8,43 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 
-from collectors.protocol import Registry
+from collectors.protocol import Collector, CollectorFactory, Registry
+from kpulse.config import ClusterConfig
 
 ENTRY_POINT_GROUP = "kpulse.collectors"
 
 
-def _cluster_metadata(cluster):
+def _cluster_metadata(cluster: ClusterConfig) -> Collector:
     from collectors.cluster.cluster_metadata import ClusterMetadataCollector
 
     return ClusterMetadataCollector(cluster)
 
 
-def _broker_metrics(cluster):
+def _broker_metrics(cluster: ClusterConfig) -> Collector:
     from collectors.brokers.broker_metrics import BrokerMetricsCollector
 
     return BrokerMetricsCollector(cluster)
 
 
-def _consumer_lag(cluster):
+def _consumer_lag(cluster: ClusterConfig) -> Collector:
     from collectors.lag.consumer_lag import ConsumerLagCollector
 
     return ConsumerLagCollector(cluster)
 
 
-def _streams_apps(cluster):
+def _streams_apps(cluster: ClusterConfig) -> Collector:
     from collectors.streams.streams_apps import StreamsAppsCollector
 
     return StreamsAppsCollector(cluster)
 
 
-def _share_groups(cluster):
+def _share_groups(cluster: ClusterConfig) -> Collector:
     from collectors.share.share_groups import ShareGroupsCollector
 
     return ShareGroupsCollector(cluster)
 
 
-def _probe(cluster):
+def _probe(cluster: ClusterConfig) -> Collector | None:
     if not cluster.probe.enabled:
         return None
     from collectors.probe.probe import ProbeCollector
@@ -51,7 +52,7 @@ def _probe(cluster):
     return ProbeCollector(cluster, topic=cluster.probe.topic)
 
 
-BUILTINS = {
+BUILTINS: dict[str, CollectorFactory] = {
     "cluster_metadata": _cluster_metadata,
     "broker_metrics": _broker_metrics,
     "consumer_lag": _consumer_lag,

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from kpulse import prom_text
 
@@ -121,10 +121,10 @@ def failed_broker(broker_id: int, error: str) -> BrokerMetrics:
     return BrokerMetrics(broker_id, error=error, reasons={name: error for name in VALUE_FIELDS})
 
 
-def to_row(broker: BrokerMetrics, *, now: float, cluster: str) -> dict[str, Any]:
+def to_row(broker: BrokerMetrics, *, now: float, cluster: str) -> dict[str, object]:
     """The flat lake row of one broker: time (= ``now``), cluster, broker_id, error and every value
     but :data:`LAKE_EXCLUDED`."""
-    row = {"time": now, "cluster": cluster, "broker_id": broker.broker_id, "error": broker.error}
+    row: dict[str, object] = {"time": now, "cluster": cluster, "broker_id": broker.broker_id, "error": broker.error}
     row.update({name: getattr(broker, name) for name in LAKE_FIELDS})
     return row
 
@@ -205,13 +205,38 @@ def set_value(broker: BrokerMetrics, name: str, value: float | None, why_missing
         broker.reasons[name] = why_missing
 
 
-def cluster_level(brokers: list[BrokerMetrics]) -> dict[str, Any]:
+class KraftClusterLevel(TypedDict):
+    """The cluster's KRaft controller figures from its nodes' metrics (:func:`kraft_cluster_level`)."""
+
+    fenced_broker_count: int | None
+    """Fenced brokers as the active controller says (else the largest count of the nodes)."""
+    active_broker_count: int | None
+    """Unfenced brokers as the active controller says (else the smallest count of the nodes)."""
+    metadata_error_count: int | None
+    """Metadata errors summed over the nodes exporting them."""
+
+
+class ClusterLevel(KraftClusterLevel):
+    """The cluster's figures from its nodes' metrics (:func:`cluster_level`): the
+    ``broker_metrics`` section's besides its brokers."""
+
+    active_controller_count: int | None
+    """Sum over the answering nodes that export it (must be 1)."""
+    offline_partitions: int | None
+    """Largest over the controllers."""
+    controller_id: int | None
+    """The controller most answering nodes name."""
+    reasons: dict[str, str]
+    """Why a figure above is None."""
+
+
+def cluster_level(brokers: list[BrokerMetrics]) -> ClusterLevel:
     """``active_controller_count`` (sum over answering nodes that export it; must be 1) and
     ``offline_partitions`` (max over controllers), with ``reasons`` for those that are None."""
     answered = [b for b in brokers if b.error is None]
     controllers = [b.active_controller for b in answered if b.active_controller is not None]
     offline = [b.offline_partitions for b in answered if b.offline_partitions is not None]
-    reasons = {}
+    reasons: dict[str, str] = {}
     if not answered:
         reasons["active_controller_count"] = reasons["offline_partitions"] = "no broker answered"
     else:
@@ -230,24 +255,27 @@ def cluster_level(brokers: list[BrokerMetrics]) -> dict[str, Any]:
 
 
 def kraft_cluster_level(answered: list[BrokerMetrics], controller_id: int | None,
-                        reasons: dict[str, str]) -> dict[str, Any]:
+                        reasons: dict[str, str]) -> KraftClusterLevel:
     """The KRaft controller figures of the cluster, from the answering nodes:
     ``fenced_broker_count`` and ``active_broker_count`` as the active controller says (it decides
     fencing; a standby controller's view can be a moment behind), else the node reporting itself
     active, else the largest fenced count and the smallest active count over the nodes (the worst
     view); ``metadata_error_count``, the sum over the nodes (each counts its own errors).
     ``reasons`` gets why a figure is None."""
-    def exporting(name: str) -> list[BrokerMetrics]:
-        return [b for b in answered if getattr(b, name) is not None]
-
     active = [b for b in answered if b.broker_id == controller_id] or [b for b in answered if b.active_controller]
-    result: dict[str, Any] = {}
-    for name, worst in (("fenced_broker_count", max), ("active_broker_count", min)):
-        nodes = exporting(name)
-        leader_view = [getattr(b, name) for b in active if getattr(b, name) is not None]
-        result[name] = leader_view[0] if leader_view else worst(getattr(b, name) for b in nodes) if nodes else None
-    errors = exporting("metadata_error_count")
-    result["metadata_error_count"] = sum(b.metadata_error_count for b in errors) if errors else None
+
+    def leader_view_else(worst: Callable[[list[int]], int], value_of: Callable[[BrokerMetrics], int | None]
+                         ) -> int | None:
+        leader_view = [value for value in map(value_of, active) if value is not None]
+        values = [value for value in map(value_of, answered) if value is not None]
+        return leader_view[0] if leader_view else worst(values) if values else None
+
+    errors = [b.metadata_error_count for b in answered if b.metadata_error_count is not None]
+    result: KraftClusterLevel = {
+        "fenced_broker_count": leader_view_else(max, lambda b: b.fenced_broker_count),
+        "active_broker_count": leader_view_else(min, lambda b: b.active_broker_count),
+        "metadata_error_count": sum(errors) if errors else None,
+    }
     for name, value in result.items():
         if value is None:
             reasons[name] = (f"no answering node exports it ({CONTROLLER_ONLY})" if answered

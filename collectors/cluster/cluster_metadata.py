@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from collections.abc import Callable
 
 from collectors.cluster.cluster_health import PartitionState, summarize
@@ -30,7 +30,13 @@ from kpulse.kafka.batched_client import BatchedClient, one_line
 from kpulse.kafka.clients import LazyAdmin, list_topics
 from kpulse.kafka.kraft_reads import KraftReader, NotSupported
 from kpulse.lake.schema import SCHEMAS
-from kpulse.snapshot import ClusterMetadataSection
+from kpulse.config import ClusterConfig
+from kpulse.snapshot import ClusterMetadataSection, KraftQuorum, MetadataBroker, PartitionProblemName, ProblemPartition
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
+
+T = TypeVar("T")
 
 CONFIG_REFRESH_SECONDS = 60.0
 PROBLEM_PARTITIONS_SHOWN = 200
@@ -41,9 +47,9 @@ class ClusterMetadataCollector:
     sections = {"cluster": ClusterMetadataSection}
     tables = {table: SCHEMAS[table] for table in ("cluster_health", "broker_state")}
 
-    def __init__(self, cluster_config, admin_factory: Callable[[dict], Any] | None = None,
+    def __init__(self, cluster_config: ClusterConfig, admin_factory: Callable[[dict[str, str]], Any] | None = None,
                  clock: Callable[[], float] = time.monotonic, request_timeout: float = 10.0,
-                 kraft_reader: KraftReader | None = None, wall_clock: Callable[[], float] = time.time):
+                 kraft_reader: KraftReader | None = None, wall_clock: Callable[[], float] = time.time) -> None:
         self._cluster = cluster_config
         self._admin = LazyAdmin(cluster_config, admin_factory)
         self._kraft = kraft_reader or KraftReader(BatchedClient(cluster_config, client_id="kpulse-metadata",
@@ -72,7 +78,8 @@ class ClusterMetadataCollector:
         summary = summarize(partitions, self._min_isr, set(self._known_brokers))
         refused = sorted(t for t in self._min_isr_refused if t in metadata.topics)
 
-        brokers = [{"id": b, "up": b in live, "address": live.get(b)} for b in sorted(self._known_brokers)]
+        brokers: list[MetadataBroker] = [{"id": b, "up": b in live, "address": live.get(b)}
+                                         for b in sorted(self._known_brokers)]
         load = {b.broker_id: b for b in summary.brokers}
         section: ClusterMetadataSection = {
             "controller_id": None,
@@ -97,6 +104,7 @@ class ClusterMetadataCollector:
                 # few of a sick cluster's thousands, without sorting them all.
                 for p in heapq.nsmallest(PROBLEM_PARTITIONS_SHOWN,
                                          {*summary.offline, *summary.under_min_isr, *summary.under_replicated})],
+            "quorum": None,
         }
         if refused:
             section["reasons"]["under_min_isr_partitions"] = _min_isr_unknown(refused, len(summary.under_min_isr))
@@ -120,7 +128,7 @@ class ClusterMetadataCollector:
     def close(self) -> None:
         self._kraft.client.close()
 
-    def _quorum(self, reasons: dict[str, str], nodes: list[int]) -> dict[str, Any] | None:
+    def _quorum(self, reasons: dict[str, str], nodes: list[int]) -> KraftQuorum | None:
         """The quorum with the configured VoterLagging thresholds, or None with ``reasons["quorum"]``."""
         quorum = _kraft_read(lambda: self._kraft.quorum(self._timeout, self._wall_clock(), nodes), reasons,
                              "quorum", "DescribeQuorum")
@@ -129,9 +137,10 @@ class ClusterMetadataCollector:
         kraft = getattr(self._cluster, "kraft", None)
         quorum["voter_lag_threshold_records"] = getattr(kraft, "voter_lag_records", None)
         quorum["voter_lag_threshold_seconds"] = getattr(kraft, "voter_lag_seconds", None)
-        return quorum
+        # the reader's quorum (kpulse.kafka.kraft_reads.quorum_from, typed as a dict) with the thresholds above
+        return cast(KraftQuorum, quorum)
 
-    def _kraft_from_admin(self, quorum: dict[str, Any] | None, reasons: dict[str, str],
+    def _kraft_from_admin(self, quorum: KraftQuorum | None, reasons: dict[str, str],
                           nodes: list[int]) -> dict[str, int | None]:
         """Without broker metrics (``metrics.source: none``, usual on managed clusters): the active
         controller from DescribeQuorum's leader, fenced and active brokers from DescribeCluster v2."""
@@ -147,7 +156,7 @@ class ClusterMetadataCollector:
         values["active_broker_count"] = len(registered["unfenced"])
         return values
 
-    def _add_elr(self, problems: list[dict[str, Any]], reasons: dict[str, str], nodes: list[int]) -> None:
+    def _add_elr(self, problems: list[ProblemPartition], reasons: dict[str, str], nodes: list[int]) -> None:
         """Each problem partition's ``elr`` and ``last_known_elr`` (None when not read, with
         ``reasons["elr"]``)."""
         for problem in problems:
@@ -175,7 +184,7 @@ class ClusterMetadataCollector:
         elif any(p["elr"] is None for p in problems):
             reasons["elr"] = "the brokers send no ELR: eligible.leader.replicas.version is not enabled"
 
-    def _refresh_min_isr(self, admin, topics: list[str]) -> None:
+    def _refresh_min_isr(self, admin: AdminClient, topics: list[str]) -> None:
         """min.insync.replicas of every topic (its effective value, broker default included),
         re-read every CONFIG_REFRESH_SECONDS and for topics not seen before."""
         now = self._clock()
@@ -203,7 +212,7 @@ class ClusterMetadataCollector:
             self._min_isr_refused = {t: why for t, why in self._min_isr_refused.items() if t in self._min_isr}
 
 
-def _kraft_read(read: Callable[[], Any], reasons: dict[str, str], key: str, request: str) -> Any:
+def _kraft_read(read: Callable[[], T], reasons: dict[str, str], key: str, request: str) -> T | None:
     """``read()``, or None with ``reasons[key]``: not spoken by the brokers, refused (in ACL words:
     these requests need Describe on the cluster), or failed; the rest of the section stands."""
     try:
@@ -223,8 +232,8 @@ def _min_isr_unknown(refused_topics: list[str], known_under: int) -> str:
             f"partitions; {known_under} partition(s) of the other topics (and offline ones) are under min ISR")
 
 
-def _problems(state: PartitionState, min_isr: int | None) -> list[str]:
-    found = []
+def _problems(state: PartitionState, min_isr: int | None) -> list[PartitionProblemName]:
+    found: list[PartitionProblemName] = []
     if state.offline:
         found.append("offline")
     if state.under_min_isr(min_isr):

@@ -52,14 +52,19 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from collectors.probe.probe_ledger import PartitionStats, ProbeLedger, plan_probe_topic, summarize
 from collectors.protocol import CollectContext, CollectorResult
 from kpulse.kafka.authorization import not_authorized, refused_resource
 from kpulse.kafka.clients import list_topics
 from kpulse.lake.schema import SCHEMAS
+from kpulse.config import ClusterConfig
 from kpulse.snapshot import Probe, ProbePartition
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, KafkaError, Message, Producer
+    from confluent_kafka.admin import AdminClient
 
 SECTION = TABLE = "probe"
 DEFAULT_TOPIC = "kpulse-probe"
@@ -82,10 +87,11 @@ class ProbeCollector:
     sections = {SECTION: Probe}
     tables = {TABLE: SCHEMAS[TABLE]}
 
-    def __init__(self, cluster_config: Any, topic: str = DEFAULT_TOPIC, messages_per_cycle: int = 1,
-                 producer_factory: Callable[[dict], Any] | None = None,
-                 consumer_factory: Callable[[dict], Any] | None = None,
-                 admin_factory: Callable[[dict], Any] | None = None, clock: Callable[[], float] = time.time,
+    def __init__(self, cluster_config: ClusterConfig, topic: str = DEFAULT_TOPIC, messages_per_cycle: int = 1,
+                 producer_factory: Callable[[dict[str, object]], Producer] | None = None,
+                 consumer_factory: Callable[[dict[str, object]], Consumer] | None = None,
+                 admin_factory: Callable[[dict[str, str]], AdminClient] | None = None,
+                 clock: Callable[[], float] = time.time,
                  delivery_timeout_seconds: float = 3.0, consume_wait_seconds: float = 2.0) -> None:
         self._cluster = cluster_config
         self.topic = topic
@@ -102,7 +108,9 @@ class ProbeCollector:
         looks up the group's coordinator (Describe on the group)."""
         self.ledger = ProbeLedger()
         self._sequence = 0
-        self._admin = self._producer = self._consumer = None
+        self._admin: AdminClient | None = None
+        self._producer: Producer | None = None
+        self._consumer: Consumer | None = None
         self._assigned: set[int] = set()
         self._last_election = float("-inf")
         self._read_refused: str | None = None
@@ -111,7 +119,8 @@ class ProbeCollector:
         """(monotonic time to ask again, the refusal) after the principal was refused."""
 
     # --- clients -------------------------------------------------------------------------------------
-    def _clients(self) -> None:
+    def _clients(self) -> tuple[AdminClient, Producer, Consumer]:
+        """The probe's clients, made when missing."""
         from kpulse.kafka.clients import admin_client
 
         base = self._cluster.client_config()
@@ -128,6 +137,7 @@ class ProbeCollector:
                         "auto.offset.reset": "latest", "fetch.wait.max.ms": "50",
                         "client.id": f"{self.probe_id}-consumer"}
             self._consumer = (self._consumer_factory or _default_consumer)({**settings, "logger": log})
+        return self._admin, self._producer, self._consumer
 
     def close(self) -> None:
         """Flush the producer briefly and close the consumer. The collector can be used again: it
@@ -141,32 +151,32 @@ class ProbeCollector:
         self.ledger = ProbeLedger()
 
     # --- topic ---------------------------------------------------------------------------------------
-    def _topic_metadata(self):
+    def _topic_metadata(self, admin: AdminClient) -> tuple[set[int], dict[int, tuple[int, tuple[int, ...]]] | None]:
         """(live broker ids, {partition: (leader, replicas)} or None when the topic does not exist)."""
-        metadata = list_topics(self._admin, ADMIN_TIMEOUT_SECONDS, topic=self.topic)
+        metadata = list_topics(admin, ADMIN_TIMEOUT_SECONDS, topic=self.topic)
         topic = metadata.topics.get(self.topic)
         partitions = None
         if topic is not None and topic.error is None and topic.partitions:
             partitions = {p.id: (p.leader, tuple(p.replicas)) for p in topic.partitions.values()}
         return set(metadata.brokers), partitions
 
-    def _ensure_topic(self) -> dict[int, tuple[int, tuple[int, ...]]]:
+    def _ensure_topic(self, admin: AdminClient) -> dict[int, tuple[int, tuple[int, ...]]]:
         """Apply the topic plan when it is not empty; returns the partitions (leader, replicas)."""
         from confluent_kafka.admin import NewPartitions, NewTopic
 
-        brokers, partitions = self._topic_metadata()
+        brokers, partitions = self._topic_metadata(admin)
         existing = None if partitions is None else [partitions[p][1] for p in sorted(partitions)]
         plan = plan_probe_topic(brokers, existing)
         if plan.empty:
-            self._restore_preferred_leaders(brokers, partitions or {})
+            self._restore_preferred_leaders(admin, brokers, partitions or {})
             return partitions or {}
         if plan.create:
             new_topic = NewTopic(self.topic, num_partitions=len(plan.new_assignments), replication_factor=-1,
                                  replica_assignment=[list(r) for r in plan.new_assignments], config=plan.configs)
-            futures = self._admin.create_topics([new_topic], request_timeout=ADMIN_TIMEOUT_SECONDS)
-        else:
-            total = len(existing) + len(plan.new_assignments)
-            futures = self._admin.create_partitions(
+            futures = admin.create_topics([new_topic], request_timeout=ADMIN_TIMEOUT_SECONDS)
+        else:  # the topic exists: existing is its partitions
+            total = len(existing or ()) + len(plan.new_assignments)
+            futures = admin.create_partitions(
                 [NewPartitions(self.topic, total, [list(r) for r in plan.new_assignments])],
                 request_timeout=ADMIN_TIMEOUT_SECONDS)
         for future in futures.values():
@@ -181,14 +191,15 @@ class ProbeCollector:
         wanted = len(existing or ()) + len(plan.new_assignments)
         deadline = time.monotonic() + ADMIN_TIMEOUT_SECONDS
         while True:
-            _, partitions = self._topic_metadata()
+            _, partitions = self._topic_metadata(admin)
             if partitions and len(partitions) >= wanted and all(leader >= 0 for leader, _ in partitions.values()):
                 return partitions
             if time.monotonic() > deadline:
                 raise TimeoutError(f"probe topic {self.topic}: partitions without a leader after creation")
             time.sleep(0.2)
 
-    def _restore_preferred_leaders(self, brokers: set[int], partitions: dict[int, tuple[int, tuple[int, ...]]]) -> None:
+    def _restore_preferred_leaders(self, admin: AdminClient, brokers: set[int],
+                                   partitions: dict[int, tuple[int, tuple[int, ...]]]) -> None:
         """The probe needs a partition *led* by every broker. After a broker comes back, Kafka moves
         leadership back only at its next automatic rebalance (up to 5 min by default), so the probe
         elects the preferred leaders of its own topic, and of nothing else, at most every
@@ -201,26 +212,26 @@ class ProbeCollector:
             return
         self._last_election = time.monotonic()
         # No request_timeout here: confluent-kafka 2.16.1's elect_leaders raises SystemError with it.
-        future = self._admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(self.topic, p) for p in misplaced])
+        future = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(self.topic, p) for p in misplaced])
         try:
             future.result(timeout=ADMIN_TIMEOUT_SECONDS)
         except (KafkaException, TimeoutError):  # e.g. the preferred replica is not in sync yet: next time
             pass
 
-    def _assign(self, partitions: Iterable[int]) -> None:
+    def _assign(self, consumer: Consumer, partitions: Iterable[int]) -> None:
         """Read new partitions from their current end (only this probe's new records matter)."""
         from confluent_kafka import OFFSET_END, TopicPartition
 
         new = []
         for partition in sorted(set(partitions) - self._assigned):
             try:
-                _, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, partition),
+                _, high = consumer.get_watermark_offsets(TopicPartition(self.topic, partition),
                                                                timeout=ADMIN_TIMEOUT_SECONDS)
             except Exception:  # noqa: BLE001 - leader unavailable: the end of the log, resolved later
                 high = OFFSET_END
             new.append(TopicPartition(self.topic, partition, high))
         if new:
-            self._consumer.incremental_assign(new)
+            consumer.incremental_assign(new)
             self._assigned.update(tp.partition for tp in new)
 
     # --- one cycle -----------------------------------------------------------------------------------
@@ -228,9 +239,9 @@ class ProbeCollector:
         if self._refused is not None and time.monotonic() < self._refused[0]:
             return self._refused_result(self._refused[1])  # asked again after REFUSED_RETRY_SECONDS
         try:
-            self._clients()
-            partitions = self._ensure_topic()
-            self._assign(partitions)
+            admin, producer, consumer = self._clients()
+            partitions = self._ensure_topic(admin)
+            self._assign(consumer, partitions)
         except Exception as error:  # noqa: BLE001 - the probe reports that it could not probe
             refusal = _setup_refusal(error, self.topic)
             if refusal is not None:
@@ -240,9 +251,9 @@ class ProbeCollector:
             return CollectorResult(sections={SECTION: section}, rows={TABLE: []})
         self.ledger.start_cycle()
         self._read_refused = None
-        self._read(0.0)
-        self._produce(sorted(partitions))
-        self._read(self._consume_wait, until_all_read=self._read_refused is None)
+        self._read(consumer, 0.0)
+        self._produce(producer, sorted(partitions))
+        self._read(consumer, self._consume_wait, until_all_read=self._read_refused is None)
         stats = self.ledger.finish_cycle(partitions)
         refusal = _write_refusal(stats, self.topic) or self._read_refused
         if refusal is not None:  # not a measurement of the cluster: no availability, no lake rows
@@ -252,13 +263,13 @@ class ProbeCollector:
         per_partition = [_partition_view(s, leaders.get(s.partition)) for s in stats]
         totals = summarize(stats)
         failed = [p for p in per_partition if p["error"]]
-        error = None
+        summary = None
         if failed:
             first = failed[0]
-            error = (f"{totals['produce_errors']} produce error(s) on {len(failed)} partition(s); first: partition "
-                     f"{first['partition']} (leader {first['broker_id']}): {first['error']}")
-        section: Probe = {"topic": self.topic, **totals, "per_partition": per_partition, "error": error,
-                          "not_authorized": None}
+            summary = (f"{totals['produce_errors']} produce error(s) on {len(failed)} partition(s); first: partition "
+                       f"{first['partition']} (leader {first['broker_id']}): {first['error']}")
+        section = {"topic": self.topic, **totals, "per_partition": per_partition, "error": summary,
+                   "not_authorized": None}
         rows = [{"time": context.now, "cluster": self._cluster.name,
                  **{k: v for k, v in p.items() if k not in ("error", "consume_availability")}}
                 for p in per_partition]
@@ -274,7 +285,7 @@ class ProbeCollector:
                           "not_authorized": refusal}
         return CollectorResult(sections={SECTION: section}, rows={TABLE: []})
 
-    def _produce(self, partitions: list[int]) -> None:
+    def _produce(self, producer: Producer, partitions: list[int]) -> None:
         for partition in partitions:
             for _ in range(self._per_partition):
                 self._sequence += 1
@@ -282,23 +293,23 @@ class ProbeCollector:
                 self.ledger.sent(sequence, partition)
                 value = f"{sequence}:{int(self._clock() * 1e9)}"
                 try:
-                    self._producer.produce(self.topic, key=self.probe_id.encode(), value=value.encode(),
+                    producer.produce(self.topic, key=self.probe_id.encode(), value=value.encode(),
                                            partition=partition, on_delivery=self._delivered(sequence))
                 except Exception as error:  # noqa: BLE001 - e.g. the local queue is full
                     self.ledger.acknowledged(sequence, _one_line(error))
         # A delivery report that comes later (the leader just died) counts in the cycle it arrives in.
-        self._producer.flush(self._delivery_timeout + 1.0)
+        producer.flush(self._delivery_timeout + 1.0)
 
-    def _delivered(self, sequence: int) -> Callable[[Any, Any], None]:
-        def report(error, _message) -> None:
+    def _delivered(self, sequence: int) -> Callable[[KafkaError | None, Message], None]:
+        def report(error: KafkaError | None, _message: Message) -> None:
             self.ledger.acknowledged(sequence, None if error is None else error.str())
         return report
 
-    def _read(self, wait_seconds: float, until_all_read: bool = False) -> None:
+    def _read(self, consumer: Consumer, wait_seconds: float, until_all_read: bool = False) -> None:
         deadline = time.monotonic() + wait_seconds
         key = self.probe_id.encode()
         while True:
-            for message in self._consumer.consume(num_messages=500, timeout=0.05):
+            for message in consumer.consume(num_messages=500, timeout=0.05):
                 if message.error() is not None:
                     kind = refused_resource(message.error())
                     if kind is not None:  # its consumer also looks up the coordinator of its group id
@@ -309,8 +320,11 @@ class ProbeCollector:
                 if message.key() != key:
                     continue
                 received_ns = int(self._clock() * 1e9)
+                value = message.value()
+                if value is None:  # not a probe record: each has a value
+                    continue
                 try:
-                    sequence, sent_ns = (int(part) for part in message.value().split(b":"))
+                    sequence, sent_ns = (int(part) for part in value.split(b":"))
                 except ValueError:
                     continue
                 self.ledger.read(sequence, sent_ns, received_ns)
@@ -350,13 +364,13 @@ def _partition_view(stats: PartitionStats, leader: int | None) -> ProbePartition
             "consume_availability": stats.consume_availability, "error": stats.error}
 
 
-def _default_producer(settings: dict):
+def _default_producer(settings: dict[str, object]) -> Producer:
     from confluent_kafka import Producer
 
     return Producer(settings)
 
 
-def _default_consumer(settings: dict):
+def _default_consumer(settings: dict[str, object]) -> Consumer:
     from confluent_kafka import Consumer
 
     return Consumer(settings)
@@ -364,6 +378,6 @@ def _default_consumer(settings: dict):
 
 def _one_line(error: BaseException) -> str:
     first = error.args[0] if error.args else None
-    text = first.str() if hasattr(first, "str") else f"{type(error).__name__}: {error}"
+    text = first.str() if first is not None and hasattr(first, "str") else f"{type(error).__name__}: {error}"
     text = " ".join(text.split())
     return text if len(text) <= 300 else text[:297] + "..."

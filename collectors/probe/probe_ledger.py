@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 LOSS_DEADLINE_CYCLES = 2
 REMEMBER_CYCLES = 10
@@ -178,7 +178,23 @@ def _ratio(numerator: int, denominator: int) -> float | None:
     return None if denominator == 0 else numerator / denominator
 
 
-def summarize(stats: Sequence[PartitionStats]) -> dict[str, Any]:
+class ProbeTotals(TypedDict):
+    """The probe section's totals over every partition of one cycle (the fields of
+    ``kpulse.snapshot.Probe`` of the same names say what each is)."""
+
+    produce_availability: float | None
+    consume_availability: float | None
+    latency_p50_ms: float | None
+    latency_p99_ms: float | None
+    latency_max_ms: float | None
+    produced: int
+    produce_errors: int
+    consumed: int
+    lost: int
+    duplicated: int
+
+
+def summarize(stats: Sequence[PartitionStats]) -> ProbeTotals:
     """The section's totals over every partition of one cycle."""
     latencies = [value for s in stats for value in s.latencies_ms]
     produced = sum(s.produced for s in stats)

@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FuturesTimeout
-from typing import Any
-from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, NamedTuple
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
 from collectors.lag.lag_math import sum_over_partitions
 from collectors.protocol import CollectContext, CollectorResult
 from collectors.share.share_status import ShareWindows, worst
+from kpulse.config import ClusterConfig
 from kpulse.errors import KpulseError
 from kpulse.kafka.batched_client import BatchedClient
-from kpulse.kafka.group_model import GroupListing, GroupReadError, ShareGroup, SharePartitionOffset
+from kpulse.kafka.group_model import (GroupListing, GroupReadError, GroupStateName, ShareGroup, ShareGroupStateName,
+                                     SharePartitionOffset)
 from kpulse.lake.schema import SCHEMAS
-from kpulse.snapshot import ShareGroups, ShareGroupState, ShareMemberState, SharePartition
+from kpulse.snapshot import Reasons, ShareGroups, ShareGroupState, ShareMemberState, SharePartition
+from kpulse.share_contract import ShareStatusName
 
 SHARE = "share"
 DEFAULT_TIMEOUT_SECONDS = 10.0
@@ -57,15 +60,23 @@ class ShareGroupsUnreadable(KpulseError):
     """The share groups could not be listed at all (one line): the collector is down this cycle."""
 
 
+class _Reading(NamedTuple):
+    """One reading of the share groups: the collector's result, and the cycle time it was asked at
+    (its section's ``read_at``)."""
+
+    result: CollectorResult
+    read_at: float
+
+
 class ShareGroupsCollector:
     name = "share_groups"
     sections = {"share_groups": ShareGroups}
     tables = {table: SCHEMAS[table] for table in ("share_group", "share_partition")}
 
-    def __init__(self, cluster_config, reader: Any = None, timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    def __init__(self, cluster_config: ClusterConfig, reader: Any = None, timeout: float = DEFAULT_TIMEOUT_SECONDS,
                  windows: ShareWindows | None = None, batched_client_factory: Callable[..., Any] | None = None,
                  read_budget: float = DEFAULT_READ_BUDGET_SECONDS, read_pacing: float = DEFAULT_READ_PACING,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._cluster = cluster_config
         self._timeout = timeout
         self.read_budget = read_budget
@@ -76,8 +87,8 @@ class ShareGroupsCollector:
         self._next_read = float("-inf")
         """``clock()`` time before which no reading is asked (set by each reading as it ends)."""
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="share-groups")
-        self._pending: Future | None = None
-        self._last: CollectorResult | None = None
+        self._pending: Future[_Reading] | None = None
+        self._last: _Reading | None = None
         self.batched_client = None if reader is not None else BatchedClient(cluster_config, batched_client_factory)
         self._reader = reader
         self.windows = windows or ShareWindows()
@@ -109,47 +120,51 @@ class ShareGroupsCollector:
         at, by the first cycle after it comes. So waiting for the share groups never makes a cycle
         longer than its other collectors make it, nor longer than the budget. A reading is asked
         only once the last one is paced out (``read_pacing``); until then the last is shown again."""
-        if self._pending is None:
+        pending = self._pending
+        if pending is None:
             if self._last is not None and self._clock() < self._next_read:
-                return self._shown_again()
-            self._pending = self._worker.submit(self._read, context)
+                return self._shown_again(self._last)
+            pending = self._pending = self._worker.submit(self._read, context)
         try:
-            reading = self._answer(context)
+            reading = self._answer(pending, context)
         except FuturesTimeout:
-            return self._shown_again()
+            if self._last is None:  # the first reading is waited for without a timeout
+                raise
+            return self._shown_again(self._last)
         finally:
             if self._pending is not None and self._pending.done():
                 self._pending = None
         self._last = reading
-        late = reading.sections["share_groups"]["read_at"] != context.now
+        late = reading.read_at != context.now
         if late and self._clock() >= self._next_read:  # ask again now
             self._pending = self._worker.submit(self._read, context)
-        return reading
+        return reading.result
 
-    def _shown_again(self) -> CollectorResult:
+    def _shown_again(self, last: _Reading) -> CollectorResult:
         """The last reading, shown again without lake rows (they were written when it was read)."""
-        return CollectorResult(sections=self._last.sections, rows={table: [] for table in self.tables})
+        return CollectorResult(sections=last.result.sections, rows={table: [] for table in self.tables})
 
-    def _answer(self, context: CollectContext) -> CollectorResult:
+    def _answer(self, pending: Future[_Reading], context: CollectContext) -> _Reading:
         """The pending reading's answer, waited for as :meth:`collect` says (``FuturesTimeout``: not yet)."""
         if self._last is None:
-            return self._pending.result()
-        if context.shared is None:  # run alone: only the budget bounds the wait
-            return self._pending.result(timeout=self.read_budget)
+            return pending.result()
+        shared = context.shared
+        if shared is None:  # run alone: only the budget bounds the wait
+            return pending.result(timeout=self.read_budget)
         until = time.monotonic() + self.read_budget
         while True:
             try:
-                return self._pending.result(timeout=max(0.0, min(OTHERS_POLL_SECONDS, until - time.monotonic())))
+                return pending.result(timeout=max(0.0, min(OTHERS_POLL_SECONDS, until - time.monotonic())))
             except FuturesTimeout:
-                if time.monotonic() >= until or not context.shared.others_running(self.name):
+                if time.monotonic() >= until or not shared.others_running(self.name):
                     raise
 
-    def _read(self, context: CollectContext) -> CollectorResult:
+    def _read(self, context: CollectContext) -> _Reading:
         """One reading of the cluster (in the worker thread), evaluated with the time it was asked
         at; it sets when the next may be asked (``read_pacing``), whether it succeeds or fails."""
         began = self._clock()
         try:
-            return self._read_now(context, began)
+            return _Reading(self._read_now(context, began), context.now)
         finally:
             ended = self._clock()
             self._next_read = ended + self.read_pacing * (ended - began)
@@ -178,9 +193,9 @@ class ShareGroupsCollector:
         """Turn one reading of the cluster into the snapshot section and the lake rows."""
         now, cluster = context.now, self._cluster.name
         groups: list[ShareGroupState] = []
-        group_rows: list[dict] = []
-        partition_rows: list[dict] = []
-        read: list[tuple[str, str, int]] = []
+        group_rows: list[dict[str, object]] = []
+        partition_rows: list[dict[str, object]] = []
+        read: list[Hashable] = []
         for listing in sorted(listings, key=lambda item: item.group_id):
             group_id = listing.group_id
             description = descriptions.get(group_id)
@@ -191,7 +206,7 @@ class ShareGroupsCollector:
             members = None if described is None else len(described.members)
             share_offsets = [] if isinstance(answer, GroupReadError) or answer is None else answer
             if isinstance(answer, GroupReadError):  # not read this cycle: its windows are kept
-                read += [key for key in self.windows.keys() if key[0] == group_id]
+                read += [key for key in self.windows.keys() if isinstance(key, tuple) and key[0] == group_id]
             partitions = []
             for offset in sorted(share_offsets, key=lambda item: (item.topic, item.partition)):
                 key = (group_id, offset.topic, offset.partition)
@@ -200,9 +215,16 @@ class ShareGroupsCollector:
                 partitions.append(self._partition(offset, members, key))
             total = sum_over_partitions([p["lag"] for p in partitions], [p["start_offset"] for p in partitions])
             status = worst(p["status"] for p in partitions)
-            summary: ShareGroupState = {
+            reasons: Reasons = {}
+            if total.unknown:
+                reasons["total_lag"] = (f"{'partial: ' if total.partial else ''}the lag of {total.unknown} of "
+                                        f"{len(partitions)} partitions is not known")
+            if status is None and partitions:
+                reasons["status"] = ("not enough readings yet: the status needs "
+                                     f"{self.windows.min_observations} per partition")
+            group: ShareGroupState = {
                 "group_id": group_id,
-                "state": described.state if described else (listing.state or None),
+                "state": described.state if described else _listed_state(listing.state),
                 "members": members,
                 "group_epoch": described.group_epoch if described else None,
                 "assignment_epoch": described.assignment_epoch if described else None,
@@ -211,23 +233,18 @@ class ShareGroupsCollector:
                 "lag_unknown_partitions": total.unknown,
                 "status": status,
                 "error": "; ".join(error for error in errors if error) or None,
+                "reasons": reasons,
+                "member_list": _members(described),
+                "partitions": partitions,
             }
-            reasons = {}
-            if total.unknown:
-                reasons["total_lag"] = (f"{'partial: ' if total.partial else ''}the lag of {total.unknown} of "
-                                        f"{len(partitions)} partitions is not known")
-            if status is None and partitions:
-                reasons["status"] = ("not enough readings yet: the status needs "
-                                     f"{self.windows.min_observations} per partition")
-            if reasons:
-                summary["reasons"] = reasons
-            groups.append({**summary, "member_list": _members(described),
-                           "partitions": partitions})
-            group_rows.append({"time": now, "cluster": cluster, "group_id": group_id, "state": summary["state"],
-                               "members": members, "group_epoch": summary["group_epoch"],
-                               "assignment_epoch": summary["assignment_epoch"], "partitions": len(partitions),
+            if not reasons:  # present only when a value is partial or null
+                del group["reasons"]
+            groups.append(group)
+            group_rows.append({"time": now, "cluster": cluster, "group_id": group_id, "state": group["state"],
+                               "members": members, "group_epoch": group["group_epoch"],
+                               "assignment_epoch": group["assignment_epoch"], "partitions": len(partitions),
                                "total_lag": total.value, "lag_unknown_partitions": total.unknown,
-                               "status": status, "error": summary["error"]})
+                               "status": status, "error": group["error"]})
             partition_rows += [{"time": now, "cluster": cluster, "group_id": group_id, "topic": p["topic"],
                                 "partition": p["partition"], "start_offset": p["start_offset"], "lag": p["lag"],
                                 "status": p["status"]} for p in partitions]
@@ -237,17 +254,18 @@ class ShareGroupsCollector:
         return CollectorResult(sections={"share_groups": section},
                                rows={"share_group": group_rows, "share_partition": partition_rows})
 
-    def _partition(self, offset: SharePartitionOffset, members: int | None, key) -> SharePartition:
+    def _partition(self, offset: SharePartitionOffset, members: int | None,
+                   key: tuple[str, str, int]) -> SharePartition:
         start = _known(offset.start_offset)
         lag = _known(offset.lag)
-        reasons = {}
+        reasons: Reasons = {}
         if offset.error:
             reasons.update(start_offset=offset.error, lag=offset.error)
         if start is None:
             reasons.setdefault("start_offset", REASON_NOT_INITIALISED)
         if lag is None:
             reasons.setdefault("lag", REASON_NOT_INITIALISED if start is None else REASON_LAG_UNKNOWN)
-        status = None
+        status: ShareStatusName | None = None
         if start is None or lag is None:
             reasons["status"] = "this cycle's start offset or lag is unknown"
         elif members is None:
@@ -263,6 +281,13 @@ class ShareGroupsCollector:
         if reasons:
             row["reasons"] = reasons
         return row
+
+
+def _listed_state(state: GroupStateName) -> ShareGroupStateName | Literal["Unknown"]:
+    """A share group's state as ListGroups names it: one of a share group's states, else Unknown."""
+    if state == "Empty" or state == "Stable" or state == "Dead":
+        return state
+    return "Unknown"
 
 
 def _known(value: int | None) -> int | None:

@@ -46,7 +46,7 @@ endpoint did not answer, ``up`` says so) and ``streams_transition`` (one per new
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -64,10 +64,11 @@ from kpulse import prom_text
 from kpulse.kafka.batched_client import BatchedClient
 from kpulse.kafka.clients import LazyAdmin, group_state_name, list_topics
 from kpulse.kafka.committed_offsets import BatchedOffsetFetch
-from kpulse.kafka.group_model import GroupReadError, StreamsGroup
+from kpulse.config import ClusterConfig, StreamsAppConfig
+from kpulse.kafka.group_model import GroupReadError, GroupStateName, StreamsGroup
 from kpulse.kafka.log_ends import EARLIEST, LeaderLogEnds, LogEnds
 from kpulse.lake.schema import SCHEMAS
-from kpulse.snapshot import StreamsApp, StreamsInstance
+from kpulse.snapshot import StreamsApp, StreamsInputScopeName, StreamsInstance
 
 SECTION = "streams_apps"
 INSTANCE_TABLE = "streams_instance"
@@ -82,7 +83,7 @@ NEW_GROUP_WATCH_SECONDS = 30.0
 class GroupInfo:
     """The consumer group named by an application id."""
 
-    state: str | None
+    state: GroupStateName | None
     """Stable, PreparingRebalance, CompletingRebalance, Empty, Dead, Unknown; ``None`` if unread."""
     members: int | None
     error: str | None = None
@@ -116,7 +117,7 @@ class StreamsGroupsRead:
     and the input lag of those described."""
 
     groups: dict[str, StreamsGroup | GroupReadError]
-    lag: dict[str, tuple[str, InputLag, str | None]]
+    lag: dict[str, tuple[StreamsInputScopeName, InputLag, str | None]]
     """group id -> (input scope, lag, why the lag could not be read at all)."""
     error: str | None = None
     """Why the Streams groups could not be listed (one line); None when they were, or the brokers
@@ -136,7 +137,7 @@ class StreamsAppsCollector:
     sections = {SECTION: list[StreamsApp]}
     tables = {table: SCHEMAS[table] for table in (INSTANCE_TABLE, TRANSITION_TABLE)}
 
-    def __init__(self, cluster_config: Any, http_get: Callable[[str, float], str] | None = None,
+    def __init__(self, cluster_config: ClusterConfig, http_get: Callable[[str, float], str] | None = None,
                  admin_factory: Callable[[dict], Any] | None = None, clock: Callable[[], float] = time.time,
                  discover: bool = True,
                  streams_readers: Callable[[], StreamsGroupReaders] | None = None) -> None:
@@ -157,7 +158,8 @@ class StreamsAppsCollector:
         configured = {app.application_id: app for app in self._cluster.streams_apps}
         endpoints = sorted({url for app in configured.values() for url in app.metrics_endpoints})
         readings = dict(zip(endpoints, _concurrently(self._read_endpoint, endpoints)))
-        shared = context.shared.of(PUBLISHER, ADMIN_TIMEOUT_SECONDS) if context.shared is not None else None
+        reading = context.shared.of(PUBLISHER, ADMIN_TIMEOUT_SECONDS) if context.shared is not None else None
+        shared = reading if isinstance(reading, GroupsReading) else None
         streams = self._read_streams_groups(configured, context.now, shared)
         groups = self._read_groups(configured, context.now, streams_groups=set(streams.groups), shared=shared)
         apps: list[StreamsApp] = []
@@ -209,7 +211,7 @@ class StreamsAppsCollector:
                                rows={INSTANCE_TABLE: instance_rows, TRANSITION_TABLE: transition_rows})
 
     # --- Streams groups (KIP-1071) ---------------------------------------------------------------------
-    def _read_streams_groups(self, configured: dict[str, Any], now: float,
+    def _read_streams_groups(self, configured: dict[str, StreamsAppConfig], now: float,
                              shared: GroupsReading | None = None) -> StreamsGroupsRead:
         """Every Streams group (only those named like a configured application without discovery),
         described, with its input lag; what the lag collector read this cycle (``shared``) is taken
@@ -245,7 +247,7 @@ class StreamsAppsCollector:
         return StreamsGroupsRead(groups, self._input_lag(readers, live))
 
     def _input_lag(self, readers: StreamsGroupReaders, groups: dict[str, StreamsGroup]
-                   ) -> dict[str, tuple[str, InputLag, str | None]]:
+                   ) -> dict[str, tuple[StreamsInputScopeName, InputLag, str | None]]:
         if not groups:
             return {}
         committed_error = None
@@ -296,7 +298,7 @@ class StreamsAppsCollector:
             self._ids_by_endpoint[url] = [r.id for r in found]
         return found
 
-    def _read_groups(self, configured: dict[str, Any], now: float, streams_groups: set[str] = frozenset(),
+    def _read_groups(self, configured: dict[str, StreamsAppConfig], now: float, streams_groups: Set[str] = frozenset(),
                      shared: GroupsReading | None = None) -> dict[str, GroupInfo]:
         """Group state and members of every classic-protocol application; discovered applications
         included. The Streams groups (``streams_groups``) are left out: DescribeGroups calls them Dead.
@@ -391,7 +393,7 @@ def _instance_view(reading: InstanceReading) -> StreamsInstance:
 
 def _one_line(error: BaseException) -> str:
     first = error.args[0] if error.args else None
-    text = first.str() if hasattr(first, "str") else f"{type(error).__name__}: {error}"
+    text = first.str() if first is not None and hasattr(first, "str") else f"{type(error).__name__}: {error}"
     text = " ".join(text.split())
     return text if len(text) <= 300 else text[:297] + "..."
 

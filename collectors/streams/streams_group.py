@@ -14,21 +14,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from collectors.streams.streams_state import GROUP_INSTANCE, Observation
 from kpulse.kafka.group_model import StreamsGroup, StreamsMember, Tasks
-from kpulse.snapshot import StreamsGroupDetail, StreamsGroupMember, StreamsInputPartition
+from kpulse.snapshot import (StreamsGroupDetail, StreamsGroupMember, StreamsInputPartition, StreamsInputScopeName,
+                             StreamsMemberStateName)
 
 MEMBER_PREFIX = "member "
 """Transitions of one member are those of instance ``member <member id>``."""
-MEMBER_STABLE = "Stable"
-MEMBER_RECONCILING = "Reconciling"
-MEMBER_LEFT = "Left"
+MEMBER_STABLE: Final = "Stable"
+MEMBER_RECONCILING: Final = "Reconciling"
+MEMBER_LEFT: Final = "Left"
 """Member states: at its target assignment, still moving towards it, gone from the group."""
-ASSIGNED = "assigned"
-COMMITTED = "committed"
+ASSIGNED: Final = "assigned"
+COMMITTED: Final = "committed"
 """How the input partitions were chosen (:func:`input_partitions`)."""
-NOT_READY = "NotReady"
+NOT_READY: Final = "NotReady"
 
 
 def member_instance(member_id: str) -> str:
@@ -42,7 +44,7 @@ def source_topics_by_subtopology(group: StreamsGroup) -> dict[str, tuple[str, ..
 
 
 def input_partitions(group: StreamsGroup, committed: Iterable[tuple[str, int]] = ()
-                     ) -> tuple[str, list[tuple[str, int]]]:
+                     ) -> tuple[StreamsInputScopeName, list[tuple[str, int]]]:
     """The partitions whose lag kpulse shows, and how they were chosen, as the official tool does:
 
     - a group with members: every partition of every member's *current* active tasks, on every
@@ -137,7 +139,7 @@ def _member_view(member: StreamsMember, assignment_epoch: int) -> StreamsGroupMe
             "target_warmup_tasks": _tasks(member.target_warmup_tasks)}
 
 
-def group_view(group: StreamsGroup, topic_names: Iterable[str] | None, scope: str, lag: InputLag,
+def group_view(group: StreamsGroup, topic_names: Iterable[str] | None, scope: StreamsInputScopeName, lag: InputLag,
                lag_error: str | None = None) -> StreamsGroupDetail:
     """The snapshot's ``group`` entry of a Streams app on the streams protocol."""
     return {
@@ -179,7 +181,7 @@ def group_observations(group: StreamsGroup | None, known_members: Iterable[str])
     for member in group.members:
         instance = member_instance(member.member_id)
         present.add(instance)
-        state = MEMBER_RECONCILING if member_reconciling(member, group.assignment_epoch) else MEMBER_STABLE
+        state: StreamsMemberStateName = MEMBER_RECONCILING if member_reconciling(member, group.assignment_epoch) else MEMBER_STABLE
         seen[instance] = Observation(state, process_id=member.member_id)
     for instance in known_members:
         if instance.startswith(MEMBER_PREFIX) and instance not in present:

@@ -18,26 +18,31 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
-CLIENT_STATES = {0: "CREATED", 1: "REBALANCING", 2: "RUNNING", 3: "PENDING_SHUTDOWN", 4: "NOT_RUNNING",
+from kpulse.prom_text import Sample
+from kpulse.snapshot import (Rebalances, StreamsAppStateName, StreamsClientStateName, StreamsInstanceStateName,
+                             StreamsThreadStateName, StreamsTransitionStateName)
+
+CLIENT_STATES: dict[int, StreamsClientStateName] = {0: "CREATED", 1: "REBALANCING", 2: "RUNNING", 3: "PENDING_SHUTDOWN", 4: "NOT_RUNNING",
                  5: "PENDING_ERROR", 6: "ERROR"}
 """Value of ``client-state`` (KIP-1091) -> ``KafkaStreams.State`` name."""
-THREAD_STATES = {0: "CREATED", 1: "STARTING", 2: "PARTITIONS_REVOKED", 3: "PARTITIONS_ASSIGNED", 4: "RUNNING",
+THREAD_STATES: dict[int, StreamsThreadStateName] = {0: "CREATED", 1: "STARTING", 2: "PARTITIONS_REVOKED", 3: "PARTITIONS_ASSIGNED", 4: "RUNNING",
                  5: "PENDING_SHUTDOWN", 6: "DEAD"}
 """Value of ``thread-state`` -> ``StreamThread.State`` name."""
-REBALANCING = "REBALANCING"
-RUNNING = "RUNNING"
-UNREACHABLE = "UNREACHABLE"
+REBALANCING: Final = "REBALANCING"
+RUNNING: Final = "RUNNING"
+UNREACHABLE: Final = "UNREACHABLE"
 """Instance state when its metrics endpoint did not answer (the process is gone, or the network)."""
-DEGRADED = "DEGRADED"
+DEGRADED: Final = "DEGRADED"
 """Application state: some, but fewer than the expected number of, instances are RUNNING."""
 TRANSITIONS_KEPT = 100
 """Transitions remembered per application (the snapshot shows them; the lake has them all)."""
 GROUP_INSTANCE = "(group)"
 """The ``instance`` of a transition of a Streams group's own state (KIP-1071; Kafka's spelling:
 Empty, NotReady, Assigning, Reconciling, Stable, Dead), beside the instances' client states."""
-GROUP_STABLE = "Stable"
-GROUP_REBALANCING_STATES = frozenset({"Assigning", "Reconciling"})
+GROUP_STABLE: Final = "Stable"
+GROUP_REBALANCING_STATES: frozenset[StreamsTransitionStateName] = frozenset({"Assigning", "Reconciling"})
 """Streams group states in which the group rebalances: a new target assignment is being computed
 or the members are moving to it."""
 
@@ -58,13 +63,14 @@ class InstanceReading:
     endpoint: str
     up: bool
     """The endpoint answered with Prometheus text."""
-    state: str | None = None
-    """A :data:`CLIENT_STATES` name, :data:`UNREACHABLE`, or ``None`` when the endpoint answered
+    state: StreamsInstanceStateName | None = None
+    """A :data:`CLIENT_STATES` name (UNKNOWN for a value not among them), :data:`UNREACHABLE`, or ``None`` when the endpoint answered
     without a ``client-state`` metric (Streams older than 4.0, or the client is closing)."""
     alive_threads: int | None = None
     failed_threads: int | None = None
-    thread_states: dict[str, str] = field(default_factory=dict)
-    """Thread id (``<client id>-StreamThread-<n>``) -> :data:`THREAD_STATES` name."""
+    thread_states: dict[str, StreamsThreadStateName] = field(default_factory=dict)
+    """Thread id (``<client id>-StreamThread-<n>``) -> :data:`THREAD_STATES` name (UNKNOWN for a value
+    not among them)."""
     process_id: str | None = None
     """The ``process_id`` label: a new one means the instance was restarted."""
     rebalances_total: float | None = None
@@ -77,9 +83,9 @@ def unreachable(instance_id: str, endpoint: str, error: str) -> InstanceReading:
     return InstanceReading(id=instance_id, endpoint=endpoint, up=False, state=UNREACHABLE, error=error)
 
 
-def instances_from_samples(endpoint: str, samples: Sequence) -> list[InstanceReading]:
+def instances_from_samples(endpoint: str, samples: Sequence[Sample]) -> list[InstanceReading]:
     """The Streams clients an endpoint exposes (one per ``client_id`` of ``client-state``; usually
-    one per JVM). ``samples`` have ``name``, ``labels`` and ``value`` (``prom_text.Sample``).
+    one per JVM).
     An endpoint without ``client-state`` gives one reading with ``state=None`` and an error."""
     clients: dict[str, InstanceReading] = {}
     for sample in samples:
@@ -145,11 +151,13 @@ def streams_app_ids(group_ids: Iterable[str], topic_names: Iterable[str]) -> set
 
 # --- application state -------------------------------------------------------------------------------
 
-_NOT_RUNNING_LIKE = {"NOT_RUNNING", UNREACHABLE, None, "UNKNOWN"}
-_WORST_FIRST = ("NOT_RUNNING", "PENDING_SHUTDOWN", "CREATED")
+_NOT_RUNNING_LIKE: frozenset[StreamsInstanceStateName | None] = frozenset({"NOT_RUNNING", UNREACHABLE, None,
+                                                                          "UNKNOWN"})
+_WORST_FIRST: tuple[StreamsAppStateName, ...] = ("NOT_RUNNING", "PENDING_SHUTDOWN", "CREATED")
 
 
-def app_state(instance_states: Iterable[str | None], expected_instances: int | None) -> str | None:
+def app_state(instance_states: Iterable[StreamsInstanceStateName | None],
+              expected_instances: int | None) -> StreamsAppStateName | None:
     """The state of one application from its instances' states. First rule that applies:
 
     1. no instance known (no metrics endpoint) -> ``None``: only the consumer group tells;
@@ -186,8 +194,8 @@ class Transition:
     """Epoch seconds of the cycle that saw the new state."""
     application_id: str
     instance: str
-    from_state: str
-    to_state: str
+    from_state: StreamsTransitionStateName
+    to_state: StreamsTransitionStateName
     inferred: bool = False
     """True for a REBALANCING pass seen only through the rebalance counter (see the tracker)."""
 
@@ -196,15 +204,16 @@ class Transition:
 class Observation:
     """What the tracker needs of one instance in one cycle."""
 
-    state: str | None
-    """``None`` = unknown this cycle: the previous state is kept, nothing is recorded."""
+    state: StreamsTransitionStateName | None
+    """An instance's, the Streams group's or a member's state; ``None`` = unknown this cycle: the
+    previous state is kept, nothing is recorded."""
     process_id: str | None = None
     rebalances_total: float | None = None
 
 
 @dataclass
 class _Last:
-    state: str
+    state: StreamsTransitionStateName
     process_id: str | None
     rebalances_total: float | None
 
@@ -263,12 +272,12 @@ class TransitionTracker:
         """Drop an instance's last state (a group member that left: its id is never seen again)."""
         self._last.pop((application_id, instance), None)
 
-    def last_state(self, application_id: str, instance: str) -> str | None:
+    def last_state(self, application_id: str, instance: str) -> StreamsTransitionStateName | None:
         last = self._last.get((application_id, instance))
         return None if last is None else last.state
 
 
-def is_rebalancing(instance: str, state: str | None) -> bool:
+def is_rebalancing(instance: str, state: StreamsTransitionStateName | None) -> bool:
     """Whether ``instance`` in ``state`` is rebalancing: a client in REBALANCING, or a Streams
     group (:data:`GROUP_INSTANCE`) in one of :data:`GROUP_REBALANCING_STATES`."""
     return state == REBALANCING or (instance == GROUP_INSTANCE and state in GROUP_REBALANCING_STATES)
@@ -331,7 +340,7 @@ def app_rebalance_episodes(transitions: Iterable[Transition]) -> list[Episode]:
     return merged
 
 
-def rebalance_summary(transitions: Iterable[Transition], now: float) -> dict[str, float | int | None]:
+def rebalance_summary(transitions: Iterable[Transition], now: float) -> Rebalances:
     """``count`` of application-level episodes, ``total_seconds`` spent rebalancing (ongoing one
     included so far), ``ongoing_seconds`` of the current one (``None`` when not rebalancing)."""
     episodes = app_rebalance_episodes(transitions)
