@@ -12,14 +12,15 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import literal
-from dashboard.services.acks import AckStore, Silencer, active
+from alerting.grouping import AlertGroup
+from dashboard.services.acks import Ack, AckStore, Silencer, active
 from dashboard.services.alerts import firing_alerts, grouped
 from dashboard.services.groups import groups_frame
 from dashboard.services.health import cannot_read as health_cannot_read
@@ -28,6 +29,10 @@ from dashboard.services.slos import READ_BACK_SECONDS, latest_status, status_tab
 from dashboard.services.sources import DashboardError, MissingData, Sources, TableRead, load_sources, one_line
 from dashboard.services.topics import (TopicConfigs, consumer_rows_by_topic, consumers_frame, partitions_frame,
                                        sizes_from_log_dirs, topics_frame)
+from kpulse.snapshot import ConsumerGroup, Snapshot
+
+if TYPE_CHECKING:
+    from operations.service import Operations
 
 LOG = logging.getLogger("kpulse.dashboard")
 SOURCES_KEY = "kpulse_sources"
@@ -87,11 +92,11 @@ def _bucket(seconds: float, step: float) -> float:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _snapshot(_sources: Sources, lake_path: str, cluster_name: str, stamp: float | None) -> dict[str, Any] | None:
+def _snapshot(_sources: Sources, lake_path: str, cluster_name: str, stamp: float | None) -> Snapshot | None:
     return _sources.snapshot(cluster_name)
 
 
-def snapshot() -> dict[str, Any] | None:
+def snapshot() -> Snapshot | None:
     """The chosen cluster's latest snapshot, parsed once per file version (read-only: do not mutate)."""
     src = sources()
     name = cluster()
@@ -104,9 +109,10 @@ def _groups_table(_sources: Sources, lake_path: str, cluster_name: str, stamp: f
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def _groups_by_id(_sources: Sources, lake_path: str, cluster_name: str, stamp: float | None) -> dict[str, Any]:
-    snap = _snapshot(_sources, lake_path, cluster_name, stamp) or {}
-    return {g.get("group_id"): g for g in snap.get("consumer_groups") or []}
+def _groups_by_id(_sources: Sources, lake_path: str, cluster_name: str, stamp: float | None
+                  ) -> dict[str, ConsumerGroup]:
+    snap = _snapshot(_sources, lake_path, cluster_name, stamp)
+    return {g["group_id"]: g for g in (snap.get("consumer_groups") or [] if snap else [])}
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -191,7 +197,7 @@ def groups_table() -> pd.DataFrame:
     return _groups_table(src, src.lake_path, name, src.snapshot_stamp(name))
 
 
-def consumer_group(group_id: str) -> dict[str, Any]:
+def consumer_group(group_id: str) -> ConsumerGroup | Mapping[str, None]:
     """The snapshot's entry of one consumer group (``{}`` when it is not there), found by id."""
     src = sources()
     name = cluster()
@@ -225,7 +231,7 @@ def _warn_missing(result: TableRead) -> None:
         st.text(result.missing.first_file())
 
 
-def cannot_read(snap: dict[str, Any] | None) -> str | None:
+def cannot_read(snap: Snapshot | None) -> str | None:
     """"kpulse cannot read cluster <name>: <error>" when the chosen cluster's newest snapshot says its
     connection check failed (``services.health.cannot_read``): every page shows it under the title."""
     return health_cannot_read(snap, cluster())
@@ -235,10 +241,12 @@ def connection_limits() -> list[str]:
     """What the chosen cluster's principal cannot see for want of an ACL on the cluster, one line
     each (the newest snapshot's ``connection.limits``); pages word them where they matter
     (``services.unread``)."""
-    return list(((snapshot() or {}).get("connection") or {}).get("limits") or [])
+    snap = snapshot()
+    connection = snap.get("connection") if snap else None
+    return list(connection.get("limits") or []) if connection else []
 
 
-def newest_sample_time(snap: dict[str, Any] | None) -> float | None:
+def newest_sample_time(snap: Snapshot | None) -> float | None:
     """The snapshot's time, else the newest ``cluster_health`` row of the last hour."""
     if snap is not None:
         return float(snap["time"])
@@ -320,7 +328,8 @@ def topic_configs(topic_names: list[str]) -> TopicConfigs:
 
 
 @st.cache_data(show_spinner=False, ttl=60, max_entries=32)
-def _topic_sizes(_admin_client: ClusterAdmin, source: str, cluster_name: str, topic_names: tuple[str, ...]):
+def _topic_sizes(_admin_client: ClusterAdmin, source: str, cluster_name: str,
+                 topic_names: tuple[str, ...]) -> dict[str, int]:
     return sizes_from_log_dirs(_admin_client.log_dirs(list(topic_names)))
 
 
@@ -342,18 +351,19 @@ def silencer() -> Silencer | None:
     return Silencer(settings, dashboard_url=config.dashboard.external_url) if settings.enabled else None
 
 
-def alert_acks() -> dict:
+def alert_acks() -> dict[tuple[str, str], Ack]:
     """(rule, entity) -> the acknowledgement or silence running now, of the chosen cluster."""
     return active(ack_store().load(), cluster(), now())
 
 
-def firing(acks: dict | None = None) -> pd.DataFrame:
+def firing(acks: Mapping[tuple[str, str], Ack] | None = None) -> pd.DataFrame:
     """Alerts firing now for the chosen cluster, acknowledgements applied (one row per entity)."""
     events = read("alert_event", ALERT_HISTORY_SECONDS)
     return firing_alerts(events, snapshot(), alert_acks() if acks is None else acks, now())
 
 
-def firing_groups(firing_rows: pd.DataFrame, acks: dict | None = None):
+def firing_groups(firing_rows: pd.DataFrame, acks: Mapping[tuple[str, str], Ack] | None = None
+                  ) -> tuple[list[AlertGroup], pd.DataFrame]:
     """``firing_rows`` grouped by rule (``alerting/grouping.py``): (groups, their table)."""
     return grouped(firing_rows, alert_acks() if acks is None else acks, now())
 
@@ -410,13 +420,13 @@ def entity_param(name: str) -> str | None:
 
 
 @st.cache_resource(show_spinner=False)
-def _operations(_sources: Sources, source: str, lake_path: str, state_dir: str, factory_id: int):
+def _operations(_sources: Sources, source: str, lake_path: str, state_dir: str, factory_id: int) -> Operations:
     from operations.service import Operations
 
     return Operations(_sources.config, state_dir=Path(state_dir), admin_factory=_sources.admin_factory)
 
 
-def operations():
+def operations() -> Operations:
     """The operations service (plans, executes, audits) for the configured clusters; one per config."""
     from kpulse import home
 

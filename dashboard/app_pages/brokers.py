@@ -58,11 +58,11 @@ with frame.shown_errors():
     if limit := quorum_limit(frame.connection_limits()):
         st.warning(literal.markdown(limit), icon=":material/lock:")
     figures = brokers.controller_figures(snap)
-    for column, (label, key) in zip(st.columns(6), (
-            ("Quorum leader", "leader"), ("Leader epoch", "epoch"), ("High watermark", "high_watermark"),
-            ("Fenced brokers", "fenced_brokers"), ("Active brokers", "active_brokers"),
-            ("Metadata errors", "metadata_errors"))):
-        column.metric(label, "—" if figures[key] is None else f"{figures[key]:,}")
+    for column, (label, figure) in zip(st.columns(6), (
+            ("Quorum leader", figures["leader"]), ("Leader epoch", figures["epoch"]),
+            ("High watermark", figures["high_watermark"]), ("Fenced brokers", figures["fenced_brokers"]),
+            ("Active brokers", figures["active_brokers"]), ("Metadata errors", figures["metadata_errors"]))):
+        column.metric(label, "—" if figure is None else f"{figure:,}")
     for line in brokers.figure_reasons(figures):
         st.caption(literal.markdown(line))
     quorum = brokers.quorum_table(snap)

@@ -48,7 +48,7 @@ with frame.shown_errors():
         chosen = st.selectbox("Share group detail", names, index=names.index(wanted) if wanted in names else 0,
                               key="share-chosen", format_func=literal.visible)
         st.subheader(literal.markdown(chosen))
-        group = share_groups.group(snap, chosen) or {}
+        group: share_groups.ShownGroup = share_groups.group(snap, chosen) or {}
         facts = st.columns(4)
         facts[0].metric("State", group.get("state") or "unknown")
         facts[1].metric("Members", "unknown" if group.get("members") is None else str(group["members"]))

@@ -4,16 +4,19 @@ epochs, subtopologies, members with their tasks (those still reconciling highlig
 lag per partition; a timeline of state transitions (REBALANCING, Assigning and Reconciling in
 orange), rebalance count and time spent rebalancing, internal topics."""
 
+from collections.abc import Mapping
+
 import streamlit as st
 
 from dashboard import actions, components, frame, literal
 from dashboard.services import streams, topics
 from dashboard.services.unread import group_problem, listing_limit, unread_caption
+from kpulse.snapshot import Rebalances, StreamsGroupDetail
 
 WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600, "1 day": 86400}
 
 
-def streams_group(application_id: str, group: dict) -> None:
+def streams_group(application_id: str, group: StreamsGroupDetail) -> None:
     """The Streams group of an application on the streams protocol."""
     state, epochs, topology, members, lag = st.columns(5)
     state.metric("Group state", group.get("state") or "—")
@@ -23,8 +26,8 @@ def streams_group(application_id: str, group: dict) -> None:
     reconciling = int(members_frame["reconciling"].fillna(False).astype(bool).sum())
     members.metric("Members (reconciling)", f"{len(members_frame)} ({reconciling})")
     lag.metric("Input lag", "—" if group.get("total_lag") is None else f"{group['total_lag']:,}")
-    if group.get("missing_topics"):
-        st.warning("NotReady: the cluster lacks " + ", ".join(literal.markdown(t) for t in group["missing_topics"]))
+    if missing := group.get("missing_topics"):
+        st.warning("NotReady: the cluster lacks " + ", ".join(literal.markdown(t) for t in missing))
     if lag_error := group_problem(application_id, group.get("lag_error")):
         st.error("Input lag not read: " + literal.markdown(lag_error))
     st.markdown("**Members** (tasks as subtopology:[partitions]; still reconciling first, highlighted)")
@@ -63,14 +66,14 @@ with frame.shown_errors():
         wanted = frame.entity_param("app")
         chosen = st.selectbox("Application", names, index=names.index(wanted) if wanted in names else 0,
                               key="streams-chosen", format_func=literal.visible)
-        entry = streams.app(snap, chosen) or {}
+        entry: streams.ShownApp = streams.app(snap, chosen) or {}
         st.subheader(literal.markdown(chosen))
         st.caption(f"protocol {literal.markdown(entry.get('protocol') or '—')}")
         if problem := group_problem(chosen, entry.get("group_error")):
             st.warning(f"kpulse may not read this application's group: {literal.markdown(problem)}",
                        icon=":material/warning:")
-        if entry.get("group"):
-            streams_group(chosen, entry["group"])
+        if group := entry.get("group"):
+            streams_group(chosen, group)
         if entry.get("instances") or entry.get("protocol") != "streams":
             st.markdown("**Instances** (from their metrics endpoints)")
             st.dataframe(streams.instances_frame(entry), hide_index=True, width="stretch", key="streams-instances")
@@ -82,7 +85,7 @@ with frame.shown_errors():
         observed = frame.read("streams_instance", window, ["time", "application_id", "instance"])
         first_seen = observed[observed["application_id"] == chosen].groupby("instance")["time"].min().to_dict()
         periods = streams.timeline(transitions, chosen, now - window, now, current, first_seen)
-        rebalances = entry.get("rebalances") or {}
+        rebalances: Rebalances | Mapping[str, None] = entry.get("rebalances") or {}
         count, total, window_seconds = st.columns(3)
         count.metric("Rebalances (recent transitions)", rebalances.get("count", "—"))
         total.metric("Time rebalancing (recent)", f"{rebalances.get('total_seconds') or 0:.0f} s")

@@ -84,7 +84,8 @@ def alert_groups(firing: pd.DataFrame) -> list[AlertGroup]:
                         for r, s, e, t in zip(firing["rule"], firing["severity"], firing["entity"], since))
 
 
-def grouped(firing: pd.DataFrame, acks: Mapping[tuple[str, str], Ack], now: float) -> tuple[list, pd.DataFrame]:
+def grouped(firing: pd.DataFrame, acks: Mapping[tuple[str, str], Ack], now: float
+            ) -> tuple[list[AlertGroup], pd.DataFrame]:
     """The firing alerts (:func:`firing_alerts`' frame) grouped by rule (one cluster's:
     ``alerting/grouping.py``), in triage order, and those groups as a table (:data:`GROUP_COLUMNS`)."""
     if firing.empty:
@@ -201,23 +202,25 @@ def with_snapshot_point(query: ContextQuery, series: pd.DataFrame, snapshot: Sna
     ``ShareGroupState`` fields."""
     if snapshot is None:
         return series
-    value = None
+    value: object = None
+    cluster = snapshot.get("cluster")
     if query.table == "cluster_health":
-        value = (snapshot.get("cluster") or {}).get(query.column)
+        value = cluster.get(query.column) if cluster else None
     elif query.table == "broker_metrics":
         value = next((b.get(query.column) for b in snapshot.get("brokers") or [] if b.get("id") == query.match_value),
                      None)
     elif query.table == "broker_state":
-        up = next((b.get("up") for b in (snapshot.get("cluster") or {}).get("brokers") or []
+        up = next((b.get("up") for b in (cluster.get("brokers") or [] if cluster else [])
                    if b.get("id") == query.match_value), None)
         value = None if up is None else float(up)
     elif query.table == "consumer_group":
         value = next((g.get(query.column) for g in snapshot.get("consumer_groups") or []
                       if g.get("group_id") == query.match_value), None)
     elif query.table == "share_group":
-        value = next((g.get(query.column) for g in (snapshot.get("share_groups") or {}).get("groups") or []
+        share = snapshot.get("share_groups")
+        value = next((g.get(query.column) for g in (share.get("groups") or [] if share else [])
                       if g.get("group_id") == query.match_value), None)
-    if value is None:
+    if not isinstance(value, int | float):  # a charted column is a number: None when not collected
         return series
     point = pd.DataFrame({"time": [pd.Timestamp(float(snapshot["time"]), unit="s", tz="UTC")], "value": [float(value)]})
     return point if series.empty else pd.concat([series, point], ignore_index=True)

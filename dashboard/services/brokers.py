@@ -3,11 +3,19 @@ balance, the KRaft quorum and controller figures, the problem partitions with th
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal, TypedDict
+
 import pandas as pd
 
-from kpulse.snapshot import Snapshot
+from kpulse.snapshot import ClusterHealth, KraftQuorum, ProblemPartition, QuorumReplica, Snapshot
 
-BROKER_TABLE: dict[str, str] = {
+BrokerField = Literal["id", "up", "partition_count", "leader_count", "preferred_leader_count",
+                      "request_handler_idle_ratio", "network_processor_idle_ratio", "bytes_in_per_sec",
+                      "bytes_out_per_sec", "produce_p99_ms", "fetch_p99_ms", "metadata_apply_lag_ms",
+                      "metadata_error_count", "error"]
+"""The :class:`kpulse.snapshot.Broker` fields the broker table shows."""
+BROKER_TABLE: dict[str, BrokerField] = {
     "broker": "id", "up": "up", "partitions": "partition_count", "leaders": "leader_count",
     "preferred_leaders": "preferred_leader_count", "request_handler_idle": "request_handler_idle_ratio",
     "network_idle": "network_processor_idle_ratio", "bytes_in_per_sec": "bytes_in_per_sec",
@@ -24,12 +32,12 @@ BROKER_COLUMNS = ["broker", "up", "partitions", "leaders", "preferred_leaders", 
 
 def broker_table(snapshot: Snapshot | None, latest_metrics: pd.DataFrame) -> pd.DataFrame:
     """The snapshot's brokers, with URP led by each broker from its newest ``broker_metrics`` row."""
-    urp = {}
+    urp: dict[int, object] = {}
     if latest_metrics is not None and not latest_metrics.empty:
         newest = latest_metrics.sort_values("time").groupby("broker_id").tail(1)
         urp = dict(zip(newest["broker_id"].astype(int), newest["under_replicated_partitions"]))
     rows = []
-    for broker in (snapshot or {}).get("brokers") or []:
+    for broker in (snapshot.get("brokers") if snapshot else None) or []:
         rows.append({**{column: broker.get(field) for column, field in BROKER_TABLE.items()},
                      "under_replicated": urp.get(broker.get("id"))})
     return pd.DataFrame(rows, columns=BROKER_COLUMNS)
@@ -79,7 +87,7 @@ def metric_reasons(snapshot: Snapshot | None) -> list[str]:
     configured (metrics.source: none)"): each broker's ``reasons``, else its ``error``, else "not
     collected". Only the fields a broker's entry holds."""
     lines: dict[tuple[str, tuple[int, ...]], list[str]] = {}
-    brokers = (snapshot or {}).get("brokers") or []
+    brokers = (snapshot.get("brokers") if snapshot else None) or []
     for column, label in METRIC_LABELS.items():
         field = BROKER_TABLE[column]
         missing: dict[str, list[int]] = {}
@@ -103,7 +111,19 @@ FIGURE_REASONS = {"leader": ("quorum",), "epoch": ("quorum",), "high_watermark":
 """A KRaft figure -> the ``cluster.reasons`` that say why it is null, the first found applies."""
 
 
-def figure_reasons(figures: dict[str, object]) -> list[str]:
+class ControllerFigures(TypedDict):
+    """The KRaft figures of the Brokers page's header (:func:`controller_figures`)."""
+
+    leader: int | None
+    epoch: int | None
+    high_watermark: int | None
+    fenced_brokers: int | None
+    active_brokers: int | None
+    metadata_errors: int | None
+    reasons: dict[str, str]
+
+
+def figure_reasons(figures: ControllerFigures) -> list[str]:
     """Why :func:`controller_figures`' null figures are null, one line per reason naming the figures
     it leaves empty ("Quorum leader, leader epoch, high watermark: not authorized: Describe on cluster
     (DescribeQuorum)")."""
@@ -120,11 +140,11 @@ def _capitalized(line: str) -> str:
     return line[:1].upper() + line[1:]
 
 
-def controller_figures(snapshot: Snapshot | None) -> dict[str, object]:
+def controller_figures(snapshot: Snapshot | None) -> ControllerFigures:
     """The KRaft figures of the page's header: quorum leader, epoch, high watermark, fenced and active
     brokers, metadata errors; None where not known (``reasons`` says why)."""
-    cluster = (snapshot or {}).get("cluster") or {}
-    quorum = cluster.get("quorum") or {}
+    cluster: ClusterHealth | Mapping[str, None] = (snapshot.get("cluster") if snapshot else None) or {}
+    quorum: KraftQuorum | Mapping[str, None] = cluster.get("quorum") or {}
     return {"leader": quorum.get("leader_id"), "epoch": quorum.get("leader_epoch"),
             "high_watermark": quorum.get("high_watermark"),
             "fenced_brokers": cluster.get("fenced_broker_count"), "active_brokers": cluster.get("active_broker_count"),
@@ -137,13 +157,14 @@ def controller_figures(snapshot: Snapshot | None) -> dict[str, object]:
 def quorum_table(snapshot: Snapshot | None) -> pd.DataFrame:
     """One row per voter (the leader first) and observer, as ``kafka-metadata-quorum describe
     --replication`` lists them; ages are seconds before the snapshot's time."""
-    cluster = (snapshot or {}).get("cluster") or {}
-    quorum = cluster.get("quorum") or {}
-    taken = (snapshot or {}).get("time")
+    cluster: ClusterHealth | Mapping[str, None] = (snapshot.get("cluster") if snapshot else None) or {}
+    quorum: KraftQuorum | Mapping[str, None] = cluster.get("quorum") or {}
+    taken = snapshot.get("time") if snapshot else None
     rows = []
-    for role_of, replicas in ((lambda r: "leader" if r["id"] == quorum.get("leader_id") else "follower",
-                               quorum.get("voters") or []),
-                              (lambda r: "observer", quorum.get("observers") or [])):
+    roles: tuple[tuple[Callable[[QuorumReplica], str], Sequence[QuorumReplica]], ...] = (
+        (lambda r: "leader" if r["id"] == quorum.get("leader_id") else "follower", quorum.get("voters") or []),
+        (lambda r: "observer", quorum.get("observers") or []))
+    for role_of, replicas in roles:
         for replica in replicas:
             fetched = replica.get("last_fetch_time")
             rows.append({"node": replica["id"], "role": role_of(replica),
@@ -160,12 +181,13 @@ def problem_partition_table(snapshot: Snapshot | None, topic: str | None = None)
     """The snapshot's problem partitions (of ``topic`` when given) with ELR and LastKnownElr as
     ``kafka-topics --describe`` prints them (ids joined by commas; empty when none, ``—`` when not
     read). Kafka-supplied names stay text."""
-    def ids(values) -> str:
+    def ids(values: Sequence[int] | None) -> str:
         return "—" if values is None else ", ".join(map(str, values))
 
+    cluster = snapshot.get("cluster") if snapshot else None
+    problems: Sequence[ProblemPartition] = (cluster.get("problem_partitions") if cluster else None) or []
     rows = [{"topic": p["topic"], "partition": p["partition"], "problems": ", ".join(p.get("problems") or []),
              "leader": p.get("leader"), "replicas": ids(p.get("replicas")), "isr": ids(p.get("isr")),
              "elr": ids(p.get("elr")), "last_known_elr": ids(p.get("last_known_elr"))}
-            for p in ((snapshot or {}).get("cluster") or {}).get("problem_partitions") or []
-            if topic is None or p["topic"] == topic]
+            for p in problems if topic is None or p["topic"] == topic]
     return pd.DataFrame(rows, columns=PROBLEM_COLUMNS)

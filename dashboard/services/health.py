@@ -4,15 +4,16 @@ for a cluster that refuses kpulse. Pure: snapshot dicts and frames in, plain val
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
 from alerting.grouping import AlertGroup, counts
 from dashboard.services.alerts import alert_groups
 from kpulse.lake.slo_status import EXHAUSTED
-from kpulse.snapshot import Probe, Snapshot
+from kpulse.snapshot import Broker, ClusterHealth, CollectorState, Probe, Snapshot
 
 OK, WARN, CRIT, UNKNOWN, INFO = "ok", "warning", "critical", "unknown", "info"
 IDLE_WARNING_BELOW = 0.2
@@ -83,8 +84,8 @@ def cannot_read(snapshot: Snapshot | None, cluster_name: str) -> str | None:
     """"kpulse cannot read cluster prod: authentication failed: ..." when the newest snapshot's
     connection check failed (the cluster refused kpulse's identity, or did not answer); else None.
     Holds the error's text as the client library wrote it: show it as text."""
-    connection = (snapshot or {}).get("connection") or {}
-    if connection.get("ok", True):
+    connection = snapshot.get("connection") if snapshot else None
+    if not connection or connection.get("ok", True):
         return None
     return f"kpulse cannot read cluster {cluster_name}: {connection.get('error') or 'no reason given'}"
 
@@ -98,7 +99,7 @@ def refused_age(fresh: Freshness) -> str:
     return text + (": is `kpulse collect` still running?" if fresh.stale else "")
 
 
-def why(reasons: dict[str, str] | None, *fields: str) -> str:
+def why(reasons: Mapping[str, str] | None, *fields: str) -> str:
     """Why a value is null: the first of ``fields``' reasons (``cluster.reasons``, a broker's
     ``reasons``), else "not collected". A cluster kpulse could not read is the cause of every value
     it holds, whatever else one of the fields says: then only "cluster not readable" (the frame's
@@ -115,7 +116,7 @@ def _count_tile(label: str, value: Any, level_if_positive: str, detail: str = ""
     return Tile(label, f"{int(value)}", level_if_positive if value > 0 else OK, detail)
 
 
-def _broker_reason(brokers: list, field: str, fallback: str) -> str:
+def _broker_reason(brokers: Sequence[Broker], field: str, fallback: str) -> str:
     """Why no broker has ``field``: the first broker's reason for it, else ``fallback``."""
     for broker in brokers:
         reason = why(broker.get("reasons"), field)
@@ -125,9 +126,12 @@ def _broker_reason(brokers: list, field: str, fallback: str) -> str:
 
 
 PROBE = "End-to-end probe"
+RATE_TILES: tuple[tuple[str, Literal["bytes_in_per_sec", "bytes_out_per_sec"]], ...] = (
+    ("Bytes in", "bytes_in_per_sec"), ("Bytes out", "bytes_out_per_sec"))
+"""Tile label -> the :class:`kpulse.snapshot.Broker` rate it sums over the brokers."""
 
 
-def probe_tile(probe: Probe | None, collectors: list) -> Tile:
+def probe_tile(probe: Probe | None, collectors: Sequence[CollectorState]) -> Tile:
     """The probe's cycle: OK, failing (an availability below 1 or records lost: ProbeFailing's
     condition), or, when kpulse's principal may not run it (``not_authorized``), a warning about
     kpulse's permissions, not a failing probe; unknown, with why, when it did not run."""
@@ -159,8 +163,8 @@ def overview_tiles(snapshot: Snapshot | None, alerts: pd.DataFrame, slo_status: 
     """The Overview's tiles. ``alerts`` is :func:`services.alerts.firing_alerts`' frame (``severity``),
     ``slo_status`` the latest status per SLO and entity (``services.slos.latest_status``: ``alert``,
     ``budget_status``, ``budget``, in triage order)."""
-    cluster = (snapshot or {}).get("cluster") or {}
-    brokers = (snapshot or {}).get("brokers") or []
+    cluster: ClusterHealth | Mapping[str, None] = (snapshot.get("cluster") if snapshot else None) or {}
+    brokers = (snapshot.get("brokers") if snapshot else None) or []
     reasons = cluster.get("reasons") or {}
     tiles = []
     up, total = cluster.get("brokers_up"), cluster.get("brokers_total")
@@ -182,8 +186,7 @@ def overview_tiles(snapshot: Snapshot | None, alerts: pd.DataFrame, slo_status: 
             ("Under min ISR", "under_min_isr_partitions", CRIT, "partitions below min.insync.replicas")):
         tiles.append(_count_tile(label, cluster.get(field), level, detail, why(reasons, field)))
     no_metrics = why(reasons, "brokers_up") if not brokers and reasons.get("brokers_up") else "no broker metrics"
-    idles = [(b.get("request_handler_idle_ratio"), b.get("id")) for b in brokers
-             if b.get("request_handler_idle_ratio") is not None]
+    idles = [(idle, b.get("id")) for b in brokers if (idle := b.get("request_handler_idle_ratio")) is not None]
     if not idles:
         tiles.append(Tile("Lowest handler idle", "—", UNKNOWN,
                           _broker_reason(brokers, "request_handler_idle_ratio", no_metrics)))
@@ -191,8 +194,8 @@ def overview_tiles(snapshot: Snapshot | None, alerts: pd.DataFrame, slo_status: 
         idle, broker = min(idles, key=lambda pair: pair[0])
         level = CRIT if idle < IDLE_CRITICAL_BELOW else WARN if idle < IDLE_WARNING_BELOW else OK
         tiles.append(Tile("Lowest handler idle", f"{idle:.0%}", level, f"broker {broker}"))
-    for label, key in (("Bytes in", "bytes_in_per_sec"), ("Bytes out", "bytes_out_per_sec")):
-        values = [b.get(key) for b in brokers if b.get(key) is not None]
+    for label, key in RATE_TILES:
+        values = [rate for b in brokers if (rate := b.get(key)) is not None]
         tiles.append(Tile(label, human_rate(sum(values)) if values else "—", INFO if values else UNKNOWN,
                           "all brokers" if values else _broker_reason(brokers, key, no_metrics)))
     firing = counts(alert_groups(alerts))
@@ -201,7 +204,8 @@ def overview_tiles(snapshot: Snapshot | None, alerts: pd.DataFrame, slo_status: 
                       f"{firing.entities:,} {'entity' if firing.entities == 1 else 'entities'} affected"
                       if firing.entities else ""))
     tiles.append(slo_tile(slo_status))
-    tiles.append(probe_tile((snapshot or {}).get("probe"), (snapshot or {}).get("collectors") or []))
+    tiles.append(probe_tile(snapshot.get("probe") if snapshot else None,
+                            (snapshot.get("collectors") if snapshot else None) or []))
     return tiles
 
 

@@ -11,12 +11,13 @@ numbers null, never 0, and ``problem`` saying why (``services/unread.py``)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 import pandas as pd
 
 from dashboard.services.unread import group_problem
 from kpulse.share_contract import SHARE_STATUS_SEVERITY
-from kpulse.snapshot import ShareGroupState, Snapshot
+from kpulse.snapshot import ShareGroups, ShareGroupState, Snapshot
 
 GROUP_TABLE: dict[str, str] = {
     "group_id": "group_id", "status": "status", "state": "state", "members": "members",
@@ -30,20 +31,29 @@ SORTS = {"status": "status_rank", "lag (records not acknowledged)": "total_lag",
 """Sort choice -> column of :func:`groups_frame`."""
 PARTITION_COLUMNS = ["topic", "partition", "start_offset", "lag", "status", "why_null"]
 MEMBER_COLUMNS = ["member_id", "client_id", "host", "rack_id", "member_epoch", "assignment"]
+ShownGroup = ShareGroupState | Mapping[str, None]
+"""The share group a page shows: the snapshot's, or ``{}`` for one the snapshot does not hold (every
+field then reads as None)."""
+
+
+def _section(snapshot: Snapshot | None) -> ShareGroups | None:
+    return snapshot.get("share_groups") if snapshot else None
 
 
 def groups(snapshot: Snapshot | None) -> list[ShareGroupState]:
-    return ((snapshot or {}).get("share_groups") or {}).get("groups") or []
+    section = _section(snapshot)
+    return (section.get("groups") if section else None) or []
 
 
 def unsupported(snapshot: Snapshot | None) -> str | None:
     """Why the cluster has no share groups to show (older brokers), or ``None``."""
-    return ((snapshot or {}).get("share_groups") or {}).get("unsupported")
+    section = _section(snapshot)
+    return section.get("unsupported") if section else None
 
 
 def collected(snapshot: Snapshot | None) -> bool:
     """Whether the snapshot has the share groups section (null: the collector did not run or failed)."""
-    return (snapshot or {}).get("share_groups") is not None
+    return _section(snapshot) is not None
 
 
 STALE_READING_SECONDS = 2.0
@@ -54,11 +64,11 @@ def reading_note(snapshot: Snapshot | None) -> str | None:
     """When the share groups shown were read before this cycle (the brokers answer
     DescribeShareGroupOffsets late: the collector shows its last reading meanwhile), say when and how
     long the brokers took; else ``None``."""
-    section = (snapshot or {}).get("share_groups") or {}
-    read_at, cycle = section.get("read_at"), (snapshot or {}).get("time")
+    section = _section(snapshot)
+    read_at, cycle = section.get("read_at") if section else None, snapshot.get("time") if snapshot else None
     if read_at is None or cycle is None or cycle - read_at < STALE_READING_SECONDS:
         return None
-    took = section.get("read_seconds")
+    took = section.get("read_seconds") if section else None
     at = time.strftime("%H:%M:%S UTC", time.gmtime(read_at))
     return (f"Shown: the reading of {at} ({cycle - read_at:.0f} s before this cycle); "
             + (f"the brokers took {took:g} s to answer it." if took is not None else "the brokers are slow to answer."))
@@ -78,7 +88,7 @@ def groups_frame(snapshot: Snapshot | None) -> pd.DataFrame:
     return frame
 
 
-def partial_note(group: ShareGroupState) -> str | None:
+def partial_note(group: ShownGroup) -> str | None:
     """"total lag over 2 of 3 partitions" when the group's sum leaves partitions out; else ``None``."""
     unknown = group.get("lag_unknown_partitions") or 0
     if not unknown:
@@ -93,7 +103,7 @@ def group(snapshot: Snapshot | None, group_id: str) -> ShareGroupState | None:
     return next((g for g in groups(snapshot) if g.get("group_id") == group_id), None)
 
 
-def partitions_frame(share_group: ShareGroupState) -> pd.DataFrame:
+def partitions_frame(share_group: ShownGroup) -> pd.DataFrame:
     """Start offset, lag and status per partition, and why a value is null."""
     rows = [{"topic": p.get("topic"), "partition": p.get("partition"), "start_offset": p.get("start_offset"),
              "lag": p.get("lag"), "status": p.get("status"),
@@ -105,7 +115,7 @@ def partitions_frame(share_group: ShareGroupState) -> pd.DataFrame:
     return frame
 
 
-def members_frame(share_group: ShareGroupState) -> pd.DataFrame:
+def members_frame(share_group: ShownGroup) -> pd.DataFrame:
     """One row per member, its assignment as ``topic:0,1; other:2``."""
     rows = [{"member_id": m.get("member_id"), "client_id": m.get("client_id"), "host": m.get("host"),
              "rack_id": m.get("rack_id"), "member_epoch": m.get("member_epoch"),

@@ -21,6 +21,7 @@ from kpulse.config import KpulseConfig, load_config
 from kpulse.errors import KpulseError
 from kpulse.lake.reader import UnreadableFile, read_table_with_problems
 from kpulse.lake.store import SNAPSHOT_DIR, resolve
+from kpulse.snapshot import Snapshot
 
 
 class DashboardError(KpulseError):
@@ -123,7 +124,7 @@ class Sources:
             return None
         return info.mtime.timestamp() if info.mtime is not None else 0.0
 
-    def snapshot(self, cluster: str) -> dict[str, Any] | None:
+    def snapshot(self, cluster: str) -> Snapshot | None:
         """The latest snapshot of ``cluster``; ``None`` when the collectors have not written one."""
         fs, path = self._snapshot_path(cluster)
         try:
@@ -136,7 +137,7 @@ class Sources:
                 return None
             raise DashboardError(f"cannot read the snapshot of {cluster}: {one_line(error)}") from None
         try:
-            snapshot = json.loads(data)
+            snapshot: Snapshot = json.loads(data)
         except ValueError as error:
             raise DashboardError(f"the snapshot of {cluster} ({path}) is not valid JSON: {error}") from None
         if not isinstance(snapshot, dict) or "time" not in snapshot:

@@ -11,19 +11,22 @@ import pandas as pd
 from collectors.streams.streams_group import MEMBER_RECONCILING, MEMBER_STABLE, member_instance
 from collectors.streams.streams_state import GROUP_INSTANCE, is_rebalancing
 from dashboard.services.unread import group_problem
-from kpulse.snapshot import Snapshot, StreamsApp
+from kpulse.snapshot import Rebalances, Snapshot, StreamsApp, StreamsGroupDetail
 
 APP_COLUMNS = ["application_id", "protocol", "state", "group_state", "members", "instances", "expected_instances",
                "input_lag", "rebalances", "rebalancing_seconds", "problem"]
+ShownApp = StreamsApp | Mapping[str, None]
+"""The application a page shows: the snapshot's, or ``{}`` for one the snapshot does not hold (every
+field then reads as None)."""
 
 
 def apps_frame(snapshot: Snapshot | None) -> pd.DataFrame:
     """One row per application; ``problem`` says why its group could not be read (``group_error``,
     ``services/unread.py``), its group's values then null."""
     rows = []
-    for app in (snapshot or {}).get("streams_apps") or []:
-        rebalances = app.get("rebalances") or {}
-        group = app.get("group") or {}
+    for app in (snapshot.get("streams_apps") if snapshot else None) or []:
+        rebalances: Rebalances | Mapping[str, None] = app.get("rebalances") or {}
+        group: StreamsGroupDetail | Mapping[str, None] = app.get("group") or {}
         rows.append({"application_id": app.get("application_id"), "protocol": app.get("protocol"),
                      "state": app.get("state"), "input_lag": group.get("total_lag"),
                      "group_state": app.get("group_state"), "members": app.get("members"),
@@ -37,11 +40,11 @@ def apps_frame(snapshot: Snapshot | None) -> pd.DataFrame:
 
 
 def app(snapshot: Snapshot | None, application_id: str) -> StreamsApp | None:
-    return next((a for a in (snapshot or {}).get("streams_apps") or [] if a.get("application_id") == application_id),
-                None)
+    apps = (snapshot.get("streams_apps") if snapshot else None) or []
+    return next((a for a in apps if a.get("application_id") == application_id), None)
 
 
-def instances_frame(app_entry: StreamsApp) -> pd.DataFrame:
+def instances_frame(app_entry: ShownApp) -> pd.DataFrame:
     rows = [{"instance": i.get("id"), "state": i.get("state"), "up": i.get("up"), "alive_threads": i.get("alive_threads"),
              "failed_threads": i.get("failed_threads"),
              "threads": ", ".join(f"{t}: {s}" for t, s in sorted((i.get("thread_states") or {}).items())),
@@ -51,7 +54,7 @@ def instances_frame(app_entry: StreamsApp) -> pd.DataFrame:
 
 
 def timeline(transitions: pd.DataFrame, application_id: str, start: float, now: float,
-             current: Mapping[str, str] | None = None,
+             current: Mapping[str, str | None] | None = None,
              first_seen: Mapping[str, pd.Timestamp] | None = None) -> pd.DataFrame:
     """State periods per instance between ``start`` and ``now`` (epoch seconds): (instance, state,
     begin, end) with datetimes, built from the transitions (``from_state`` before the first one).
@@ -97,7 +100,7 @@ def tasks_text(tasks: Mapping[str, list[int]] | None) -> str:
                      for subtopology, partitions in sorted((tasks or {}).items()))
 
 
-def members_frame(group: Mapping | None) -> pd.DataFrame:
+def members_frame(group: StreamsGroupDetail | None) -> pd.DataFrame:
     """One row per member, those still reconciling first."""
     rows = [{"reconciling": m.get("reconciling"), "member_id": m.get("member_id"), "process_id": m.get("process_id"),
              "client_id": m.get("client_id"), "client_host": m.get("client_host"),
@@ -107,7 +110,7 @@ def members_frame(group: Mapping | None) -> pd.DataFrame:
              "target_standby": tasks_text(m.get("target_standby_tasks")),
              "target_warmup": tasks_text(m.get("target_warmup_tasks")),
              "protocol": "classic" if m.get("is_classic") else "streams"}
-            for m in (group or {}).get("members") or []]
+            for m in (group.get("members") if group else None) or []]
     frame = pd.DataFrame(rows, columns=MEMBER_COLUMNS)
     return frame.sort_values("reconciling", ascending=False, kind="stable").reset_index(drop=True)
 
@@ -117,36 +120,36 @@ def reconciling_style(row: pd.Series) -> list[str]:
     return ["background-color: #fbd38d" if row.get("reconciling") else ""] * len(row)
 
 
-def subtopologies_frame(group: Mapping | None) -> pd.DataFrame:
+def subtopologies_frame(group: StreamsGroupDetail | None) -> pd.DataFrame:
     rows = [{"subtopology": s.get("subtopology_id"), "source_topics": ", ".join(s.get("source_topics") or []),
              "repartition_source_topics": ", ".join(s.get("repartition_source_topics") or []),
              "repartition_sink_topics": ", ".join(s.get("repartition_sink_topics") or []),
              "changelog_topics": ", ".join(s.get("changelog_topics") or [])}
-            for s in (group or {}).get("subtopologies") or []]
+            for s in (group.get("subtopologies") if group else None) or []]
     return pd.DataFrame(rows, columns=["subtopology", "source_topics", "repartition_source_topics",
                                        "repartition_sink_topics", "changelog_topics"])
 
 
-def input_lag_frame(group: Mapping | None) -> pd.DataFrame:
+def input_lag_frame(group: StreamsGroupDetail | None) -> pd.DataFrame:
     rows = [{"topic": p.get("topic"), "partition": p.get("partition"), "committed_offset": p.get("committed_offset"),
              "log_end_offset": p.get("log_end_offset"), "lag": p.get("lag"), "error": p.get("error")}
-            for p in (group or {}).get("input_partitions") or []]
+            for p in (group.get("input_partitions") if group else None) or []]
     return pd.DataFrame(rows, columns=["topic", "partition", "committed_offset", "log_end_offset", "lag", "error"])
 
 
-def transitions_frame(app_entry: StreamsApp | None) -> pd.DataFrame:
+def transitions_frame(app_entry: ShownApp | None) -> pd.DataFrame:
     """The snapshot's recent transitions, newest first, with datetimes."""
     rows = [{"time": pd.Timestamp(t.get("time"), unit="s", tz="UTC"), "instance": t.get("instance"),
              "from": t.get("from"), "to": t.get("to"), "inferred": t.get("inferred")}
-            for t in reversed((app_entry or {}).get("transitions") or [])]
+            for t in reversed((app_entry.get("transitions") if app_entry else None) or [])]
     return pd.DataFrame(rows, columns=["time", "instance", "from", "to", "inferred"])
 
 
-def current_states(app_entry: StreamsApp | None) -> dict[str, str]:
+def current_states(app_entry: ShownApp | None) -> dict[str, str | None]:
     """Instance -> its state now, for the timeline: the instances' client states, and for a Streams
     group its own state (``(group)``) and each member's."""
-    entry = app_entry or {}
-    current = {i.get("id"): i.get("state") for i in entry.get("instances") or []}
+    entry: ShownApp = app_entry or {}
+    current: dict[str, str | None] = {i.get("id"): i.get("state") for i in entry.get("instances") or []}
     group = entry.get("group")
     if group:
         current[GROUP_INSTANCE] = group.get("state")

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from urllib.parse import quote
 
 import pandas as pd
 
 from kpulse.lag_contract import STATUS_SEVERITY
 from kpulse.share_contract import SHARE_STATUS_SEVERITY
+from kpulse.snapshot import Snapshot
 
 TOPIC_COLUMNS = ["topic", "partitions", "replication_factor", "under_replicated", "offline", "internal"]
 LISTED_COLUMNS = [*TOPIC_COLUMNS, "min_isr", "size_bytes", "configs_problem"]
@@ -146,7 +147,7 @@ def _group_page(kind: str | None, group_id: Any) -> str:
     return f"{page}?{param}={quote(str(group_id), safe='')}"
 
 
-def consumer_rows_by_topic(snapshot: dict[str, Any] | None) -> dict[str, list[dict[str, Any]]]:
+def consumer_rows_by_topic(snapshot: Snapshot | None) -> dict[str, list[dict[str, Any]]]:
     """Topic -> the groups of the snapshot that consume it, a row each (:data:`CONSUMER_COLUMNS`;
     :func:`consumers_frame` makes the table shown): consumer groups of every type (classic,
     KIP-848, Streams) by their committed partitions, share groups by the partitions whose start offset the broker reports. ``lag`` sums the lag of
@@ -155,32 +156,40 @@ def consumer_rows_by_topic(snapshot: dict[str, Any] | None) -> dict[str, list[di
     to the group's page. Built once per snapshot: one pass over every group partition (0.15 s at
     100,000 group partitions; a table per topic for 1,000 topics took 1.4 s more, so the table is
     made only for the topic shown)."""
+    if snapshot is None:
+        return {}
     rows: dict[str, dict[str, dict[str, Any]]] = {}
-    snap = snapshot or {}
-    share = (snap.get("share_groups") or {}).get("groups") or []
-    for kind, groups, severity in ((None, snap.get("consumer_groups") or [], STATUS_SEVERITY),
-                                   ("share", share, SHARE_STATUS_SEVERITY)):
-        for group in groups:
-            for partition in group.get("partitions") or []:
-                if kind is None and partition.get("committed_offset") is None:
-                    continue  # assigned, never committed: not consumed yet
-                topic = partition.get("topic")
-                row = rows.setdefault(topic, {}).setdefault(f"{kind or 'consumer'}/{group.get('group_id')}", {
-                    "group_id": group.get("group_id"), "type": kind or group.get("type"), "state": group.get("state"),
-                    "members": group.get("members"), "partitions": 0, "lag": None, "lag_unknown_partitions": 0,
-                    "max_lag_seconds": None, "status": None, "page": _group_page(kind, group.get("group_id"))})
-                row["partitions"] += 1
-                lag = partition.get("lag")
-                if lag is None:
-                    row["lag_unknown_partitions"] += 1
-                else:
-                    row["lag"] = (row["lag"] or 0) + lag
-                seconds = partition.get("lag_seconds")
-                if seconds is not None and (row["max_lag_seconds"] is None or seconds > row["max_lag_seconds"]):
-                    row["max_lag_seconds"] = seconds
-                status = partition.get("status")
-                if status is not None and (row["status"] is None or severity.get(status, -1) > severity.get(row["status"], -1)):
-                    row["status"] = status
+
+    def tally(kind: str | None, group_id: str, group_type: str | None, state: str | None, members: int | None,
+              topic: str, lag: int | None, seconds: float | None, status: str | None,
+              severity: Mapping[str, int]) -> None:
+        row = rows.setdefault(topic, {}).setdefault(f"{kind or 'consumer'}/{group_id}", {
+            "group_id": group_id, "type": kind or group_type, "state": state,
+            "members": members, "partitions": 0, "lag": None, "lag_unknown_partitions": 0,
+            "max_lag_seconds": None, "status": None, "page": _group_page(kind, group_id)})
+        row["partitions"] += 1
+        if lag is None:
+            row["lag_unknown_partitions"] += 1
+        else:
+            row["lag"] = (row["lag"] or 0) + lag
+        if seconds is not None and (row["max_lag_seconds"] is None or seconds > row["max_lag_seconds"]):
+            row["max_lag_seconds"] = seconds
+        if status is not None and (row["status"] is None or severity.get(status, -1) > severity.get(row["status"], -1)):
+            row["status"] = status
+
+    for group in snapshot.get("consumer_groups") or []:
+        for partition in group.get("partitions") or []:
+            if partition.get("committed_offset") is None:
+                continue  # assigned, never committed: not consumed yet
+            tally(None, group.get("group_id"), group.get("type"), group.get("state"), group.get("members"),
+                  partition.get("topic"), partition.get("lag"), partition.get("lag_seconds"), partition.get("status"),
+                  STATUS_SEVERITY)
+    share = snapshot.get("share_groups")
+    for share_group in (share.get("groups") or []) if share else []:
+        for share_partition in share_group.get("partitions") or []:
+            tally("share", share_group.get("group_id"), None, share_group.get("state"), share_group.get("members"),
+                  share_partition.get("topic"), share_partition.get("lag"), None, share_partition.get("status"),
+                  SHARE_STATUS_SEVERITY)
     return {topic: list(by_group.values()) for topic, by_group in rows.items()}
 
 
