@@ -14,6 +14,7 @@ import time
 from collectors.runner import GC_SETTLE_CYCLES, CollectionService, CycleResult
 from kpulse.config import DEFAULT_SOURCE
 from kpulse.printable import visible
+from kpulse.snapshot import Snapshot
 
 ONCE_READINGS = 3
 ONCE_SPACING_SECONDS = 1.0
@@ -181,7 +182,7 @@ def unreadable(result: CycleResult) -> list[str]:
     return lines
 
 
-def summary_line(snapshot: dict, result: CycleResult) -> str:
+def summary_line(snapshot: Snapshot, result: CycleResult) -> str:
     cluster = snapshot.get("cluster") or {}
     down = [c["name"] for c in snapshot.get("collectors", []) if not c["up"]]
     parts = [

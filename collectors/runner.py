@@ -1,6 +1,7 @@
-"""The collection loop: every cycle, for every configured cluster, run the collectors in
-isolation, compose the snapshot, evaluate the alert rules, append rows to the lake, flush it,
-publish the snapshot to the Prometheus exporter and to ``<lake>/_snapshots/<cluster>.json``.
+"""The collection loop: every cycle, for every configured cluster, check the connection, run the
+collectors in isolation, evaluate the alert rules on what they observed, append rows to the lake,
+then compose the snapshot once from all of it (``collectors/snapshot.py``) and hand it on, unchanged
+after: to the Prometheus exporter and to ``<lake>/_snapshots/<cluster>.json``; flush the lake.
 
 A lake that cannot be written keeps its rows buffered and retries next cycle (or records a gap,
 see ``kpulse/lake/store.py``); the loop itself goes on. With ``lake.kafka_sink`` configured every
@@ -19,8 +20,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
-from collections.abc import Callable
+from typing import Any, Literal, cast
+from collections.abc import Callable, Iterable
 
 from alerting.delivery import AlertDelivery, configured_delivery
 from alerting.state import AlertState, to_dicts
@@ -28,11 +29,13 @@ from collectors.loop_state import LoopMark, LoopState, restorable_alerts
 from collectors.connection_gate import ConnectionGate
 from collectors.protocol import CollectContext, Collector, CollectorStatus, Registry, declarations, run_isolated
 from collectors.registry import default_registry
-from collectors.snapshot import compose
-from kpulse.expected_idle import ExpectedIdleError, ExpectedIdleFile, default_file, label_groups
+from collectors.snapshot import Outcome, compose, observe
+from kpulse.config import ClusterConfig
+from kpulse.expected_idle import ExpectedIdleError, ExpectedIdleFile, Mark, default_file
+from kpulse.lake.rows import Columns
 from kpulse.lake.schema import register_tables
 from kpulse.lake.store import EARLY_FLUSH_SHARE, SNAPSHOT_DIR, LakeWriter, gap_row, resolve
-from kpulse.snapshot import BUILTIN_SECTIONS, to_json
+from kpulse.snapshot import BUILTIN_SECTIONS, AlertmanagerDelivery, FiringAlert, Snapshot, to_json
 
 LOG = logging.getLogger(__name__)
 FLUSH_SECONDS = 60.0
@@ -48,17 +51,17 @@ default is 700."""
 
 @dataclass
 class ClusterCollection:
-    cluster: Any
+    cluster: ClusterConfig
     collectors: list[Collector]
     alerts: AlertState
-    last_snapshot: dict[str, Any] | None = None
+    last_snapshot: Snapshot | None = None
     gate: Any = None
     """The cluster's :class:`~collectors.connection_gate.ConnectionGate`; None: no check (tests' fakes)."""
 
 
 @dataclass
 class CycleResult:
-    snapshots: dict[str, dict[str, Any]] = field(default_factory=dict)
+    snapshots: dict[str, Snapshot] = field(default_factory=dict)
     lake_error: str | None = None
 
 
@@ -71,18 +74,21 @@ class CollectionService:
                  cluster_names: list[str] | None = None, flush_seconds: float = FLUSH_SECONDS,
                  kafka_sink=None, gc_settle_cycles: int | None = None,
                  expected_idle: ExpectedIdleFile | None = None, alert_delivery: AlertDelivery | None = None,
-                 deliver_alerts: bool = True, connection_gate: Callable[[Any], Any] | None | bool = None):
+                 deliver_alerts: bool = True,
+                 connection_gate: Callable[[Any], Any] | Literal[False] | None = None) -> None:
         """``connection_gate``: ``factory(cluster) -> ConnectionGate`` for the check before each cycle
         (``collectors/connection_gate.py``); False: none; None (default): the real check with the
         built-in registry, none with a registry given."""
         self.config = config
+        gate: Callable[[Any], Any] | None
         if connection_gate is None:  # the built-in collectors talk to Kafka: check it; a test's own registry may not
-            connection_gate = ConnectionGate if registry is None else False
+            gate = ConnectionGate if registry is None else None
+        else:
+            gate = connection_gate or None
         registry = registry or default_registry()
         clusters = [config.cluster(name) for name in cluster_names] if cluster_names else list(config.clusters)
         factory = alert_state_factory or (lambda cluster: AlertState(cluster=cluster.name))
-        self.clusters = [ClusterCollection(c, registry.create(c), factory(c),
-                                           gate=connection_gate(c) if connection_gate else None)
+        self.clusters = [ClusterCollection(c, registry.create(c), factory(c), gate=gate(c) if gate else None)
                          for c in clusters]
         self.declared = declarations(c for entry in self.clusters for c in entry.collectors)
         """The sections and lake tables the collectors declare (``collectors/protocol.py``)."""
@@ -112,7 +118,7 @@ class CollectionService:
         """The collectors' threads, started at the first cycle and kept (see ``run_isolated``)."""
         self.expected_idle = expected_idle or default_file()
         """The groups marked expected-idle on the dashboard (``kpulse/expected_idle.py``), read every cycle."""
-        self._idle_marks: dict[str, dict] = {}
+        self._idle_marks: dict[str, dict[str, Mark]] = {}
 
     def cycle(self) -> CycleResult:
         result = CycleResult()
@@ -125,38 +131,27 @@ class CollectionService:
             self._resume()
         for entry in self.clusters:
             now = self._clock()
+            name = entry.cluster.name
             connection = entry.gate.check() if entry.gate is not None else None
             running, skipped = _gated(entry.collectors, connection)
             sections, rows, statuses = run_isolated(running, CollectContext(entry.cluster, now), pool=self._pool)
             statuses = _in_registration_order(entry.collectors, statuses + skipped)
             self._say_undeclared(sections)
-            snapshot = compose(entry.cluster.name, now, sections, statuses, self._add_on_sections)
-            if connection is not None:
-                snapshot["connection"] = connection
-            label_groups(snapshot.get("consumer_groups") or [], entry.cluster.consumer_groups,
-                         self._marks(entry.cluster.name))
-            evaluation = entry.alerts.evaluate(snapshot)
-            snapshot["alerts"] = to_dicts(evaluation.firing)
-            if evaluation.errors:
-                snapshot["alert_errors"] = list(evaluation.errors)
-            rows.setdefault("alert_event", []).extend(event.row() for event in evaluation.events)
+            observation = observe(name, now, sections, statuses, self._add_on_sections, connection=connection,
+                                  consumer_groups=entry.cluster.consumer_groups, idle_marks=self._marks(name))
+            evaluation = entry.alerts.evaluate(observation)
+            rows["alert_event"] = _joined(rows.get("alert_event"), (event.row() for event in evaluation.events))
+            delivery: list[AlertmanagerDelivery] | None = None
             if self.alert_delivery is not None:
-                self.alert_delivery.observe(entry.cluster.name, evaluation, now)
-                snapshot["alert_delivery"] = self.alert_delivery.status(entry.cluster.name)
-            rows.setdefault("collector_status", []).extend(
-                {"time": now, "cluster": entry.cluster.name, "collector": s.name, "up": s.up,
-                 "duration_seconds": s.duration_seconds, "error": s.error} for s in statuses)
-            for table, table_rows in rows.items():
-                try:
-                    self.lake.append(table, table_rows)
-                except ValueError as error:  # a collector broke the lake contract: say so, keep going
-                    snapshot.setdefault("lake_errors", []).append(str(error))
-                    LOG.error("lake rows refused: %s", error)
-                    continue
-                if self._mark is not None:
-                    self._mark.appended(entry.cluster.name, table, len(table_rows), now)
-                if self.kafka_sink is not None:
-                    self.kafka_sink.append(table, table_rows)
+                self.alert_delivery.observe(name, evaluation, now)
+                delivery = cast(list[AlertmanagerDelivery], self.alert_delivery.status(name))  # its documented rows
+            rows["collector_status"] = _joined(rows.get("collector_status"), (
+                {"time": now, "cluster": name, "collector": s.name, "up": s.up,
+                 "duration_seconds": s.duration_seconds, "error": s.error} for s in statuses))
+            lake_errors = self._append(name, rows, now)
+            snapshot = compose(observation, Outcome(
+                alerts=cast(list[FiringAlert], to_dicts(evaluation.firing)),  # an Alert's fields, as FiringAlert's
+                alert_errors=list(evaluation.errors), alert_delivery=delivery, lake_errors=lake_errors))
             entry.last_snapshot = snapshot
             result.snapshots[entry.cluster.name] = snapshot
             if self.exporter is not None:
@@ -172,7 +167,24 @@ class CollectionService:
         self._cycles += 1
         return result
 
-    def _marks(self, cluster: str) -> dict:
+    def _append(self, cluster: str, rows: dict[str, list[dict[str, Any]] | Columns], now: float) -> list[str]:
+        """Hand the cycle's rows to the lake (and the Kafka sink); the rows refused, one line each: a
+        collector broke the lake contract (said in the log), and the loop goes on."""
+        refused: list[str] = []
+        for table, table_rows in rows.items():
+            try:
+                self.lake.append(table, table_rows)
+            except ValueError as error:
+                refused.append(str(error))
+                LOG.error("lake rows refused: %s", error)
+                continue
+            if self._mark is not None:
+                self._mark.appended(cluster, table, len(table_rows), now)
+            if self.kafka_sink is not None:
+                self.kafka_sink.append(table, table_rows)
+        return refused
+
+    def _marks(self, cluster: str) -> dict[str, Mark]:
         """The cluster's expected-idle marks; the last ones read when the file cannot be (said in the log)."""
         try:
             self._idle_marks[cluster] = self.expected_idle.marks(cluster)
@@ -207,6 +219,8 @@ class CollectionService:
         """First cycle of a loop that keeps state: take back the alert states a crashed process
         left (when recent enough), then mark this process as the one collecting."""
         state = self.loop_state
+        if state is None:  # a one-off run keeps nothing
+            return
         now = self._clock()
         try:
             restorable, written_until = restorable_alerts(state.read_alerts(), state.read_mark(), now)
@@ -221,18 +235,21 @@ class CollectionService:
 
     def _keep_state(self, cycle_time: float | None) -> None:
         """Write the loop's mark (every cycle) and the alert states (when they changed)."""
+        loop_state, mark = self.loop_state, self._mark
+        if loop_state is None or mark is None:  # a one-off run keeps nothing
+            return
         try:
             saved = {entry.cluster.name: entry.alerts.saved() for entry in self.clusters}
             alerts = [state["alerts"] for state in saved.values()]
             if alerts != self._saved_alerts:
-                self.loop_state.write_alerts(self._mark.pid, saved)
+                loop_state.write_alerts(mark.pid, saved)
                 self._saved_alerts = alerts
-            self._mark.cycle_time = cycle_time
-            self.loop_state.write_mark(self._mark)
+            mark.cycle_time = cycle_time
+            loop_state.write_mark(mark)
         except OSError as error:
-            LOG.warning("could not keep the loop's state in %s: %s", self.loop_state.directory, error)
+            LOG.warning("could not keep the loop's state in %s: %s", loop_state.directory, error)
 
-    def _publish_snapshot(self, cluster_name: str, snapshot: dict[str, Any]) -> None:
+    def _publish_snapshot(self, cluster_name: str, snapshot: Snapshot) -> None:
         """The latest snapshot for the dashboard, written whole (temp name, then rename)."""
         try:
             fs, base = resolve(self.lake.path)
@@ -295,6 +312,13 @@ def _gated(collectors: list[Collector], connection) -> tuple[list[Collector], li
     why = f"cluster not readable: {connection['error']}"
     running = [c for c in collectors if not getattr(c, "uses_kafka", True)]
     return running, [CollectorStatus(c.name, False, 0.0, why) for c in collectors if getattr(c, "uses_kafka", True)]
+
+
+def _joined(rows: list[dict[str, Any]] | Columns | None,
+            more: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A table's rows from the collectors (none, dicts or :class:`Columns`) followed by the loop's
+    own ``more``: a new list, the collectors' left as they are."""
+    return [*(rows if rows is not None else ()), *more]
 
 
 def _in_registration_order(collectors: list[Collector], statuses: list[CollectorStatus]) -> list[CollectorStatus]:

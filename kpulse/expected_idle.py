@@ -9,8 +9,10 @@ then rename) under a lock, and read by the collection loop every cycle (parsed a
 file changed). Marking is not a change to the cluster: the operations service authorizes it by role
 and records it in the audit log (``operations/service.py``), with no typed confirmation.
 
-The collection loop sets ``expected_idle: true`` on those groups of the snapshot
-(:func:`label_groups`); the alert rules on groups leave them out (``alerting/rules.py``).
+Whether a group is expected idle is decided here, once per cycle: the collection loop reads the
+marks, and the snapshot is composed with ``expected_idle: true`` on those groups (:func:`labelled`,
+``collectors/snapshot.py``). Everyone after reads that label: the alert rules on groups leave the
+group out (``alerting/rules.py``), the exporter says so, the Consumer groups page shows it.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 
+from kpulse.config.model import ConsumerGroupsConfig
 from kpulse.errors import KpulseError
+from kpulse.snapshot import ConsumerGroup
 
 FILE_NAME = "expected-idle.json"
 CONFIG = "config"
@@ -46,30 +49,39 @@ class Mark:
     """Why, as typed (e.g. "retired with orders-v1")."""
 
 
-def reason(group_id: str, consumer_groups, marks: Mapping[str, Mark]) -> str | None:
+def reason(group_id: str, consumer_groups: ConsumerGroupsConfig, marks: Mapping[str, Mark]) -> str | None:
     """Why ``group_id`` is expected idle: :data:`CONFIG`, ``"marked by <who>"``, or ``None`` (it is
-    not). ``consumer_groups`` is the cluster's :class:`ConsumerGroupsConfig`."""
+    not). ``consumer_groups``: the cluster's config."""
     if consumer_groups.expected_idle_by_config(group_id):
         return CONFIG
     mark = marks.get(group_id)
     return None if mark is None else f"marked by {mark.by}"
 
 
-def label_groups(groups: Iterable[dict[str, Any]], consumer_groups, marks: Mapping[str, Mark]) -> int:
-    """Set ``expected_idle: true`` on the snapshot's groups that are (and leave the key out on the
-    others, as the snapshot contract says); returns how many. Pure apart from the dicts it labels."""
-    count = 0
+def labelled(groups: Sequence[ConsumerGroup], consumer_groups: ConsumerGroupsConfig,
+             marks: Mapping[str, Mark]) -> list[ConsumerGroup]:
+    """``groups`` with ``expected_idle: true`` on those expected idle (:func:`reason`) and the key left
+    out on the others, as the snapshot contract says. Pure: a group whose label changes is a new
+    dict, the others are taken as they are, and ``groups`` is left unchanged."""
     if not consumer_groups.expected_idle and not marks:  # the usual case, for 10,000 groups every cycle
-        for group in groups:
-            group.pop("expected_idle", None)
-        return 0
+        return [_unlabelled(group) if "expected_idle" in group else group for group in groups]
+    result: list[ConsumerGroup] = []
     for group in groups:
-        if reason(str(group.get("group_id")), consumer_groups, marks) is not None:
-            group["expected_idle"] = True
-            count += 1
+        if reason(str(group.get("group_id")), consumer_groups, marks) is None:
+            result.append(_unlabelled(group) if "expected_idle" in group else group)
+        elif group.get("expected_idle") is True:
+            result.append(group)
         else:
-            group.pop("expected_idle", None)
-    return count
+            idle = group.copy()
+            idle["expected_idle"] = True
+            result.append(idle)
+    return result
+
+
+def _unlabelled(group: ConsumerGroup) -> ConsumerGroup:
+    copy = group.copy()
+    del copy["expected_idle"]
+    return copy
 
 
 class ExpectedIdleFile:
@@ -78,7 +90,7 @@ class ExpectedIdleFile:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._cache: tuple[tuple, dict[str, dict[str, Mark]]] | None = None
+        self._cache: tuple[tuple[int, int, int], dict[str, dict[str, Mark]]] | None = None
 
     def _load(self) -> dict[str, dict[str, Mark]]:
         try:

@@ -6,6 +6,7 @@ test_alert_storm.py."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pandas as pd
@@ -18,7 +19,7 @@ from dashboard.services.alerts import firing_alerts, group_members, grouped
 from kpulse.config import parse_config
 from kpulse.config.errors import ConfigError
 from kpulse.config.model import ConsumerGroupsConfig
-from kpulse.expected_idle import CONFIG, ExpectedIdleError, ExpectedIdleFile, Mark, label_groups, reason
+from kpulse.expected_idle import CONFIG, ExpectedIdleError, ExpectedIdleFile, Mark, labelled, reason
 
 T0 = 1_800_000_000.0
 
@@ -146,11 +147,16 @@ def test_expected_idle_reason(patterns, group_id, marked, expected):
     assert reason(group_id, groups_config(*patterns), marked) == expected
 
 
-def test_labelling_sets_the_key_on_expected_idle_groups_only():
+def test_labelling_sets_the_key_on_expected_idle_groups_only_in_new_values():
     groups = [{"group_id": "retired-a"}, {"group_id": "b", "expected_idle": True}, {"group_id": "c"}]
-    assert label_groups(groups, groups_config("retired-.*"), {"c": Mark("bob", T0)}) == 2
-    assert groups == [{"group_id": "retired-a", "expected_idle": True}, {"group_id": "b"},
+    as_given = copy.deepcopy(groups)
+    labels = labelled(groups, groups_config("retired-.*"), {"c": Mark("bob", T0)})
+    assert sum(1 for group in labels if group.get("expected_idle")) == 2
+    assert labels == [{"group_id": "retired-a", "expected_idle": True}, {"group_id": "b"},
                       {"group_id": "c", "expected_idle": True}]
+    assert groups == as_given  # the collector's groups are left as they were
+    assert labelled(groups, groups_config(), {}) == [{"group_id": "retired-a"}, {"group_id": "b"},
+                                                     {"group_id": "c"}] and groups == as_given
 
 
 def test_the_config_takes_expected_idle_ids_and_refuses_a_bad_regex_naming_the_key(tmp_path):

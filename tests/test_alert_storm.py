@@ -7,6 +7,7 @@ the real cluster an expected-idle group (config or mark) fires nothing while an 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -113,6 +114,20 @@ def groups_page(user: str):
     app.selectbox(key="groups-chosen").set_value("orders-retired").run()
     assert not app.exception
     return app
+
+
+def test_the_page_shows_the_expected_idle_label_the_collection_loop_put_in_the_snapshot(ops_setup):
+    """The loop decided (its config named the group), the snapshot says so, and the page reads it
+    rather than deciding again from the dashboard's own config and marks (which name no group here)."""
+    directory, _ = ops_setup
+    path = directory / "lake" / "_snapshots" / "live.json"
+    snapshot = json.loads(path.read_text())
+    snapshot["consumer_groups"][0]["expected_idle"] = True
+    path.write_text(json.dumps(snapshot))
+    app = groups_page("vic")
+    listed = app.dataframe[0].value.set_index("group_id")["expected_idle"]
+    assert listed.to_dict() == {"orders-retired": True, "orders-live": False}
+    assert any("expected idle: shown, but it fires no group alert" in i.value for i in app.info)
 
 
 def test_a_viewer_is_offered_no_mark(ops_setup):

@@ -119,6 +119,69 @@ def test_a_buffer_filling_before_the_minutely_flush_is_written_early_not_dropped
     assert len(read_table(str(tmp_path / "lake"), "consumer_lag")) == 24
 
 
+def test_the_snapshot_is_built_once_from_the_finished_cycle_and_nothing_handed_on_is_changed_after(tmp_path):
+    """The snapshot carries the cycle's connection check, expected-idle labels, alerts and refused lake
+    rows, and is built once from them: the groups a collector returned, the observation the alert
+    rules read and the snapshot the exporter was given are each left as they were handed on."""
+    import copy
+    import dataclasses
+
+    from alerting.rules import rule_by_name
+    from alerting.state import AlertState
+    from kpulse.config import parse_config
+
+    returned = []
+
+    class Groups:
+        name = "groups"
+
+        def collect(self, context):
+            groups = [{"group_id": name, "status": "STOP", "total_lag": 5, "partitions": []}
+                      for name in ("retired", "live")]
+            returned.append((groups, copy.deepcopy(groups)))
+            return CollectorResult(sections={"consumer_groups": groups},
+                                   rows={"consumer_lag": [{"time": context.now, "cluster": "c", "no_such_column": 1}]})
+
+    class Gate:
+        def check(self):
+            return {"ok": True, "error": None, "conclusive": True, "cluster_operations": [], "limits": []}
+
+    class Exporter:
+        def __init__(self):
+            self.given = []
+
+        def update(self, snapshot):
+            self.given.append((snapshot, copy.deepcopy(snapshot)))
+
+    evaluated = []
+    status_rule = rule_by_name("ConsumerGroupStatus")
+
+    def check(snapshot):
+        evaluated.append((snapshot, copy.deepcopy(snapshot)))
+        return status_rule.check(snapshot)
+
+    rule = dataclasses.replace(status_rule, check=check, for_seconds=0)
+    config = parse_config({"clusters": [{"name": "c", "bootstrap_servers": "node-1:9092",
+                                         "consumer_groups": {"expected_idle": ["retired"]}}],
+                           "lake": {"path": str(tmp_path / "lake")}}, source="test", base_dir=tmp_path)
+    registry = Registry()
+    registry.register("groups", lambda cluster: Groups())
+    exporter = Exporter()
+    service = CollectionService(config, registry=registry, exporter=exporter, connection_gate=lambda cluster: Gate(),
+                                alert_state_factory=lambda cluster: AlertState([rule], cluster=cluster.name),
+                                clock=lambda: 1_700_000_000.0)
+    snapshot = service.cycle().snapshots["c"]
+
+    assert [g.get("expected_idle") for g in snapshot["consumer_groups"]] == [True, None]
+    assert [a["entity"] for a in snapshot["alerts"]] == ["group/live"]
+    assert snapshot["connection"]["ok"] is True and len(snapshot["lake_errors"]) == 1
+    (observation, as_evaluated), = evaluated
+    assert observation["connection"]["ok"] is True and observation["consumer_groups"][0]["expected_idle"] is True
+    for handed, as_handed in (returned[0], (observation, as_evaluated), exporter.given[0]):
+        assert handed == as_handed
+    assert exporter.given[0][0] is snapshot
+
+
 def test_settling_keeps_live_objects_out_of_collections_and_frees_garbage_at_the_next_settle():
     import gc
     import weakref

@@ -18,10 +18,11 @@ from collectors.brokers.broker_metrics import BrokerMetricsCollector
 from collectors.brokers.broker_values import BrokerMetrics, cluster_level, values_from_samples
 from collectors.cluster.cluster_metadata import ClusterMetadataCollector
 from collectors.protocol import CollectContext
-from collectors.snapshot import compose
+from collectors.snapshot import observe
 from kpulse import prom_text
 from kpulse.config import parse_config
 from kpulse.kafka.kraft_reads import NotSupported, elr_from, quorum_from
+from kpulse.snapshot import Snapshot
 from tests.support import described_partitions, official, wait_for
 
 NOW = 1_795_000_000.0
@@ -240,11 +241,11 @@ def status_fields(bootstrap: str) -> dict[str, str]:
     return dict(re.findall(r"^(\w+):\s+(.*?)\s*$", text, re.MULTILINE))
 
 
-def snapshot_of(metadata_collector, metrics_collector, config) -> dict:
+def snapshot_of(metadata_collector, metrics_collector, config) -> Snapshot:
     context = CollectContext(config, time.time())
     sections = {"cluster": metadata_collector.collect(context).sections["cluster"],
                 "broker_metrics": metrics_collector.collect(context).sections["broker_metrics"]}
-    return compose("test", context.now, sections, [])
+    return observe("test", context.now, sections, [])
 
 
 @pytest.mark.cluster

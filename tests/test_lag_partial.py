@@ -22,7 +22,7 @@ from exporters.prometheus import SnapshotExporter
 from kpulse.kafka.group_offsets import ClusterOffsets, GroupOffsets
 from kpulse.lake.store import rows_to_arrow
 from collectors.protocol import CollectContext, CollectorStatus
-from collectors.snapshot import compose
+from collectors.snapshot import observe
 from kpulse.config import parse_config
 
 DEAD_LEADER = "ListOffsets to broker 3: KafkaConnectionError: connection refused"
@@ -93,7 +93,7 @@ def test_the_exporter_shows_how_many_partitions_the_lag_sums_left_out():
     collector = ConsumerLagCollector(offline_config(), batched=False)
     committed = {("t", 0): 10, ("t", 1): 20}
     _, result = evaluate(collector, reading(committed, {("t", 0): 10, ("t", 1): 220}, {("t", 1): DEAD_LEADER}), 100.0)
-    text = metrics_text(compose("test", 100.0, result.sections, [CollectorStatus("consumer_lag", True, 0.1)]))
+    text = metrics_text(observe("test", 100.0, result.sections, [CollectorStatus("consumer_lag", True, 0.1)]))
     group = 'cluster="test",consumergroup="g"'
     assert f"kafka_consumergroup_lag_sum{{{group}}} 0.0" in text  # t/0 caught up, t/1 unknown: not a complete 0
     assert f"kpulse_consumergroup_lag_sum_unknown_partitions{{{group}}} 1.0" in text
@@ -238,7 +238,7 @@ def partial_snapshot(now: float) -> dict:
         _, result = evaluate(collector, reading(committed, ends), at)
     _, result = evaluate(collector, reading(committed, {("t", 0): 102, ("t", 1): 202, ("t", 2): 1, ("t", 3): 5},
                                             {("t", 2): DEAD_LEADER}), now)
-    return compose("local", now, result.sections, [CollectorStatus("consumer_lag", True, 0.1)])
+    return observe("local", now, result.sections, [CollectorStatus("consumer_lag", True, 0.1)])
 
 
 def test_the_groups_service_says_which_sums_are_partial():
@@ -432,7 +432,7 @@ def test_a_killed_broker_makes_the_group_sums_partial_and_the_time_lag_goes_on(b
         single2 = next(p for p in group["partitions"] if (p["topic"], p["partition"]) == ("lagpartial.single", 2))
         assert single2["log_end_offset"] is None and single2["lag"] is None and single2["reasons"]["log_end_offset"]
         assert group["lag_unknown_partitions"] >= 1 and group["max_lag_seconds_partial"] is True
-        text = metrics_text(compose("test", now, sections, [CollectorStatus("consumer_lag", True, 0.1)]))
+        text = metrics_text(observe("test", now, sections, [CollectorStatus("consumer_lag", True, 0.1)]))
         labels = 'cluster="test",consumergroup="lagpartial-g"'
         assert f"kafka_consumergroup_lag_sum{{{labels}}} {float(group['total_lag'])}" in text
         assert (f"kpulse_consumergroup_lag_sum_unknown_partitions{{{labels}}} "

@@ -360,9 +360,9 @@ def test_a_section_named_like_the_models_own_or_declared_twice_is_refused():
 
 def test_a_declared_section_not_returned_is_null_and_an_undeclared_one_is_left_out():
     from collectors.protocol import CollectorStatus
-    from collectors.snapshot import compose
+    from collectors.snapshot import observe
 
-    snapshot = compose("c", 1.0, {"census": {"topics": 3}, "stray": 1}, [CollectorStatus("census", True, 0.1)],
+    snapshot = observe("c", 1.0, {"census": {"topics": 3}, "stray": 1}, [CollectorStatus("census", True, 0.1)],
                        add_on_sections=["census", "absent"])
     assert snapshot["census"] == {"topics": 3} and snapshot["absent"] is None and "stray" not in snapshot
 

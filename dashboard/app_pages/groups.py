@@ -1,13 +1,17 @@
 """Consumer groups: searchable, paged list (server side) sortable by lag seconds and status;
 group detail with per-partition lag and the lag history in offsets and seconds; a group marked (or
-unmarked) expected-idle: shown, labelled, but firing no group alert (``kpulse/expected_idle.py``)."""
+unmarked) expected-idle: shown, labelled, but firing no group alert (``kpulse/expected_idle.py``).
+The label is the snapshot's; a mark made here shows at once, until the next snapshot carries it."""
+
+import time
 
 import streamlit as st
 
 from dashboard import actions, auth, components, frame, literal
 from dashboard.services import groups
 from dashboard.services.unread import group_problem, listing_limit, unread_caption
-from kpulse.expected_idle import CONFIG, reason
+from kpulse.config.model import ConsumerGroupsConfig
+from kpulse.expected_idle import CONFIG, Mark, reason
 from operations.access import MARK_EXPECTED_IDLE, allowed
 
 WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600}
@@ -37,6 +41,8 @@ def expected_idle_slot(cluster: str, group_id: str, why: str | None) -> None:
     if submitted:
         with frame.shown_errors("expected idle"):
             frame.operations().set_expected_idle(user, cluster, group_id, not marked, note)
+            made = st.session_state.setdefault(MARKS_MADE_KEY, {}).setdefault(cluster, {})
+            made[group_id] = (not marked, time.time())
             st.success("unmarked: its alerts fire again" if marked else
                        "marked expected idle: it fires no group alert from the next collection cycle")
             st.rerun()
@@ -48,23 +54,36 @@ LIST_KEYS = ("groups-search", "groups-sort", "groups-desc", "groups-page")
 FULL_RUN_KEY = "groups-full-run"
 # Session state: the list's widget values and the group ids of its page, as the last full run drew them.
 SHOWN_KEY = "groups-shown"
+# Session state: cluster -> group id -> (marked expected idle, when), the marks made in this session.
+MARKS_MADE_KEY = "groups-idle-made"
 
 
-
-def idle_settings():
-    """The cluster's ``consumer_groups`` config and its expected-idle marks as they are now."""
+def idle_settings() -> tuple[ConsumerGroupsConfig, dict[str, Mark]]:
+    """The cluster's ``consumer_groups`` config and its expected-idle marks as they are now: who marked
+    a group and why, and whether the page can unmark it."""
     return (frame.sources().config.cluster(frame.cluster()).consumer_groups,
             frame.operations().expected_idle_marks(frame.cluster()))
 
 
-def expected_idle_column(table):
-    """``table`` (built once per snapshot, read-only) with ``expected_idle`` as the config and the
-    marks say now: a group marked since the snapshot shows its label at once."""
-    consumer_groups, marks = idle_settings()
-    idle = groups.expected_idle_now(frame.snapshot(), consumer_groups, marks)
-    if set(table.loc[table["expected_idle"], "group_id"]) == idle:
-        return table
-    return table.assign(expected_idle=table["group_id"].isin(idle))
+def unapplied_marks() -> dict[str, bool]:
+    """Group id -> expected idle, for the marks made in this session that the snapshot does not carry
+    yet (``services.groups.unapplied_marks``); the others are forgotten."""
+    made = st.session_state.get(MARKS_MADE_KEY, {})
+    cluster = frame.cluster()
+    if cluster not in made:
+        return {}
+    unapplied = groups.unapplied_marks(made[cluster], frame.snapshot())
+    made[cluster] = {group_id: made[cluster][group_id] for group_id in unapplied}
+    return unapplied
+
+
+def idle_notice(why: str | None, mark: Mark | None) -> str:
+    """What the detail says of a group shown expected idle: why (:func:`kpulse.expected_idle.reason`)
+    and the mark's note, when the config and the marks still say so."""
+    if why is None:
+        return "expected idle: shown, but it fires no group alert"
+    note = f": {literal.markdown(mark.note)}" if mark and mark.note and why != CONFIG else ""
+    return f"expected idle ({literal.markdown(why)}{note}): shown, but it fires no group alert"
 
 
 st.title("Consumer groups")
@@ -79,7 +98,7 @@ def group_list() -> None:
     with frame.shown_errors():
         if limit := listing_limit(frame.connection_limits()):
             st.warning(literal.markdown(limit), icon=":material/lock:")
-        table = expected_idle_column(frame.groups_table())
+        table = groups.with_unapplied_marks(frame.groups_table(), unapplied_marks())
         page = components.searched_list("groups", table, sorts=groups.SORTS, search_column="group_id",
                                         noun="groups", placeholder="part of a group id")
         options = tuple(st.session_state.get(key) for key in LIST_KEYS)
@@ -100,7 +119,7 @@ group_list()
 with frame.shown_errors():
     names = list(st.session_state.get(SHOWN_KEY, (None, []))[1])
     wanted = frame.entity_param("group")
-    known = bool(wanted) and bool(frame.consumer_group(wanted))
+    known = bool(wanted and frame.consumer_group(wanted))
     if wanted and not known:
         st.warning(f"Consumer group '{literal.markdown(wanted)}' is not in the latest snapshot (unknown, deleted or "
                    "not monitored).")
@@ -115,11 +134,8 @@ with frame.shown_errors():
             st.warning(f"kpulse may not read this group: {literal.markdown(problem)}", icon=":material/warning:")
         consumer_groups, marks = idle_settings()
         why = reason(chosen, consumer_groups, marks)
-        if why:
-            mark = marks.get(chosen)
-            st.info(f"expected idle ({literal.markdown(why)}"
-                    + (f": {literal.markdown(mark.note)}" if mark and mark.note and why != CONFIG else "")
-                    + "): shown, but it fires no group alert", icon=":material/notifications_off:")
+        if groups.expected_idle(group, unapplied_marks()):
+            st.info(idle_notice(why, marks.get(chosen)), icon=":material/notifications_off:")
         expected_idle_slot(frame.cluster(), chosen, why)
         if note := groups.partial_note(group):
             st.caption(f"Partial: {note}. Each partition's why_null says why its value is unknown.")

@@ -5,14 +5,20 @@ A group's ``total_lag`` and ``max_lag_seconds`` may be partial (some partitions'
 e.g. a broker down: ``collectors/lag/lag_math.py``); :func:`partial_note` says so in one line made of
 numbers only (no Kafka-supplied name: it is safe to show as a caption). A group whose offsets
 could not be read at all (its ``error``: kpulse may not read it) keeps its row, its numbers null,
-never 0, and ``problem`` saying why (``services/unread.py``)."""
+never 0, and ``problem`` saying why (``services/unread.py``).
+
+Whether a group is expected idle is the snapshot's ``expected_idle``, decided by the collection loop
+(``kpulse/expected_idle.py``); a mark or unmark made on the page shows at once, until the next
+snapshot carries it (:func:`unapplied_marks`)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeAlias
 
 import pandas as pd
 
 from dashboard.services.unread import group_problem
-from kpulse.expected_idle import reason
 from kpulse.lag_contract import STATUS_SEVERITY
 from kpulse.snapshot import ConsumerGroup, Snapshot
 
@@ -25,6 +31,8 @@ GROUP_TABLE: dict[str, str] = {
 The one renamed: ``partitions`` (``partition_count``), the name of the lake's ``consumer_group``
 column the group's history beside it is read from."""
 GROUP_COLUMNS = [*GROUP_TABLE, "expected_idle", "partial", "problem"]
+GroupEntry: TypeAlias = ConsumerGroup | Mapping[str, None]
+"""A group's entry in the snapshot, or ``{}`` for a group the snapshot does not hold."""
 HIDDEN_COLUMNS = ["status_rank", "lag_unknown_partitions", "lag_seconds_unknown_partitions"]
 """Columns of :func:`groups_frame` for sorting and captions, not shown in the table."""
 STATUS_ORDER = STATUS_SEVERITY
@@ -33,17 +41,15 @@ SORTS = {"lag seconds": "max_lag_seconds", "status": "status_rank", "lag (offset
          "group id": "group_id"}
 
 
-def groups_frame(snapshot: Snapshot | None, expected_idle: set[str] | None = None) -> pd.DataFrame:
+def groups_frame(snapshot: Snapshot | None) -> pd.DataFrame:
     """One row per group of the snapshot (:data:`GROUP_TABLE`), and :data:`HIDDEN_COLUMNS`
     (``status_rank`` for sorting by status, the counts of partitions left out of the sums); the
-    ``expected_idle`` column says whether the group is in ``expected_idle``
-    (:func:`expected_idle_now`), by default whether the snapshot labels it so; ``problem`` why the
+    ``expected_idle`` column says whether the snapshot labels the group so; ``problem`` why the
     group could not be read (its partition count is then unknown, not 0)."""
-    groups = (snapshot or {}).get("consumer_groups") or []
+    groups = _groups_of(snapshot)
     frame = pd.DataFrame([{**{column: g.get(field) for column, field in GROUP_TABLE.items()},
                            "partitions": None if g.get("error") and not g.get("partitions") else g.get("partition_count"),
-                           "expected_idle": bool(g.get("expected_idle")) if expected_idle is None
-                           else g.get("group_id") in expected_idle,
+                           "expected_idle": bool(g.get("expected_idle")),
                            "partial": partial_note(g), "problem": group_problem(g.get("group_id"), g.get("error")),
                            "lag_unknown_partitions": g.get("lag_unknown_partitions") or 0,
                            "lag_seconds_unknown_partitions": g.get("lag_seconds_unknown_partitions") or 0}
@@ -54,6 +60,10 @@ def groups_frame(snapshot: Snapshot | None, expected_idle: set[str] | None = Non
     frame["max_lag_seconds"] = pd.to_numeric(frame["max_lag_seconds"], errors="coerce")
     frame["status_rank"] = frame["status"].map(STATUS_ORDER).astype("float64").fillna(-1)
     return frame
+
+
+def _groups_of(snapshot: Snapshot | None) -> list[ConsumerGroup]:
+    return (snapshot.get("consumer_groups") or []) if snapshot is not None else []
 
 
 def _count(number: int, noun: str) -> str:
@@ -83,48 +93,67 @@ def partial_caption(table: pd.DataFrame) -> str | None:
         causes) + "."
 
 
-_SUMS = (("total lag", "total_lag", "total_lag_partial", "lag_unknown_partitions"),
-         ("lag seconds", "max_lag_seconds", "max_lag_seconds_partial", "lag_seconds_unknown_partitions"))
-
-
-def partial_note(group: ConsumerGroup) -> str | None:
+def partial_note(group: GroupEntry) -> str | None:
     """"total lag over 2 of 3 partitions · lag seconds ..." for the group's sums that leave partitions
     out; ``None`` when both are complete (or the snapshot predates the counts)."""
     counted = sum(1 for p in group.get("partitions") or [] if p.get("committed_offset") is not None)
     notes = []
-    for label, value, partial, unknown_key in _SUMS:
-        unknown = group.get(unknown_key) or 0
+    sums = (("total lag", group.get("total_lag"), group.get("total_lag_partial"), group.get("lag_unknown_partitions")),
+            ("lag seconds", group.get("max_lag_seconds"), group.get("max_lag_seconds_partial"),
+             group.get("lag_seconds_unknown_partitions")))
+    for label, value, partial, unknown_count in sums:
+        unknown = unknown_count or 0
         if not unknown:
             continue
-        if group.get(partial):
+        if partial:
             notes.append(f"{label} over {counted - unknown} of {counted} partitions" if counted > unknown
                          else f"{label} over some partitions ({unknown} unknown)")
-        elif group.get(value) is None:
+        elif value is None:
             notes.append(f"{label} unknown for all {unknown} partitions")
     return " · ".join(notes) or None
 
 
-def expected_idle_now(snapshot: Snapshot | None, consumer_groups, marks) -> set[str]:
-    """The snapshot's groups expected idle now (config or marks, ``kpulse/expected_idle.py``): a mark made
-    since the snapshot was taken counts at once, a group unmarked since loses its label at once."""
-    return {g["group_id"] for g in (snapshot or {}).get("consumer_groups") or []
-            if reason(str(g.get("group_id")), consumer_groups, marks) is not None}
+def unapplied_marks(made: Mapping[str, tuple[bool, float]], snapshot: Snapshot | None) -> dict[str, bool]:
+    """Group id -> expected idle, for the marks and unmarks made on the page (``made``: group id ->
+    (marked, when), epoch seconds) that the snapshot does not carry yet: those made after it was taken
+    (the collection loop reads the marks every cycle; its next snapshot carries them)."""
+    if snapshot is None:
+        return {}
+    return {group_id: marked for group_id, (marked, at) in made.items() if at >= snapshot["time"]}
+
+
+def with_unapplied_marks(table: pd.DataFrame, unapplied: Mapping[str, bool]) -> pd.DataFrame:
+    """``table`` (:func:`groups_frame`, read-only) with the page's :func:`unapplied_marks` shown in its
+    ``expected_idle`` column; the table itself when there are none."""
+    if not unapplied:
+        return table
+    return table.assign(expected_idle=[unapplied.get(group_id, labelled) for group_id, labelled
+                                       in zip(table["group_id"], table["expected_idle"], strict=True)])
+
+
+def expected_idle(group: GroupEntry, unapplied: Mapping[str, bool]) -> bool:
+    """Whether ``group`` (its snapshot entry) is shown expected idle: the snapshot's label, or the
+    page's mark not yet applied (:func:`unapplied_marks`)."""
+    group_id = group.get("group_id")
+    if group_id is not None and group_id in unapplied:
+        return unapplied[group_id]
+    return bool(group.get("expected_idle"))
 
 
 def partial_groups(snapshot: Snapshot | None) -> int:
     """How many groups of the snapshot have a partial (or wholly unknown) sum."""
-    return sum(1 for g in (snapshot or {}).get("consumer_groups") or [] if partial_note(g))
+    return sum(1 for g in _groups_of(snapshot) if partial_note(g))
 
 
 def group_partitions(snapshot: Snapshot | None, group_id: str) -> pd.DataFrame | None:
     """Per-partition lag of ``group_id`` in the snapshot; ``None`` when the group is not there."""
-    for group in (snapshot or {}).get("consumer_groups") or []:
+    for group in _groups_of(snapshot):
         if group.get("group_id") == group_id:
             return partitions_of(group)
     return None
 
 
-def partitions_of(group: ConsumerGroup) -> pd.DataFrame:
+def partitions_of(group: GroupEntry) -> pd.DataFrame:
     """Per-partition lag of one group (its snapshot entry)."""
     rows = [{"topic": p.get("topic"), "partition": p.get("partition"),
              "committed_offset": p.get("committed_offset"), "log_end_offset": p.get("log_end_offset"),
@@ -143,7 +172,7 @@ MEMBER_COLUMNS = ["member_id", "client_id", "client_host", "member_epoch", "assi
                   "reconciling"]
 
 
-def membership_caption(group: ConsumerGroup) -> str | None:
+def membership_caption(group: GroupEntry) -> str | None:
     """"KIP-848 consumer group · group epoch 7 · target assignment epoch 7 · 1 of 2 members
     reconciling" (type names and numbers only: safe as a caption); None for a group without a type."""
     kind = group.get("type")
@@ -169,7 +198,7 @@ def assignment_text(assignment: dict | None) -> str | None:
     return "; ".join(f"{topic}:{','.join(map(str, parts))}" for topic, parts in assignment.items()) or "-"
 
 
-def members_frame(group: ConsumerGroup) -> pd.DataFrame | None:
+def members_frame(group: GroupEntry) -> pd.DataFrame | None:
     """One row per member (:data:`MEMBER_COLUMNS`), members still reconciling first; None when the
     group has no member details (listed Empty, or an older snapshot)."""
     details = group.get("member_details") or []
