@@ -221,8 +221,12 @@ def test_a_section_outside_the_model_fails_validation():
 
 # --- the readers read the model's fields, and no other ------------------------------------------------
 
-VARIANTS = ({"int": 5, "float": 0.05, "bool": True, "status": "STOP", "state": "ERROR", "severity": "critical"},
-            {"int": 0, "float": 1e9, "bool": False, "status": "OK", "state": "RUNNING", "severity": "warning"})
+VARIANTS = ({"int": 5, "float": 0.05, "bool": True, "status": "STOP", "state": "ERROR", "severity": "critical",
+             "name": -1},
+            {"int": 0, "float": 1e9, "bool": False, "status": "OK", "state": "RUNNING", "severity": "warning",
+             "name": 0})
+"""Values of the example snapshots; a field of names (a Literal) the variant gives no valid value for
+takes the last name (the worst status, in the first variant) or the first."""
 
 
 class StrictDict(dict):
@@ -264,6 +268,8 @@ def example(hint, name: str, values: dict, unknown: set[str]):
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         return example(next(arg for arg in args if arg is not type(None)), name, values, unknown)
+    if origin is typing.Literal:
+        return values[name] if values.get(name) in args else args[values["name"]]
     if origin is list:
         return [example(args[0], name, values, unknown)]
     if origin is dict:
@@ -356,6 +362,25 @@ def test_a_section_named_like_the_models_own_or_declared_twice_is_refused():
             declarations([collector("mine", {taken: dict})])
     with pytest.raises(DeclarationError, match="^section 'census' is declared by two collectors, 'a' and 'b'$"):
         declarations([collector("a", {"census": int}), collector("b", {"census": int})])
+
+
+def test_the_built_in_collectors_declare_and_return_their_sections_with_the_models_types():
+    import typing
+
+    from collectors.brokers.broker_metrics import BrokerMetricsCollector
+    from collectors.cluster.cluster_metadata import ClusterMetadataCollector
+    from collectors.lag.consumer_lag import ConsumerLagCollector
+    from collectors.probe.probe import ProbeCollector
+    from collectors.protocol import BuiltinSections
+    from collectors.share.share_groups import ShareGroupsCollector
+    from collectors.streams.streams_apps import StreamsAppsCollector
+    from kpulse.snapshot import BUILTIN_SECTIONS
+
+    returned = typing.get_type_hints(BuiltinSections)  # what the checker holds each built-in's result to
+    assert returned == dict(BUILTIN_SECTIONS)
+    for kind in (ClusterMetadataCollector, BrokerMetricsCollector, ConsumerLagCollector, StreamsAppsCollector,
+                 ShareGroupsCollector, ProbeCollector):
+        assert kind.sections and all(returned[name] == declared for name, declared in kind.sections.items())
 
 
 def test_a_declared_section_not_returned_is_null_and_an_undeclared_one_is_left_out():

@@ -46,7 +46,7 @@ from collectors.brokers.broker_values import (
 from collectors.brokers.prometheus_query import (
     PROMETHEUS_BROKER_LABEL, MetricsHTTPError, prometheus_queries, values_from_prometheus, vector_by_broker,
 )
-from collectors.protocol import CollectContext, CollectorResult
+from collectors.protocol import BuiltinSections, CollectContext, CollectorResult
 from kpulse.lake.schema import SCHEMAS
 from kpulse.snapshot import BrokerMetricsSection
 
@@ -128,7 +128,7 @@ class BrokerMetricsCollector:
         if note is not None:  # nothing was asked: "no broker answered" would say otherwise
             section["reasons"] = dict.fromkeys(section["reasons"], note)
         rows = [to_row(b, now=context.now, cluster=self._cluster.name) for b in brokers]
-        return CollectorResult(sections={SECTION: section}, rows={TABLE: rows})
+        return CollectorResult(sections=BuiltinSections(broker_metrics=section), rows={TABLE: rows})
 
     def _from_exporters(self, metrics: Any) -> list[BrokerMetrics]:
         timeout = metrics.timeout_seconds

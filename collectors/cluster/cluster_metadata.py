@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from collections.abc import Callable
 
 from collectors.cluster.cluster_health import PartitionState, summarize
-from collectors.protocol import CollectContext, CollectorResult
+from collectors.protocol import BuiltinSections, CollectContext, CollectorResult
 from kpulse.kafka.authorization import refusal_text
 from kpulse.kafka.authorization import summary as refused_summary
 from kpulse.kafka.batched_client import BatchedClient, one_line
@@ -122,7 +122,7 @@ class ClusterMetadataCollector:
         broker_rows = [{"time": context.now, "cluster": self._cluster.name, "broker_id": b["id"], "up": b["up"],
                         "partition_count": load[b["id"]].partition_count if b["id"] in load else 0,
                         "leader_count": load[b["id"]].leader_count if b["id"] in load else 0} for b in brokers]
-        return CollectorResult(sections={"cluster": section},
+        return CollectorResult(sections=BuiltinSections(cluster=section),
                                rows={"cluster_health": [row], "broker_state": broker_rows})
 
     def close(self) -> None:

@@ -55,7 +55,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from collectors.probe.probe_ledger import PartitionStats, ProbeLedger, plan_probe_topic, summarize
-from collectors.protocol import CollectContext, CollectorResult
+from collectors.protocol import BuiltinSections, CollectContext, CollectorResult
 from kpulse.kafka.authorization import not_authorized, refused_resource
 from kpulse.kafka.clients import list_topics
 from kpulse.lake.schema import SCHEMAS
@@ -248,7 +248,7 @@ class ProbeCollector:
                 return self._refused_result(refusal, remember=True)
             section: Probe = {"topic": self.topic, **summarize([]), "per_partition": [],
                               "error": _one_line(error), "not_authorized": None}
-            return CollectorResult(sections={SECTION: section}, rows={TABLE: []})
+            return CollectorResult(sections=BuiltinSections(probe=section), rows={TABLE: []})
         self.ledger.start_cycle()
         self._read_refused = None
         self._read(consumer, 0.0)
@@ -273,7 +273,7 @@ class ProbeCollector:
         rows = [{"time": context.now, "cluster": self._cluster.name,
                  **{k: v for k, v in p.items() if k not in ("error", "consume_availability")}}
                 for p in per_partition]
-        return CollectorResult(sections={SECTION: section}, rows={TABLE: rows})
+        return CollectorResult(sections=BuiltinSections(probe=section), rows={TABLE: rows})
 
     def _refused_result(self, refusal: str, remember: bool = False) -> CollectorResult:
         """The cycle's section when the principal may not probe: null availabilities and the ACL it
@@ -283,7 +283,7 @@ class ProbeCollector:
             self._refused = (time.monotonic() + REFUSED_RETRY_SECONDS, refusal)
         section: Probe = {"topic": self.topic, **summarize([]), "per_partition": [], "error": refusal,
                           "not_authorized": refusal}
-        return CollectorResult(sections={SECTION: section}, rows={TABLE: []})
+        return CollectorResult(sections=BuiltinSections(probe=section), rows={TABLE: []})
 
     def _produce(self, producer: Producer, partitions: list[int]) -> None:
         for partition in partitions:

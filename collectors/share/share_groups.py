@@ -23,7 +23,7 @@ from typing import Any, Literal, NamedTuple
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
 from collectors.lag.lag_math import sum_over_partitions
-from collectors.protocol import CollectContext, CollectorResult
+from collectors.protocol import BuiltinSections, CollectContext, CollectorResult
 from collectors.share.share_status import ShareWindows, worst
 from kpulse.config import ClusterConfig
 from kpulse.errors import KpulseError
@@ -251,7 +251,7 @@ class ShareGroupsCollector:
         self.windows.forget_except(read)
         section: ShareGroups = {"groups": groups, "unsupported": unsupported, "read_at": now,
                                 "read_seconds": None if read_seconds is None else round(read_seconds, 3)}
-        return CollectorResult(sections={"share_groups": section},
+        return CollectorResult(sections=BuiltinSections(share_groups=section),
                                rows={"share_group": group_rows, "share_partition": partition_rows})
 
     def _partition(self, offset: SharePartitionOffset, members: int | None,

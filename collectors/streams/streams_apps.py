@@ -53,7 +53,7 @@ from typing import Any
 
 from collectors.brokers.broker_metrics import http_get_text
 from collectors.lag.groups_reading import PUBLISHER, GroupsReading
-from collectors.protocol import CollectContext, CollectorResult
+from collectors.protocol import BuiltinSections, CollectContext, CollectorResult
 from collectors.streams.shared_readers import SharedGroups, SharedLogEnds, SharedOffsets
 from collectors.streams.streams_group import (MEMBER_LEFT, InputLag, group_observations, group_view,
                                               input_lag, input_partitions)
@@ -207,7 +207,7 @@ class StreamsAppsCollector:
                                  "inferred": t.inferred} for t in kept],
                 "rebalances": rebalance_summary(kept, max(self._clock(), context.now)),
             })
-        return CollectorResult(sections={SECTION: apps},
+        return CollectorResult(sections=BuiltinSections(streams_apps=apps),
                                rows={INSTANCE_TABLE: instance_rows, TRANSITION_TABLE: transition_rows})
 
     # --- Streams groups (KIP-1071) ---------------------------------------------------------------------
