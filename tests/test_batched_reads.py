@@ -6,6 +6,7 @@ be reached, and the fall back to librdkafka when the batched client cannot be bu
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace as NS
 
 import pytest
@@ -281,7 +282,7 @@ def test_lag_through_a_killed_and_restarted_broker_agrees_with_kafka_consumer_gr
                                  ("lagkill.rf1", 0): 4 * i})
     config = parse_config({"clusters": [{"name": "test", "bootstrap_servers": bootstrap,
                                          "consumer_groups": {"include": ["lagkill-.*"]}}]},
-                          source="test", base_dir=".").cluster(None)
+                          source="test", base_dir=Path(".")).cluster(None)
     collector = ConsumerLagCollector(config)
 
     def reading() -> dict[str, dict]:

@@ -81,7 +81,7 @@ class FakeClock:
 class FakeEndpoints:
     """``http_get`` serving canned text per URL; an exception instance is raised instead."""
 
-    def __init__(self, pages: dict[str, object]) -> None:
+    def __init__(self, pages: dict[str, str | Exception]) -> None:
         self.pages = dict(pages)
         self.calls: list[tuple[str, float]] = []
 
@@ -428,7 +428,7 @@ def prometheus_rates(broker: str, cluster_label: str = "prod", bytes_in: float |
              ("kafka_server_brokertopicmetrics_bytesoutpersec_total", labels, 4096.0),
              ("kafka_server_brokertopicmetrics_messagesinpersec_total", labels, 20.0),
              (IDLE_NANOS, labels, idle_nanos)]
-    return [rate for rate in rates if rate[2] is not None]
+    return [(name, series_labels, value) for name, series_labels, value in rates if value is not None]
 
 
 @pytest.fixture

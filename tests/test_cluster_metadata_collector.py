@@ -32,8 +32,10 @@ def collect(collector, config):
 
 def official_counts(bootstrap: str) -> tuple[int, int, int]:
     """(under-replicated, unavailable, under-min-ISR) partitions as kafka-topics lists them, all topics."""
-    return tuple(len(described_partitions(bootstrap, flag, None)) for flag in
-                 ("--under-replicated-partitions", "--unavailable-partitions", "--under-min-isr-partitions"))
+    under_replicated, unavailable, under_min_isr = (
+        len(described_partitions(bootstrap, flag, None)) for flag in
+        ("--under-replicated-partitions", "--unavailable-partitions", "--under-min-isr-partitions"))
+    return under_replicated, unavailable, under_min_isr
 
 
 def test_a_healthy_cluster_has_no_problem_partitions_and_every_broker_up(cluster_config, bootstrap):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
@@ -14,6 +15,9 @@ from kpulse.config import (
     reference_config_path,
 )
 from kpulse.local_layout import ClusterLayout
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 MINIMAL_CLUSTER = {"name": "prod", "bootstrap_servers": "kafka-1:9092,kafka-2:9092"}
 
@@ -58,7 +62,7 @@ def test_reference_config_spells_out_every_key_of_the_model():
     raw = yaml.safe_load(reference_config_path().read_text())
     config = load_config(reference_config_path(), environ={})
 
-    def assert_documents(raw_section: dict, model: object, where: str) -> None:
+    def assert_documents(raw_section: dict, model: DataclassInstance, where: str) -> None:
         names = {f.name for f in dataclasses.fields(model)}
         assert set(raw_section) == names, where
 

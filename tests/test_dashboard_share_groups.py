@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import Any
 
 import pytest
 import yaml
@@ -31,13 +32,14 @@ def share_group_name(index: int) -> str:
 
 def share_section() -> dict:
     """GROUPS share groups (every 7th STALLED, every 11th NOT_CONSUMING without members) and a hostile one."""
-    groups = []
+    groups: list[dict[str, Any]] = []
     for index in range(GROUPS):
         status = "NOT_CONSUMING" if index % 11 == 10 else "STALLED" if index % 7 == 6 else "OK"
         members = 0 if status == "NOT_CONSUMING" else 2
         member_list = [{"member_id": f"m-{index}-{n}", "client_id": f"client-{n}", "host": f"/10.0.0.{n}",
                         "rack_id": None, "member_epoch": 5, "subscribed_topics": ["jobs"],
                         "assignment": {"jobs": [n - 1, n + 1]}} for n in range(1, members + 1)]
+        partitions: list[dict[str, Any]]
         partitions = [{"topic": "jobs", "partition": p, "start_offset": 100 * p, "lag": index + p, "status": status}
                        for p in range(3)]
         groups.append({"group_id": share_group_name(index), "state": "Stable" if members else "Empty",

@@ -297,7 +297,7 @@ def compose_bind_mount_problems(compose_doc: dict, base: Path) -> list[str]:
     problems = []
     for name, spec in services_of(compose_doc).items():
         for kind, source in _volume_entries(spec):
-            if kind == "bind" and not (base / os.path.expanduser(source)).exists():
+            if kind == "bind" and (source is None or not (base / os.path.expanduser(source)).exists()):
                 problems.append(f"{name}: bind-mount source {source} does not exist (relative to {base})")
     return problems
 

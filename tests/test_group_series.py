@@ -14,7 +14,7 @@ HOSTILE = 'g"}\n# TYPE evil gauge\nevil{x="1'
 
 def exported(**sections) -> dict[tuple[str, tuple], float]:
     exporter = SnapshotExporter()
-    exporter.update({"cluster_name": "prod", **sections})
+    exporter.update({"cluster_name": "prod", **sections})  # type: ignore[typeddict-item]  # partial on purpose
     registry = CollectorRegistry()
     registry.register(exporter)
     samples = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -154,7 +155,7 @@ def config():
     return parse_config({"clusters": [{"name": "test", "bootstrap_servers": "127.0.0.1:1",
                                        "consumer_groups": {"lag_seconds_threshold": 120,
                                                            "overrides": {"g-3": {"lag_seconds_threshold": 30}}}}]},
-                        source="test", base_dir=".").cluster(None)
+                        source="test", base_dir=Path(".")).cluster(None)
 
 
 def random_cycles(rng: random.Random, cycles: int = 14):
@@ -175,7 +176,7 @@ def random_cycles(rng: random.Random, cycles: int = 14):
         for g, tps in groups.items():
             if rng.random() < 0.1:
                 continue  # not listed this cycle
-            committed = {}
+            committed: dict[tuple[str, int], int | None] = {}
             for tp in tps:
                 if (g, tp) in never:
                     committed[tp] = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -21,6 +22,7 @@ from collectors.lag.consumer_lag import ConsumerLagCollector
 from exporters.prometheus import SnapshotExporter
 from kpulse.kafka.group_offsets import ClusterOffsets, GroupOffsets
 from kpulse.lake.store import rows_to_arrow
+from kpulse.snapshot import Snapshot
 from collectors.protocol import CollectContext, CollectorStatus
 from collectors.snapshot import observe
 from kpulse.config import parse_config
@@ -31,7 +33,7 @@ DEAD_LEADER = "ListOffsets to broker 3: KafkaConnectionError: connection refused
 def offline_config(include: str = ".*"):
     return parse_config({"clusters": [{"name": "test", "bootstrap_servers": "127.0.0.1:1",
                                        "consumer_groups": {"include": [include]}}]},
-                        source="test", base_dir=".").cluster(None)
+                        source="test", base_dir=Path(".")).cluster(None)
 
 
 def reading(committed: dict, log_ends: dict, errors: dict | None = None, group: str = "g") -> ClusterOffsets:
@@ -101,7 +103,7 @@ def test_the_exporter_shows_how_many_partitions_the_lag_sums_left_out():
     assert f"kpulse_consumergroup_lag_seconds_unknown_partitions{{{group}}} 1.0" in text
 
 
-def metrics_text(snapshot: dict) -> str:
+def metrics_text(snapshot: Snapshot) -> str:
     """What the exporter's /metrics answers for ``snapshot``."""
     exporter = SnapshotExporter()
     exporter.update(snapshot)
@@ -362,7 +364,7 @@ def test_a_killed_broker_makes_the_group_sums_partial_and_the_time_lag_goes_on(b
     writer = threading.Thread(target=steady_writer, name="lagpartial-writer", daemon=True)
     config = parse_config({"clusters": [{"name": "test", "bootstrap_servers": bootstrap,
                                          "consumer_groups": {"include": ["lagpartial-.*"]}}]},
-                          source="test", base_dir=".").cluster(None)
+                          source="test", base_dir=Path(".")).cluster(None)
     collector = ConsumerLagCollector(config)
 
     def cycle() -> tuple[dict, dict, float]:

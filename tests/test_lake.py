@@ -29,8 +29,9 @@ BEFORE_MIDNIGHT = datetime(2024, 3, 9, 23, 59, 59, 500000, tzinfo=UTC).timestamp
 AFTER_MIDNIGHT = datetime(2024, 3, 10, 0, 0, 1, tzinfo=UTC).timestamp()
 
 
-def utc(*args: int) -> pd.Timestamp:
-    return pd.Timestamp(datetime(*args, tzinfo=UTC))
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0,
+        microsecond: int = 0) -> pd.Timestamp:
+    return pd.Timestamp(datetime(year, month, day, hour, minute, second, microsecond, tzinfo=UTC))
 
 
 def broker_rows(times: list[float], cluster: str = "prod") -> list[dict]:

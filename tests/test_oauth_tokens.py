@@ -49,7 +49,7 @@ def jwt(**claims) -> str:
 
 
 def granted(token: str, expires_in: int | None = 300):
-    body = {"access_token": token, "token_type": "Bearer"}
+    body: dict[str, str | int] = {"access_token": token, "token_type": "Bearer"}
     if expires_in is not None:
         body["expires_in"] = expires_in
     return Answer(200, body)

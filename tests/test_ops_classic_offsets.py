@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -31,8 +32,8 @@ OPERATOR = User("olga", "operator")
 ADMIN = User("ada", "admin")
 
 
-def done(value) -> Future:
-    future = Future()
+def done(value) -> Future[Any]:
+    future: Future[Any] = Future()
     future.set_result(value)
     return future
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
@@ -298,7 +299,7 @@ def config_with(cluster: dict, environ: dict | None = None):
     from kpulse.config import parse_config
 
     return parse_config({"clusters": [{"name": "a", "bootstrap_servers": "k:9092", **cluster}]}, source="test",
-                        base_dir=".", environ=environ or {})
+                        base_dir=Path("."), environ=environ or {})
 
 
 @pytest.mark.parametrize("cluster", [

@@ -90,7 +90,8 @@ def reset_both(operations, topics, tmp_path, scope_args: list[str], strategy: li
     admin = topics["admin"]
     mine, theirs = twin_groups(admin, name)
     scope = Scope.parse("--all-topics" in scope_args, scope_args[1:] if scope_args[0] == "--topic" else None)
-    plan = operations.plan_reset_offsets("test", mine, scope, Strategy(strategy[0][2:], (strategy[1:] or [None])[0]))
+    value = strategy[1] if len(strategy) > 1 else None
+    plan = operations.plan_reset_offsets("test", mine, scope, Strategy(strategy[0][2:], value))
     outcome = operations.reset_offsets(ADMIN, plan)
     output = official("kafka-consumer-groups", "--bootstrap-server", operations.config.cluster("test").bootstrap_servers,
                       "--group", theirs, "--reset-offsets", *scope_args, *strategy, "--execute")

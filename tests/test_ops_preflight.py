@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -25,16 +26,16 @@ GROUP, TOPIC = "team-a-billing", "orders"
 OPERATOR = User("olga", "operator")
 
 
-def done(value) -> Future:
-    future = Future()
+def done(value) -> Future[Any]:
+    future: Future[Any] = Future()
     future.set_result(value)
     return future
 
 
-def failed(name: str) -> Future:
+def failed(name: str) -> Future[Any]:
     from confluent_kafka import KafkaError, KafkaException
 
-    future = Future()
+    future: Future[Any] = Future()
     future.set_exception(KafkaException(KafkaError(getattr(KafkaError, name))))
     return future
 

@@ -98,6 +98,7 @@ def parts() -> dict:
     from cli.operation_commands import HANDLERS
 
     subcommands = next(action.choices for action in build_parser()._actions if action.dest == "command")
+    assert subcommands is not None  # the subparsers' choices
     return {"plan_types": planned_types(), "forms": set(FORMS), "parsers": set(PARSERS),
             "handlers": set(HANDLERS) - {APPROVALS}, "subcommands": set(subcommands), "pages": offered_on_pages()}
 

@@ -17,8 +17,9 @@ from operations.reassign import Reassigner
 from operations.time_specs import parse_datetime_ms, parse_duration_ms
 
 
-def ms(*args) -> int:
-    return int(datetime(*args, tzinfo=UTC).timestamp() * 1000)
+def ms(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0,
+       microsecond: int = 0) -> int:
+    return int(datetime(year, month, day, hour, minute, second, microsecond, tzinfo=UTC).timestamp() * 1000)
 
 
 @pytest.mark.parametrize("text, expected", [

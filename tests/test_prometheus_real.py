@@ -215,8 +215,8 @@ def gauge_mismatches(reads: list[dict], through_prometheus: dict) -> list[str]:
                 problems.append(f"broker {broker_id} {name}: JMX {shown[0]}..{shown[-1]} over {len(values)} reads, "
                                 f"Prometheus {prom[name]}")
         for name in JUMPING_GAUGES:
-            values = (seen[0][name], prom[name], seen[-1][name])
-            if len({value is None for value in values}) != 1 or (prom[name] is not None and not (
+            jmx_then_prometheus = (seen[0][name], prom[name], seen[-1][name])
+            if len({value is None for value in jmx_then_prometheus}) != 1 or (prom[name] is not None and not (
                     0 <= prom[name] < HEALTHY_APPLY_LAG_MS and 0 <= seen[0][name] < HEALTHY_APPLY_LAG_MS)):
                 problems.append(f"broker {broker_id} {name}: JMX {seen[0][name]} then {seen[-1][name]}, "
                                 f"Prometheus {prom[name]}")

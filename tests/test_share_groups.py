@@ -54,6 +54,7 @@ def hung_share_consumer(bootstrap: str, group: str, topic: str):
     process = subprocess.Popen([sys.executable, "-c", HUNG_CONSUMER, bootstrap, group, topic],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
+        assert process.stdout is not None  # piped
         assert process.stdout.readline().strip() == "acquired", "the hung consumer got no records"
         yield process
     finally:

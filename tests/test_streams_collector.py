@@ -8,6 +8,7 @@ import time
 from concurrent.futures import Future
 from enum import Enum
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -195,8 +196,8 @@ class FakeAdmin:
         self.groups, self.topics, self.fail = groups, topics, fail
 
     @staticmethod
-    def _done(value) -> Future:
-        future = Future()
+    def _done(value) -> Future[Any]:
+        future: Future[Any] = Future()
         future.set_result(value)
         return future
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from contextlib import ExitStack
 from types import SimpleNamespace
 
@@ -186,7 +187,7 @@ def test_group_and_client_episodes_overlapping_are_one_application_episode():
 class FakeGroupReader:
     def __init__(self, groups: dict[str, StreamsGroup | GroupReadError]):
         self.groups = groups
-        self.types_asked = []
+        self.types_asked: list[Sequence[str] | None] = []
 
     def list_groups(self, timeout, types=None):
         self.types_asked.append(types)
@@ -378,6 +379,7 @@ def tool_tasks(assignments: str) -> dict[str, dict[str, list[int]]]:
             kind = token[:-1]
             found[kind] = {}
         else:
+            assert kind is not None, f"partitions before their kind in {assignments!r}"
             subtopology, partitions = token.split(":", 1)
             found[kind][subtopology] = [int(p) for p in partitions.strip("[]").split(",") if p]
     return found

@@ -22,7 +22,7 @@ SOURCE_IMPORT = re.compile(r"\b(?:from|import)\s+(tests\.\w+)(?:\s+import\s+([\w
 def imports(tree: ast.AST) -> list[tuple[str, list[str], int]]:
     """``(module, imported names, line)`` of every import of a tests module, ``tests.``-relative
     imports resolved, plus those in string constants (code run by ``python -c``)."""
-    found = []
+    found: list[tuple[str, list[str], int]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [(alias.name, [], node.lineno) for alias in node.names]
