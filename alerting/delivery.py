@@ -20,13 +20,13 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Any
 from collections.abc import Callable, Mapping
 
 from alerting.alertmanager import DeliveryBook
 from alerting.am_client import AlertmanagerClient, AlertmanagerError
 from alerting.model import EvaluationResult
 from kpulse.config.model import AlertmanagerConfig, redact_url
+from kpulse.snapshot import AlertmanagerDelivery
 
 LOG = logging.getLogger("kpulse.alerting")
 BATCH_SIZE = 64
@@ -123,7 +123,7 @@ class AlertDelivery:
     def _count(self, cluster: str, url: str) -> _Counts:
         return self._counts.setdefault((cluster, url), _Counts())
 
-    def status(self, cluster: str) -> list[dict[str, Any]]:
+    def status(self, cluster: str) -> list[AlertmanagerDelivery]:
         """The snapshot's ``alert_delivery`` section of ``cluster`` (``kpulse/snapshot.py``)."""
         with self._lock:
             return [{"alertmanager": redact_url(url), "up": health.up,

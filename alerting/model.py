@@ -45,7 +45,7 @@ class Unknown:
     reason: str = ""
 
 
-Check = Callable[[Snapshot], list]
+Check = Callable[[Snapshot], list[Finding | Unknown]]
 """snapshot (``kpulse/snapshot.py``) -> list of :class:`Finding` and :class:`Unknown`."""
 
 

@@ -65,7 +65,7 @@ threshold is; its value is the voter's lag in records.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 from collections.abc import Callable, Sequence
 
 from alerting.model import CRITICAL, WARNING, Check, Finding, Rule, Unknown
@@ -113,6 +113,13 @@ record threshold; the time threshold has its own margin already."""
 
 # --- rule conditions -------------------------------------------------------------------------------
 
+Results = list[Finding | Unknown]
+"""What a rule's check returns (:data:`alerting.model.Check`)."""
+ClusterFigure = Literal["under_replicated_partitions", "offline_partitions", "under_min_isr_partitions",
+                        "active_controller_count", "fenced_broker_count"]
+"""The :class:`kpulse.snapshot.ClusterHealth` counts the cluster rules judge."""
+
+
 def cluster_entity(snapshot: Snapshot) -> str:
     return f"cluster/{snapshot.get('cluster_name')}"
 
@@ -125,13 +132,13 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
-def _cluster_value(snapshot: Snapshot, key: str) -> tuple[str, float | None]:
+def _cluster_value(snapshot: Snapshot, key: ClusterFigure) -> tuple[str, float | None]:
     cluster = snapshot.get("cluster")
     return cluster_entity(snapshot), None if cluster is None else _number(cluster.get(key))
 
 
-def _cluster_count_above_zero(key: str, what: str) -> Check:
-    def check(snapshot):
+def _cluster_count_above_zero(key: ClusterFigure, what: str) -> Check:
+    def check(snapshot: Snapshot) -> Results:
         entity, value = _cluster_value(snapshot, key)
         if value is None:
             return [Unknown(entity, f"{key} not collected")]
@@ -139,7 +146,7 @@ def _cluster_count_above_zero(key: str, what: str) -> Check:
     return check
 
 
-def _active_controllers(snapshot):
+def _active_controllers(snapshot: Snapshot) -> Results:
     entity, value = _cluster_value(snapshot, "active_controller_count")
     if value is None:
         return [Unknown(entity, "active_controller_count not collected")]
@@ -150,11 +157,11 @@ def _active_controllers(snapshot):
 
 
 def _idle_below(upper: float, what: str) -> Check:
-    def check(snapshot):
+    def check(snapshot: Snapshot) -> Results:
         brokers = snapshot.get("brokers")
         if brokers is None:
             return [Unknown(None, "broker metrics not collected")]
-        results: list = []
+        results: Results = []
         for broker in brokers:
             entity, idle = f"broker/{broker.get('id')}", _number(broker.get("request_handler_idle_ratio"))
             if idle is None:
@@ -166,12 +173,12 @@ def _idle_below(upper: float, what: str) -> Check:
     return check
 
 
-def _broker_down(snapshot):
+def _broker_down(snapshot: Snapshot) -> Results:
     cluster = snapshot.get("cluster")
     brokers = None if cluster is None else cluster.get("brokers")
     if brokers is None:
         return [Unknown(None, "cluster metadata not collected")]
-    results: list = []
+    results: Results = []
     for broker in brokers:
         entity, up = f"broker/{broker.get('id')}", broker.get("up")
         if up is None:
@@ -182,7 +189,7 @@ def _broker_down(snapshot):
     return results
 
 
-def _groups(snapshot: Snapshot, check_group: Callable[[ConsumerGroup, str], Finding | Unknown | None]) -> list:
+def _groups(snapshot: Snapshot, check_group: Callable[[ConsumerGroup, str], Finding | Unknown | None]) -> Results:
     groups = snapshot.get("consumer_groups")
     if groups is None:
         return [Unknown(None, "consumer groups not collected")]
@@ -191,8 +198,8 @@ def _groups(snapshot: Snapshot, check_group: Callable[[ConsumerGroup, str], Find
     return [result for result in results if result is not None]
 
 
-def _group_status(snapshot):
-    def check(group, entity):
+def _group_status(snapshot: Snapshot) -> Results:
+    def check(group: ConsumerGroup, entity: str) -> Finding | Unknown | None:
         status = group.get("status")
         if status is None:
             return Unknown(entity, "status not known")
@@ -215,8 +222,8 @@ def _group_status(snapshot):
     return _groups(snapshot, check)
 
 
-def _group_lag_seconds(snapshot):
-    def check(group, entity):
+def _group_lag_seconds(snapshot: Snapshot) -> Results:
+    def check(group: ConsumerGroup, entity: str) -> Finding | Unknown | None:
         lag, threshold = _number(group.get("max_lag_seconds")), _number(group.get("lag_seconds_threshold"))
         if lag is None or threshold is None:
             return Unknown(entity, "time lag or threshold not known")
@@ -232,17 +239,17 @@ def _group_lag_seconds(snapshot):
     return _groups(snapshot, check)
 
 
-def _unknown(partitions) -> str:
+def _unknown(partitions: int | None) -> str:
     if partitions is None:
         return "some partitions unknown"
     return f"{partitions} partition{'' if partitions == 1 else 's'} unknown"
 
 
-def _share_group_not_acknowledging(snapshot):
+def _share_group_not_acknowledging(snapshot: Snapshot) -> Results:
     section = snapshot.get("share_groups")
     if section is None:
         return [Unknown(None, "share groups not collected")]
-    results: list = []
+    results: Results = []
     for group in section.get("groups") or []:
         group_id, status = group.get("group_id"), group.get("status")
         entity = f"sharegroup/{group_id}"
@@ -265,11 +272,11 @@ def _share_group_not_acknowledging(snapshot):
     return results
 
 
-def _streams_not_running(snapshot):
+def _streams_not_running(snapshot: Snapshot) -> Results:
     apps = snapshot.get("streams_apps")
     if apps is None:
         return [Unknown(None, "Streams apps not collected")]
-    results: list = []
+    results: Results = []
     for app in apps:
         app_id, state = app.get("application_id"), app.get("state")
         entity = f"streams/{app_id}"
@@ -295,7 +302,7 @@ def _code(state: str) -> float | None:
     return None if code is None else float(code)
 
 
-def _probe_failing(snapshot):
+def _probe_failing(snapshot: Snapshot) -> Results:
     probe = snapshot.get("probe")
     if probe is None:
         return [Unknown("probe", "probe not collected")]
@@ -316,11 +323,11 @@ def _probe_failing(snapshot):
     return []
 
 
-def _collector_down(snapshot):
+def _collector_down(snapshot: Snapshot) -> Results:
     collectors = snapshot.get("collectors")
     if collectors is None:
         return [Unknown(None, "collector statuses missing")]
-    results: list = []
+    results: Results = []
     for collector in collectors:
         entity, up = f"collector/{collector.get('name')}", collector.get("up")
         if up is None:
@@ -332,11 +339,11 @@ def _collector_down(snapshot):
     return results
 
 
-def _metadata_errors(snapshot):
+def _metadata_errors(snapshot: Snapshot) -> Results:
     brokers = snapshot.get("brokers")
     if brokers is None:
         return [Unknown(None, "broker metrics not collected")]
-    results: list = []
+    results: Results = []
     for broker in brokers:
         entity, errors = f"broker/{broker.get('id')}", _number(broker.get("metadata_error_count"))
         if errors is None:
@@ -347,7 +354,7 @@ def _metadata_errors(snapshot):
     return results
 
 
-def _fenced_brokers(snapshot):
+def _fenced_brokers(snapshot: Snapshot) -> Results:
     entity, fenced = _cluster_value(snapshot, "fenced_broker_count")
     if fenced is None:
         return [Unknown(entity, "fenced_broker_count not collected")]
@@ -360,12 +367,12 @@ def _fenced_brokers(snapshot):
                                     "client request")]
 
 
-def _not_authorized(snapshot):
+def _not_authorized(snapshot: Snapshot) -> Results:
     """kpulse's own permissions: what its principal may not read (entity ``cluster/<name>``) or the
     probe may not do (``probe``). A warning about kpulse, not about Kafka: the values it cannot read
     are null with these reasons, so the rules over them can neither fire nor resolve."""
     found = refusals(snapshot)
-    results: list = []
+    results: Results = []
     probe = found.pop("probe", [])
     if probe:
         results.append(Finding("probe", float(len(probe)), f"kpulse may not run the probe: {probe[0]}"))
@@ -376,14 +383,14 @@ def _not_authorized(snapshot):
     return results
 
 
-def _voters_lagging(snapshot):
+def _voters_lagging(snapshot: Snapshot) -> Results:
     cluster = snapshot.get("cluster")
     quorum = None if cluster is None else cluster.get("quorum")
     if quorum is None:
         return [Unknown(None, "KRaft quorum not collected")]
     records = _number(quorum.get("voter_lag_threshold_records"))
     seconds = _number(quorum.get("voter_lag_threshold_seconds"))
-    results: list = []
+    results: Results = []
     for voter in quorum.get("voters") or []:
         if voter.get("id") == quorum.get("leader_id"):
             continue
@@ -403,7 +410,8 @@ def _voters_lagging(snapshot):
     return results
 
 
-def _rule(name, severity, for_seconds, check, condition, inhibited_by=()) -> Rule:
+def _rule(name: str, severity: str, for_seconds: float, check: Check, condition: str,
+          inhibited_by: Sequence[str] = ()) -> Rule:
     return Rule(name, severity, for_seconds, check, runbook=name, condition=condition,
                 inhibited_by=tuple(inhibited_by))
 

@@ -48,6 +48,7 @@ from alerting.model import (
     Unknown, to_dicts,
 )
 from alerting.rules import RULES, cluster_entity, rule_by_name
+from kpulse.snapshot import Snapshot
 
 __all__ = [
     "CRITICAL", "FIRING", "RESOLVED", "RULES", "SEVERITIES", "WARNING", "Alert", "AlertEvent", "AlertState", "Check",
@@ -93,7 +94,7 @@ class AlertState:
         self._tracked: dict[tuple[str, str], _Tracked] = {}
         self._last_time: float | None = None
 
-    def evaluate(self, snapshot: Mapping[str, Any]) -> EvaluationResult:
+    def evaluate(self, snapshot: Snapshot) -> EvaluationResult:
         now = float(snapshot["time"])
         if self._last_time is not None and now < self._last_time:
             return EvaluationResult(self._firing(), [])
@@ -139,7 +140,8 @@ class AlertState:
         self._last_time = saved.get("time")
         return len(self._tracked)
 
-    def _apply(self, rule: Rule, results: list, now: float, cluster: str, resolved: list[AlertEvent]) -> None:
+    def _apply(self, rule: Rule, results: list[Finding | Unknown], now: float, cluster: str,
+               resolved: list[AlertEvent]) -> None:
         findings = {r.entity: r for r in results if isinstance(r, Finding)}
         unknown = {r.entity for r in results if isinstance(r, Unknown)}
         for key in [key for key in self._tracked if key[0] == rule.name]:

@@ -144,7 +144,7 @@ class CollectionService:
             delivery: list[AlertmanagerDelivery] | None = None
             if self.alert_delivery is not None:
                 self.alert_delivery.observe(name, evaluation, now)
-                delivery = cast(list[AlertmanagerDelivery], self.alert_delivery.status(name))  # its documented rows
+                delivery = self.alert_delivery.status(name)
             rows["collector_status"] = _joined(rows.get("collector_status"), (
                 {"time": now, "cluster": name, "collector": s.name, "up": s.up,
                  "duration_seconds": s.duration_seconds, "error": s.error} for s in statuses))

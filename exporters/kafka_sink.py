@@ -22,13 +22,16 @@ import json
 import threading
 import time
 from datetime import datetime, UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterable
 
 import pyarrow as pa
 
 from kpulse.lake.schema import table_schema
 from kpulse.lake.store import Gap, to_micros
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
 
 DEFAULT_MAX_QUEUED = 500_000
 TOPIC_RETRY_SECONDS = 60.0
@@ -101,7 +104,7 @@ class KafkaSink:
         self._admin_factory = admin_factory
         self._topics_ready: set[str] = set()
         self._topic_requests: dict[str, tuple[Any, float]] = {}
-        self._admin = None
+        self._admin: AdminClient | None = None
         self._settings = {**client_config, "acks": "all", "enable.idempotence": True,
                           "compression.type": "lz4", "linger.ms": 200,
                           "message.timeout.ms": int(message_timeout_seconds * 1000),

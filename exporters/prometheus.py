@@ -39,10 +39,11 @@ from __future__ import annotations
 import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Literal, Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
@@ -51,7 +52,8 @@ from kpulse.kafka.group_model import STATES
 from kpulse.lag_contract import STATUS_NAMES
 from kpulse.refusals import AREAS, refusals
 from kpulse.share_contract import SHARE_STATUS_NAMES
-from kpulse.snapshot import Snapshot
+from kpulse.snapshot import (AlertmanagerDelivery, ClusterHealth, ConsumerGroup, Probe, ShareGroups, Snapshot,
+                             StreamsApp, StreamsGroupDetail)
 
 STATUSES = STATUS_NAMES
 STREAMS_STATES = ("CREATED", "REBALANCING", "RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING", "PENDING_ERROR", "ERROR",
@@ -66,6 +68,38 @@ PARTITION_SERIES = ("kafka_consumergroup_lag", "kafka_consumergroup_current_offs
 COUNTER_SERIES = frozenset({"kpulse_alertmanager_notifications_sent_total",
                             "kpulse_alertmanager_notifications_failed_total"})
 """Series exported as counters (the others are gauges)."""
+
+Labels = dict[str, str | int]
+"""Label name -> value: text, or a broker id or a partition number (written as its decimal)."""
+
+
+class Emit(Protocol):
+    """Where a sample goes: a registry's families (:meth:`SnapshotExporter.collect`) or the text
+    exposition (:class:`_TextFamilies`). A ``None`` value is not exported."""
+
+    def __call__(self, name: str, help_text: str, labels: Labels, value: float | None) -> None: ...
+
+
+CLUSTER_SERIES: tuple[tuple[Literal["brokers_total", "under_replicated_partitions", "offline_partitions",
+                                    "under_min_isr_partitions", "active_controller_count",
+                                    "preferred_leader_imbalance"], str], ...] = (
+    ("brokers_total", "Brokers known (up or not)"),
+    ("under_replicated_partitions", "Partitions whose ISR is smaller than the replica set"),
+    ("offline_partitions", "Partitions without a leader"),
+    ("under_min_isr_partitions", "Partitions whose ISR is smaller than min.insync.replicas"),
+    ("active_controller_count", "Active controllers reported by the nodes (must be 1)"),
+    ("preferred_leader_imbalance", "Partitions not led by their preferred replica"))
+""":class:`kpulse.snapshot.ClusterHealth` field -> help of its ``kpulse_cluster_<field>``."""
+BROKER_SERIES: tuple[Literal["request_handler_idle_ratio", "network_processor_idle_ratio", "bytes_in_per_sec",
+                             "bytes_out_per_sec", "messages_in_per_sec", "partition_count", "leader_count",
+                             "produce_p99_ms", "fetch_p99_ms"], ...] = (
+    "request_handler_idle_ratio", "network_processor_idle_ratio", "bytes_in_per_sec", "bytes_out_per_sec",
+    "messages_in_per_sec", "partition_count", "leader_count", "produce_p99_ms", "fetch_p99_ms")
+""":class:`kpulse.snapshot.Broker` fields exported as ``kpulse_broker_<field>``."""
+PROBE_SERIES: tuple[Literal["produce_availability", "consume_availability", "latency_p99_ms", "lost",
+                            "duplicated"], ...] = (
+    "produce_availability", "consume_availability", "latency_p99_ms", "lost", "duplicated")
+""":class:`kpulse.snapshot.Probe` fields exported as ``kpulse_probe_<field>``."""
 
 
 class SnapshotExporter(Collector):
@@ -115,11 +149,11 @@ class SnapshotExporter(Collector):
         with self._lock:
             return self._version, list(self._snapshots.values())
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         _, snapshots = self._current()
-        families: dict[str, GaugeMetricFamily] = {}
+        families: dict[str, GaugeMetricFamily | CounterMetricFamily] = {}
 
-        def emit(name: str, help_text: str, labels: dict[str, str], value) -> None:
+        def emit(name: str, help_text: str, labels: Labels, value: float | None) -> None:
             if value is None:
                 return
             family = families.get(name)
@@ -160,10 +194,10 @@ class _TextFamilies:
     def __init__(self) -> None:
         self._families: dict[str, tuple[str, list[str]]] = {}
         self._escaped: dict[str, str] = {}
-        self._last_labels: dict | None = None
+        self._last_labels: Labels | None = None
         self._last_text = ""
 
-    def __call__(self, name: str, help_text: str, labels: dict[str, str], value) -> None:
+    def __call__(self, name: str, help_text: str, labels: Labels, value: float | None) -> None:
         if value is None:
             return
         family = self._families.get(name)
@@ -176,7 +210,7 @@ class _TextFamilies:
         shown = f"{value}.0" if type(value) is int and -10**15 < value < 1_000_000 else floatToGoString(value)
         family[1].append(f"{name}{{{self._last_text}}} {shown}\n")
 
-    def _escape(self, raw) -> str:
+    def _escape(self, raw: str | int) -> str:
         label = raw if type(raw) is str else str(raw)
         shown = self._escaped.get(label)
         if shown is None:
@@ -217,7 +251,7 @@ def serve(exporter: SnapshotExporter, *, port: int, host: str,
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format, *args) -> None:  # noqa: A002 - scrapes are not logged
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - scrapes are not logged
             pass
 
     exporter.render_in_background()
@@ -228,17 +262,12 @@ def serve(exporter: SnapshotExporter, *, port: int, host: str,
     return server, thread
 
 
-def _emit_snapshot(emit, snapshot: Snapshot, granularity: str = "partition") -> None:
+def _emit_snapshot(emit: Emit, snapshot: Snapshot, granularity: str = "partition") -> None:
     per_partition = granularity == "partition"
-    c = {"cluster": snapshot["cluster_name"]}
-    cluster = snapshot.get("cluster") or {}
+    c: Labels = {"cluster": snapshot["cluster_name"]}
+    cluster: ClusterHealth | Mapping[str, None] = snapshot.get("cluster") or {}
     emit("kafka_brokers", "Number of brokers up", c, cluster.get("brokers_up"))
-    for key, text in (("brokers_total", "Brokers known (up or not)"),
-                      ("under_replicated_partitions", "Partitions whose ISR is smaller than the replica set"),
-                      ("offline_partitions", "Partitions without a leader"),
-                      ("under_min_isr_partitions", "Partitions whose ISR is smaller than min.insync.replicas"),
-                      ("active_controller_count", "Active controllers reported by the nodes (must be 1)"),
-                      ("preferred_leader_imbalance", "Partitions not led by their preferred replica")):
+    for key, text in CLUSTER_SERIES:
         emit(f"kpulse_cluster_{key}", text, c, cluster.get(key))
     found = refusals(snapshot)
     for area in AREAS:
@@ -249,12 +278,10 @@ def _emit_snapshot(emit, snapshot: Snapshot, granularity: str = "partition") -> 
         b = {**c, "broker": broker["id"]}
         emit("kpulse_broker_up", "1 when the broker is registered", b,
              None if broker.get("up") is None else int(bool(broker["up"])))
-        for key in ("request_handler_idle_ratio", "network_processor_idle_ratio", "bytes_in_per_sec",
-                    "bytes_out_per_sec", "messages_in_per_sec", "partition_count", "leader_count",
-                    "produce_p99_ms", "fetch_p99_ms"):
-            emit(f"kpulse_broker_{key}", key.replace("_", " "), b, broker.get(key))
-        for key, text in KRAFT_NODE_SERIES.items():
-            emit(f"kpulse_kraft_{key}", text, b, broker.get(key))
+        for field in BROKER_SERIES:
+            emit(f"kpulse_broker_{field}", field.replace("_", " "), b, broker.get(field))
+        for node_field, text in KRAFT_NODE_SERIES.items():
+            emit(f"kpulse_kraft_{node_field}", text, b, broker.get(node_field))
     _emit_kraft(emit, c, cluster)
     for group in snapshot.get("consumer_groups", []):
         g = {**c, "consumergroup": group["group_id"]}
@@ -301,9 +328,10 @@ def _emit_snapshot(emit, snapshot: Snapshot, granularity: str = "partition") -> 
                     emit("kpulse_streams_instance_state", "1 for the instance's current client state",
                          {**a, "instance": instance["id"], "state": state}, int(instance["state"] == state))
     _emit_share_groups(emit, c, snapshot.get("share_groups"), per_partition)
-    probe = snapshot.get("probe") or {}
-    for key in ("produce_availability", "consume_availability", "latency_p99_ms", "lost", "duplicated"):
-        emit(f"kpulse_probe_{key}", f"End-to-end probe: {key.replace('_', ' ')}", c, probe.get(key))
+    probe: Probe | Mapping[str, None] = snapshot.get("probe") or {}
+    for probe_field in PROBE_SERIES:
+        emit(f"kpulse_probe_{probe_field}", f"End-to-end probe: {probe_field.replace('_', ' ')}", c,
+             probe.get(probe_field))
     for collector in snapshot.get("collectors", []):
         labels = {**c, "collector": collector["name"]}
         emit("kpulse_collector_up", "1 when the collector's last cycle succeeded", labels, int(collector["up"]))
@@ -311,14 +339,14 @@ def _emit_snapshot(emit, snapshot: Snapshot, granularity: str = "partition") -> 
              collector.get("duration_seconds"))
     firing: dict[tuple[str, str], int] = {}
     for alert in snapshot.get("alerts", []):
-        key = (alert["rule"], alert["severity"])
-        firing[key] = firing.get(key, 0) + 1
+        rule_severity = (alert["rule"], alert["severity"])
+        firing[rule_severity] = firing.get(rule_severity, 0) + 1
     for (rule, severity), count in sorted(firing.items()):
         emit("kpulse_alerts_firing", "Firing alerts", {**c, "rule": rule, "severity": severity}, count)
     _emit_alert_delivery(emit, c, snapshot.get("alert_delivery"))
 
 
-def _emit_alert_delivery(emit, c: dict[str, str], deliveries) -> None:
+def _emit_alert_delivery(emit: Emit, c: Labels, deliveries: Sequence[AlertmanagerDelivery] | None) -> None:
     """Delivery to each Alertmanager (``alerting/delivery.py``), named as Prometheus's own
     ``prometheus_notifications_*``: alerts sent and failed (counters since the loop started), alerts
     not yet accepted, and whether the last send was accepted."""
@@ -331,34 +359,39 @@ def _emit_alert_delivery(emit, c: dict[str, str], deliveries) -> None:
         emit("kpulse_alertmanager_notifications_pending", "Alerts that started firing or resolved and that the "
              "Alertmanager has not accepted yet", a, delivery.get("pending"))
         emit("kpulse_alertmanager_up", "1 when the last send to the Alertmanager was accepted, 0 when it failed; "
-             "absent before the first", a, None if delivery.get("up") is None else int(delivery["up"]))
+             "absent before the first", a, None if (up := delivery.get("up")) is None else int(up))
 
 
-KRAFT_NODE_SERIES = {
+KRAFT_NODE_SERIES: dict[Literal["metadata_error_count", "metadata_apply_lag_ms"], str] = {
     "metadata_error_count": "Errors this controller-role node met loading or applying the metadata log since it "
                             "started (MetadataErrorCount)",
     "metadata_apply_lag_ms": "Now minus the append time of the last metadata record this node applied, ms "
                              "(LastAppliedRecordLagMs)",
 }
-"""Per node (label ``broker``): ``kpulse_kraft_<key>``."""
+""":class:`kpulse.snapshot.Broker` field -> help of its ``kpulse_kraft_<field>``, per node (label ``broker``)."""
 
 
-def _emit_kraft(emit, c: dict[str, str], cluster) -> None:
+KRAFT_CLUSTER_SERIES: tuple[tuple[Literal["fenced_broker_count", "active_broker_count", "metadata_error_count"],
+                                  str, str], ...] = (
+    ("fenced_broker_count", "fenced_brokers", "Fenced brokers as the active controller says"),
+    ("active_broker_count", "active_brokers", "Registered, unfenced brokers as the active controller says"),
+    ("metadata_error_count", "metadata_errors", "MetadataErrorCount summed over the nodes"))
+""":class:`kpulse.snapshot.ClusterHealth` field -> (``kpulse_kraft_<name>``, its help)."""
+
+
+def _emit_kraft(emit: Emit, c: Labels, cluster: ClusterHealth | Mapping[str, None]) -> None:
     """The cluster's controller figures and the quorum: ``kpulse_kraft_fenced_brokers``,
     ``..._active_brokers``, ``..._metadata_errors`` (cluster), ``kpulse_kraft_quorum_leader`` (1
     for the leader's ``node``), ``..._leader_epoch``, ``..._high_watermark``, and per voter and
     observer (``node``, ``role``) ``..._replica_lag`` and ``..._replica_caught_up_age_seconds``."""
-    for key, name, text in (("fenced_broker_count", "fenced_brokers", "Fenced brokers as the active controller says"),
-                            ("active_broker_count", "active_brokers", "Registered, unfenced brokers as the active "
-                                                                      "controller says"),
-                            ("metadata_error_count", "metadata_errors", "MetadataErrorCount summed over the nodes")):
+    for key, name, text in KRAFT_CLUSTER_SERIES:
         emit(f"kpulse_kraft_{name}", text, c, cluster.get(key))
     quorum = cluster.get("quorum")
     if not quorum:
         return
-    if quorum.get("leader_id") is not None:
+    if (leader := quorum.get("leader_id")) is not None:
         emit("kpulse_kraft_quorum_leader", "1 for the node leading the KRaft quorum (the active controller)",
-             {**c, "node": quorum["leader_id"]}, 1)
+             {**c, "node": leader}, 1)
     emit("kpulse_kraft_quorum_leader_epoch", "Epoch of the quorum leader (bumped by every election)", c,
          quorum.get("leader_epoch"))
     emit("kpulse_kraft_quorum_high_watermark", "High watermark of the metadata log", c, quorum.get("high_watermark"))
@@ -371,7 +404,8 @@ def _emit_kraft(emit, c: dict[str, str], cluster) -> None:
                  "leader's log end", r, replica.get("caught_up_age_seconds"))
 
 
-def _one_hot(emit, name: str, help_text: str, labels: dict[str, str], states, state) -> None:
+def _one_hot(emit: Emit, name: str, help_text: str, labels: Labels, states: Iterable[str],
+             state: str | None) -> None:
     """1 for ``state``, 0 for every other state its type can be in; a state this release does not know
     is exported as itself, and no state (not read) gives no series."""
     if state is None:
@@ -380,7 +414,7 @@ def _one_hot(emit, name: str, help_text: str, labels: dict[str, str], states, st
         emit(name, help_text, {**labels, "state": each}, int(each == state))
 
 
-def _emit_group_kind(emit, g: dict[str, str], group) -> None:
+def _emit_group_kind(emit: Emit, g: Labels, group: ConsumerGroup) -> None:
     """A consumer group's type (classic, consumer, streams), its state among its type's states, and
     for KIP-848 / Streams groups the epochs and the members still reconciling."""
     kind = group.get("type")
@@ -397,12 +431,12 @@ def _emit_group_kind(emit, g: dict[str, str], group) -> None:
          "the target assignment epoch", g, group.get("reconciling_members"))
 
 
-def _emit_streams_group(emit, a: dict[str, str], app) -> None:
+def _emit_streams_group(emit: Emit, a: Labels, app: StreamsApp) -> None:
     """A Streams group (KIP-1071): state, members, epochs and its input lag."""
     _one_hot(emit, "kpulse_streams_group_state", "1 for the Streams group's current state", a, STATES["streams"],
              app.get("group_state"))
     emit("kpulse_streams_group_members", "Members of the Streams group", a, app.get("members"))
-    group = app.get("group") or {}
+    group: StreamsGroupDetail | Mapping[str, None] = app.get("group") or {}
     emit("kpulse_streams_group_epoch", "Streams group epoch", a, group.get("group_epoch"))
     emit("kpulse_streams_group_assignment_epoch", "Streams group target assignment epoch", a,
          group.get("assignment_epoch"))
@@ -412,12 +446,13 @@ def _emit_streams_group(emit, a: dict[str, str], app) -> None:
          "--offsets), over those whose lag is known", a, group.get("total_lag"))
 
 
-def _emit_share_groups(emit, c: dict[str, str], section, per_partition: bool = True) -> None:
+def _emit_share_groups(emit: Emit, c: Labels, section: ShareGroups | None, per_partition: bool = True) -> None:
+    shown: ShareGroups | Mapping[str, None] = section or {}
     emit("kpulse_sharegroups_read_timestamp_seconds", "When the share groups shown were read (epoch seconds): behind "
-         "the cycle while the brokers are slow to answer DescribeShareGroupOffsets", c, (section or {}).get("read_at"))
+         "the cycle while the brokers are slow to answer DescribeShareGroupOffsets", c, shown.get("read_at"))
     emit("kpulse_sharegroups_read_duration_seconds", "How long the brokers took to answer that reading", c,
-         (section or {}).get("read_seconds"))
-    for group in (section or {}).get("groups") or []:
+         shown.get("read_seconds"))
+    for group in shown.get("groups") or []:
         g = {**c, "sharegroup": group["group_id"]}
         emit("kpulse_sharegroup_members", "Members of the share group", g, group.get("members"))
         state = group.get("state")

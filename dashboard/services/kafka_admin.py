@@ -32,7 +32,7 @@ class ClusterAdmin:
         self._admin = LazyAdmin(cluster_config, factory or (lambda settings: admin_client(settings,
                                                                                           connection_errors=True)))
         self._log_dirs_factory = log_dirs_factory
-        self._log_dirs_admin = None
+        self._log_dirs_admin: Any = None  # kafka-python's KafkaAdminClient, once asked for
         self._timeout = timeout
         self._clock = clock
         self._failure: tuple[float, str] | None = None
