@@ -153,6 +153,7 @@ def main() -> None:
         time.sleep(args.spacing)
     assert result is not None, "no cycle ran"
     groups = result.sections["consumer_groups"]
+    assert isinstance(groups, list)  # the lag collector's section: its groups
     print(f"{len(groups)} groups, {sum(len(g['partitions']) for g in groups)} group partitions, "
           f"{args.cycles} cycles measured")
     print(f"process CPU per cycle (median): whole collect {statistics.median(total):.3f} s "

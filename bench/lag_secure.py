@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kpulse.snapshot import Snapshot
 
 SIDES = ("plaintext", "sasl_ssl")
 
@@ -56,14 +59,16 @@ class _Side:
             self.service = CollectionService(config, flush_seconds=3600, gc_settle_cycles=GC_SETTLE_CYCLES)
         self.last_groups: list[dict[str, Any]] = []
         """The lag side's last consumer_groups section."""
-        self.last_snapshot: dict[str, Any] = {}
+        self.last_snapshot: Snapshot | None = None
         """The whole side's last snapshot."""
 
     def cycle(self) -> None:
         if self.part == "lag":
             from collectors.protocol import CollectContext
 
-            self.last_groups = self.lag.collect(CollectContext(self.cluster, time.time())).sections["consumer_groups"]
+            groups = self.lag.collect(CollectContext(self.cluster, time.time())).sections["consumer_groups"]
+            assert isinstance(groups, list)  # the lag collector's section: its groups
+            self.last_groups = groups
         else:
             self.last_snapshot = self.service.cycle().snapshots["bench"]
 
@@ -78,8 +83,10 @@ class _Side:
             return {"groups": len(self.last_groups),
                     "partitions": sum(len(g["partitions"]) for g in self.last_groups),
                     "librdkafka_fallbacks": client.fallbacks, "fallback_reason": client.unavailable_reason}
-        return {"collectors": {c["name"]: c["error"] for c in self.last_snapshot["collectors"]},
-                "groups": len(self.last_snapshot["consumer_groups"])}
+        snapshot = self.last_snapshot
+        assert snapshot is not None, "cycle() first"
+        return {"collectors": {c["name"]: c["error"] for c in snapshot["collectors"]},
+                "groups": len(snapshot["consumer_groups"])}
 
     def close(self) -> None:
         if self.part == "lag":
