@@ -83,6 +83,8 @@ class Authority:
         """A certificate for ``common_name`` (a server's also names 127.0.0.1 and localhost) and
         its key, PKCS#8, encrypted when ``key_password`` is given; files ``<cn>.pem``/``<cn>.key``."""
         ca_key = serialization.load_pem_private_key(self._key_path.read_bytes(), password=None)
+        if not isinstance(ca_key, rsa.RSAPrivateKey):  # create() writes an RSA key
+            raise TypeError(f"{self._key_path}: not an RSA private key ({type(ca_key).__name__})")
         ca_certificate = x509.load_pem_x509_certificate(self.certificate_path.read_bytes())
         key = _key()
         subject = _name(common_name, organization)

@@ -273,7 +273,7 @@ class LocalCluster:
     def wait_ready(self, timeout: float) -> None:
         """Until every running node's exporter answers, a quorum leader is known and the brokers are registered."""
         deadline = time.monotonic() + timeout
-        last_problem = "nothing checked yet"
+        last_problem: str | None = "nothing checked yet"
         self._exporters_seen: set[int] = set()
         while time.monotonic() < deadline:
             dead = [n.node_id for n in self.layout.nodes

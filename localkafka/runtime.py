@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,7 +151,7 @@ def _run(command: list[str], what: str) -> None:
 
 def java_command(runtime: JavaRuntime, main_class: str, args: list[str], *,
                  heap: str = "256m", fast_start: bool = True, log_config: str = "log4j2-tools.properties",
-                 agent: tuple[int, Path] | None = None, extra_classpath: list[Path] = (),
+                 agent: tuple[int, Path] | None = None, extra_classpath: Sequence[Path] = (),
                  system_properties: dict[str, str] | None = None) -> list[str]:
     """The ``java`` command line for a main class on the runtime's classpath. ``fast_start``: only
     the quick JIT tier (a tool or a demo node is ready sooner; hot code then runs slower)."""

@@ -93,7 +93,7 @@ def error_budget(objective: np.ndarray | float) -> np.ndarray:
     return np.round(1 - np.asarray(objective, dtype=np.float64), _DECIMALS + 3)
 
 
-def allowed_bad_slices(objective: np.ndarray, window_minutes: np.ndarray) -> np.ndarray:
+def allowed_bad_slices(objective: np.ndarray | float, window_minutes: np.ndarray | float) -> np.ndarray:
     """Timeslices: the bad minutes the whole window may hold, B x T (a fraction of a minute kept: 43.2)."""
     return np.round(error_budget(objective) * window_minutes, _DECIMALS)
 
@@ -109,7 +109,7 @@ def coverage(observed_minutes: np.ndarray, window_minutes: np.ndarray) -> np.nda
     return np.asarray(observed_minutes, dtype=np.float64) / window_minutes
 
 
-def default_min_events(objective: np.ndarray) -> np.ndarray:
+def default_min_events(objective: np.ndarray | float) -> np.ndarray:
     """Occurrences: the valid events a window needs before its budget can page or be exhausted,
     by default: ``MIN_EVENTS_BUDGET_SHARE`` / B events (0.999 -> 10,000; 0.99 -> 1,000)."""
     return np.ceil(np.round(1 / (MIN_EVENTS_BUDGET_SHARE * error_budget(objective)), 6)).astype(np.int64)

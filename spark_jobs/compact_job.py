@@ -72,7 +72,7 @@ def plan(lake: str, retention: RetentionConfig, today: date) -> list[Task]:
             actions = compaction.plan_partition(table, day, today, partition, retention, exists)
             if actions:
                 tasks.append(Task(table, day, actions))
-            if "downsample" in actions:
+            if "downsample" in actions and target is not None:  # a table downsampled has a target
                 downsampling.add((target, day))
     # A downsampled partition being rewritten this run is left to the task that rewrites it.
     return [t for t in tasks if (t.table, t.day) not in downsampling or t.actions == ("expire",)]
@@ -95,6 +95,8 @@ def run(spark: SparkSession | None, lake: str, retention: RetentionConfig, *, un
                   + (" (dry run: nothing changed)" if dry_run else ""))
     if dry_run or not tasks:
         return result
+    if spark is None:
+        raise ValueError("compacting needs a Spark session (None is for a dry run only)")
     calls = [functools.partial(_task, lake, task, retention.downsample_minutes) for task in tasks]
     with progress.step(f"compacting, downsampling, expiring ({len(tasks)} Spark task(s))"):
         try:

@@ -131,8 +131,9 @@ def _run(spark, lake, definitions, until, clusters, full, progress) -> RunResult
         earliest = _earliest_minute(lake, definitions, clusters, unreadable) if previous is None else 0
         plan = plan_run(until_minute, None if previous is None else previous // 60_000_000, earliest,
                         definitions.lateness_minutes, definitions.longest_window_minutes)
-        if plan is not None and plan.start % MINUTES_PER_DAY and lake_io.day_wide_files(
-                lake, OUTPUTS, day_of_minute(plan.start)):
+        # an update starting within a day written day-wide (a first or full run starts at midnight)
+        if (plan is not None and previous is not None and plan.start % MINUTES_PER_DAY
+                and lake_io.day_wide_files(lake, OUTPUTS, day_of_minute(plan.start))):
             plan = plan_run(until_minute, previous // 60_000_000, earliest, definitions.lateness_minutes,
                             definitions.longest_window_minutes, whole_day=True)
     if plan is None:
@@ -224,11 +225,11 @@ def _earliest_minute(lake, definitions: SloDefinitions, clusters, unreadable: li
     """The minute of the first sample of any table the SLOs read."""
     found = [lake_io.time_bound(lake, table, clusters, newest=False, unreadable=unreadable)
              for table in definitions.tables]
-    found = [micros for micros in found if micros is not None]
-    if not found:
+    known = [micros for micros in found if micros is not None]
+    if not known:
         raise LakeError(f"no samples in the lake at {lake} (tables {', '.join(definitions.tables)} are empty); "
                         "run `kpulse collect` first")
-    return min(found) // 60_000_000
+    return min(known) // 60_000_000
 
 
 def _plain(row: dict[str, Any]) -> dict[str, Any]:

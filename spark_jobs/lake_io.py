@@ -162,7 +162,7 @@ class Staging:
             rows, bucket = rows.take(pa.array(order)), bucket[order]
         names = [f.name for f in rows.schema if pa.types.is_dictionary(f.type) or pa.types.is_string(f.type)]
         bounds = np.flatnonzero(np.diff(bucket)) + 1
-        written = []
+        written: list[date] = []
         for begin, end in zip([0, *bounds], [*bounds, len(bucket)]):
             hours = int(bucket[begin]) * 24 if not hourly else int(bucket[begin])
             when = date(1970, 1, 1) + timedelta(days=hours // 24)
@@ -216,7 +216,7 @@ class Staging:
                                          for entry in fs.get_file_info(pafs.FileSelector(day.path)))
             for path in old:
                 first, end = file_minutes(path.rsplit("/", 1)[-1], day_start)
-                if whole or first >= since:
+                if since is None or whole or first >= since:  # (whole when since is None)
                     doomed.append(path)
                 elif end > since:
                     doomed.append(path)

@@ -70,8 +70,9 @@ def minute_counts(sampled: pa.Table, slo: SloDefinition, start: int, end: int) -
         slot = index[cell]
     else:
         present, slot = np.unique(cell, return_inverse=True)
-    good = np.bincount(slot, weights=sampled.column("good").to_numpy(), minlength=len(present))
-    valid = np.bincount(slot, weights=sampled.column("valid").to_numpy(), minlength=len(present))
+    # weighted: float counts (numpy's stubs say an integer array whatever the weights)
+    good: np.ndarray = np.bincount(slot, weights=sampled.column("good").to_numpy(), minlength=len(present))
+    valid: np.ndarray = np.bincount(slot, weights=sampled.column("valid").to_numpy(), minlength=len(present))
     key_of, minute_of_cell = present // span, low + present % span
     entity = keys.expand(key_of, entities)
     has_data = valid > 0

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kpulse.errors import KpulseError
+from kpulse.lake.reader import UnreadableFile
 from spark_jobs import keys, lake_io, lookback, minutes, windows
 from spark_jobs.definitions import SloDefinitions
 from spark_jobs.indicators import INDICATORS
@@ -89,7 +90,9 @@ def count_day(work: Work, day: date) -> dict[str, Any]:
 def _count_day(work: Work, day: date) -> dict[str, Any]:
     day_start = _first_minute(day)
     low, high = max(day_start, work.first), min(day_start + MINUTES_PER_DAY, work.end)
-    pieces, read, unreadable = [], 0, []
+    pieces: list[pa.Table] = []
+    read = 0
+    unreadable: list[UnreadableFile] = []
     for table in work.definitions.tables:
         margin = SAMPLE_MARGIN_MINUTES if table == "streams_instance" else 0
         rows = lake_io.read_days(work.lake, table, day_of_minute(low - margin), day,

@@ -48,15 +48,16 @@ class DemoWorkload:
         for spec in PRODUCERS:
             producer += ["--topic", f"{spec.topic}:{spec.messages_per_second:g}"]
         commands["producer"] = (producer, None)
-        for spec in CONSUMERS:
-            command = worker + ["consumer", "--bootstrap", bootstrap, "--group", spec.group, "--topic", spec.topic]
-            if spec.max_messages_per_second:
-                command += ["--max-rate", f"{spec.max_messages_per_second:g}"]
-            if spec.stop_after:
-                command += ["--stop-after", str(spec.stop_after)]
-            if spec.protocol != "classic":
-                command += ["--protocol", spec.protocol]
-            commands[f"consumer-{spec.group}"] = (command, None)
+        for consumer in CONSUMERS:
+            command = worker + ["consumer", "--bootstrap", bootstrap, "--group", consumer.group,
+                                "--topic", consumer.topic]
+            if consumer.max_messages_per_second:
+                command += ["--max-rate", f"{consumer.max_messages_per_second:g}"]
+            if consumer.stop_after:
+                command += ["--stop-after", str(consumer.stop_after)]
+            if consumer.protocol != "classic":
+                command += ["--protocol", consumer.protocol]
+            commands[f"consumer-{consumer.group}"] = (command, None)
         runtime = ensure_runtime(self.progress)
         for app in STREAMS_APPS:
             for instance, slot in enumerate(app.metrics_slots, start=1):
@@ -69,12 +70,13 @@ class DemoWorkload:
                     agent=(port, JAVA_DIR / "jmx-exporter-streams.yaml"),
                     extra_classpath=[runtime.streams_demo_classes], system_properties={"kafka.logs.dir": str(directory)})
                 commands[f"{app.process_prefix}-{instance}"] = (command, f"http://127.0.0.1:{port}/metrics")
-        for spec in SHARE_CONSUMERS:
+        for share_consumer in SHARE_CONSUMERS:
             command = java_command(
                 runtime, "kpulse.demo.ShareDemo",
-                [bootstrap, spec.group, spec.topic, str(spec.ack_delay_ms), f"kpulse-demo-share-{spec.name}"],
+                [bootstrap, share_consumer.group, share_consumer.topic, str(share_consumer.ack_delay_ms),
+                 f"kpulse-demo-share-{share_consumer.name}"],
                 heap="128m", extra_classpath=[runtime.streams_demo_classes])
-            commands[f"share-{spec.name}"] = (command, None)
+            commands[f"share-{share_consumer.name}"] = (command, None)
         return commands
 
     def streams_metrics_urls(self, application_id: str = STREAMS_APPLICATION_ID) -> list[str]:
