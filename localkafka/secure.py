@@ -351,7 +351,7 @@ class SecureCluster:
 
         from kpulse.kafka.clients import quiet_logger
 
-        admin = AdminClient({**self.admin_settings(), "logger": quiet_logger()})
+        admin = AdminClient({**self.admin_settings()}, logger=quiet_logger())
         deadline = time.monotonic() + timeout
         problem = "nothing checked yet"
         while time.monotonic() < deadline:
@@ -373,7 +373,7 @@ class SecureCluster:
 
         from kpulse.kafka.clients import quiet_logger
 
-        admin = AdminClient({**self.admin_settings(), "logger": quiet_logger()})
+        admin = AdminClient({**self.admin_settings()}, logger=quiet_logger())
         bindings = [AclBinding(ResourceType.BROKER if grant.resource_type == "CLUSTER" else ResourceType[grant.resource_type],
                                grant.name,
                                ResourcePatternType.PREFIXED if grant.prefixed else ResourcePatternType.LITERAL,
