@@ -126,9 +126,9 @@ def offset_unchanged(window: Window) -> bool:
 
 
 def seconds_stuck(window: Window, now: float, stuck_since: float | None) -> float:
-    """How long the committed offset has been unchanged at ``now``: since ``stuck_since`` (the first
-    poll that saw it, which may be older than the window) or, when that is not known, since the
-    window's first observation, whichever is earlier."""
+    """How long the committed offset has been unchanged at ``now``: since the earlier of
+    ``stuck_since`` (the first poll that saw it, which may be older than the window) and the
+    window's first observation (the only time known when ``stuck_since`` is ``None``)."""
     first = window[0].time
     since = first if stuck_since is None else min(stuck_since, first)
     return now - since
