@@ -24,9 +24,10 @@ over the threshold it is behind, at or under it it tells nothing.
 from __future__ import annotations
 
 from enum import Enum
-from typing import TypeVar
+from typing import Literal, Protocol, TypeVar
 
-Number = TypeVar("Number")
+PartitionStatusName = Literal["OK", "WARN", "REWIND", "STALL", "STOP", "ERR"]
+"""A :class:`PartitionStatus` as the snapshot and the lake write it: its value, a plain string."""
 
 
 class PartitionStatus(str, Enum):
@@ -59,7 +60,17 @@ NOT_CONSUMING: tuple[str, ...] = (PartitionStatus.STOP.value, PartitionStatus.ST
 """The statuses of a group whose committed offsets do not move."""
 
 
-def within_lag_threshold(lag_seconds: Number, threshold_seconds: Number) -> Number:
+_Other = TypeVar("_Other", contravariant=True)
+_Result = TypeVar("_Result", covariant=True)
+
+
+class SupportsAtMost(Protocol[_Other, _Result]):
+    """A value that compares with ``<=`` (a number gives a bool, a NumPy array an array of them)."""
+
+    def __le__(self, other: _Other, /) -> _Result: ...
+
+
+def within_lag_threshold(lag_seconds: SupportsAtMost[_Other, _Result], threshold_seconds: _Other) -> _Result:
     """Whether a time lag is at most its threshold (not behind): ``lag_seconds <= threshold_seconds``.
     Numbers give a bool, NumPy arrays an array of them (NaN, unknown, is never within)."""
     return lag_seconds <= threshold_seconds

@@ -25,6 +25,10 @@ NOT_CONSUMING  no members and lag > 0: nobody consumes
 from __future__ import annotations
 
 from enum import Enum
+from typing import Literal
+
+ShareStatusName = Literal["OK", "WARN", "STALLED", "NOT_CONSUMING"]
+"""A :class:`ShareStatus` as the snapshot and the lake write it: its value, a plain string."""
 
 
 class ShareStatus(str, Enum):

@@ -3,33 +3,69 @@ the alert rules, the Prometheus exporter, the dashboard (``<lake>/_snapshots/<cl
 ``kpulse collect --once --json``. Every field is documented here, once; ``docs/snapshot.schema.json``
 is generated from these types (``python -m kpulse.snapshot > docs/snapshot.schema.json``).
 
-Why ``TypedDict`` with ``Annotated[type, "doc"]``: the snapshot stays what it has always been at
-run time, a plain dict of plain values (written with orjson, ~1.4 MB a cycle at 10,000 partitions,
-read back with ``json.load``, indexed by tests), so building it costs nothing more and no reader
-converts anything; a type checker (mypy, pyright) can check every key written or read against these
-classes; and the
+Why ``TypedDict`` with ``Annotated[type, "doc"]``: at run time the snapshot is a plain dict of plain
+values (written with orjson, ~1.4 MB a cycle at 10,000 partitions, read back with ``json.load``,
+indexed by tests), so building it costs nothing more and no reader converts anything; the type
+checker (mypy, ``scripts/check.sh``) checks every key written or read against these classes; and the
 documentation of each field is part of its type (``typing.get_type_hints(..., include_extras=True)``),
 so the JSON Schema carries it as ``description`` without parsing any source. (This module does not
 use ``from __future__ import annotations``: on Python 3.11 a ``TypedDict`` cannot see
 ``NotRequired`` in a postponed annotation.)
 
 Conventions: a value that could not be collected is null, never zero, and a ``reasons`` map of the
-same object says why (field name -> one line). Times are epoch seconds (UTC). Keys are exactly those
-declared; ``NotRequired`` keys appear only when they apply. Add-on collectors add sections of their
-own at the top level (:data:`ADD_ON_SECTIONS_NOTE`), each declared with its type by its collector
-(``collectors/protocol.py``).
+same object says why (field name -> one line). Times are epoch seconds (UTC). Status, state and type
+names are ``Literal`` types of their string values (the checker refuses a misspelt one, the schema
+lists them as an ``enum``). Keys are exactly those declared; ``NotRequired`` keys appear only when
+they apply. Add-on collectors add sections of their own at the top level
+(:data:`ADD_ON_SECTIONS_NOTE`), each declared with its type by its collector (``collectors/protocol.py``).
 """
 
 import sys
 import types
 import typing
-from typing import Annotated, Any, NotRequired, TypedDict, Union
+from typing import Annotated, Any, Literal, NotRequired, TypedDict, Union
 from collections.abc import Mapping
 
 import orjson
 
+from kpulse.config.model import MetricsSourceName
+from kpulse.kafka.group_model import (
+    CommittingGroupTypeName, GroupStateName, ShareGroupStateName, StreamsGroupStateName,
+)
+from kpulse.lag_contract import PartitionStatusName
+from kpulse.share_contract import ShareStatusName
+
 Reasons = dict[str, str]
 """Field name -> why that field is null (or partial), one line."""
+
+
+# --- names: the values a status, state or type field takes (the schema lists them as an enum) ----------
+
+PartitionProblemName = Literal["offline", "under_min_isr", "under_replicated"]
+"""What is wrong with a :class:`ProblemPartition`."""
+StreamsClientStateName = Literal["CREATED", "REBALANCING", "RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING",
+                                 "PENDING_ERROR", "ERROR"]
+"""``KafkaStreams.State``: a Streams client's state (its ``client-state`` metric, KIP-1091)."""
+StreamsInstanceStateName = Literal[StreamsClientStateName, "UNKNOWN", "UNREACHABLE"]
+"""A Streams instance's state: its client's (UNKNOWN: a ``client-state`` value this release does not
+know), or UNREACHABLE when its metrics endpoint did not answer."""
+StreamsThreadStateName = Literal["CREATED", "STARTING", "PARTITIONS_REVOKED", "PARTITIONS_ASSIGNED", "RUNNING",
+                                 "PENDING_SHUTDOWN", "DEAD", "UNKNOWN"]
+"""``StreamThread.State`` (its ``thread-state`` metric); UNKNOWN: a value this release does not know."""
+StreamsAppStateName = Literal[StreamsClientStateName, "DEGRADED"]
+"""A Streams application's state: its instances' folded into one; DEGRADED when some, but fewer than
+the expected number of, instances are RUNNING."""
+StreamsMemberStateName = Literal["Stable", "Reconciling", "Left"]
+"""A Streams group member's state in the transitions: Stable, Reconciling (moving to its target
+assignment), Left (no longer in the group)."""
+StreamsTransitionStateName = Literal[StreamsInstanceStateName, StreamsGroupStateName, StreamsMemberStateName]
+"""A state before or after a Streams transition: an instance's, the Streams group's or a member's."""
+StreamsProtocolName = Literal["streams", "classic"]
+"""The group protocol a Streams application runs on."""
+StreamsInputScopeName = Literal["assigned", "committed"]
+"""Which partitions a Streams group's ``input_partitions`` holds."""
+AlertSeverityName = Literal["warning", "critical"]
+"""A firing alert's severity."""
 
 
 # --- the cluster section ------------------------------------------------------------------------------
@@ -50,15 +86,16 @@ class ProblemPartition(TypedDict):
     leader: Annotated[int | None, "Leader's broker id; null or -1 without a leader."]
     replicas: Annotated[list[int], "Replica broker ids, the preferred leader first."]
     isr: Annotated[list[int], "In-sync replica broker ids."]
-    problems: Annotated[list[str], "Which of offline, under_min_isr, under_replicated."]
+    problems: Annotated[list[PartitionProblemName], "Which of offline, under_min_isr, under_replicated."]
     elr: NotRequired[Annotated[list[int] | None, "Eligible leader replicas (KIP-966): replicas out of the ISR that "
                                                  "can still be elected leader without losing committed data, as "
                                                  "kafka-topics --describe prints Elr:; null when not read (reasons."
-                                                 "elr says why). Written since issue 17; optional in the schema so that older snapshots still validate."]]
+                                                 "elr says why). "
+                                                 "Optional: snapshots written without it still validate."]]
     last_known_elr: NotRequired[Annotated[list[int] | None, "Last known ELR: replicas that were eligible when the "
                                                             "partition went offline, the candidates of an unclean "
                                                             "recovery (kafka-topics' LastKnownElr:); null as elr. "
-                                                            "Written since issue 17; optional in the schema so that older snapshots still validate."]]
+                                                            "Optional: snapshots written without it still validate."]]
 
 
 class QuorumReplica(TypedDict):
@@ -123,14 +160,18 @@ class ClusterHealth(TypedDict):
     problem_partitions: Annotated[list[ProblemPartition], "The first partitions with a problem, by topic and "
                                                           "partition."]
     quorum: NotRequired[Annotated[KraftQuorum | None, "The KRaft metadata quorum; null when it could not be read "
-                                                      "(reasons.quorum says why). Written since issue 17; optional in the schema so that older snapshots still validate."]]
+                                                      "(reasons.quorum says why). "
+                                                      "Optional: snapshots written without it still validate."]]
     fenced_broker_count: NotRequired[Annotated[int | None, "Fenced brokers as the active controller says "
-                                                           "(FencedBrokerCount); from broker metrics. Written since issue 17; optional in the schema so that older snapshots still validate."]]
+                                                           "(FencedBrokerCount); from broker metrics. "
+                                                           "Optional: snapshots written without it still validate."]]
     active_broker_count: NotRequired[Annotated[int | None, "Registered, unfenced brokers as the active controller "
-                                                           "says (ActiveBrokerCount); from broker metrics. Written since issue 17; optional in the schema so that older snapshots still validate."]]
+                                                           "says (ActiveBrokerCount); from broker metrics. "
+                                                           "Optional: snapshots written without it still validate."]]
     metadata_error_count: NotRequired[Annotated[int | None, "MetadataErrorCount summed over the controller-role "
                                                             "nodes (errors loading or applying the metadata log "
-                                                            "since each started); from broker metrics. Written since issue 17; optional in the schema so that older snapshots still validate."]]
+                                                            "since each started); from broker metrics. "
+                                                            "Optional: snapshots written without it still validate."]]
     reasons: Annotated[Reasons, "Why a field above is null."]
 
 
@@ -154,14 +195,18 @@ class Broker(TypedDict):
     fetch_p99_ms: Annotated[float | None, "99th percentile of FetchConsumer request total time, ms."]
     metadata_error_count: NotRequired[Annotated[int | None, "KRaft MetadataErrorCount of this node: errors "
                                                             "loading or applying the metadata log since it started; "
-                                                            "null on broker-only nodes. Written since issue 17; optional in the schema so that older snapshots still validate."]]
+                                                            "null on broker-only nodes. "
+                                                            "Optional: snapshots written without it still validate."]]
     fenced_broker_count: NotRequired[Annotated[int | None, "FencedBrokerCount as this controller-role node says; "
-                                                           "null on broker-only nodes. Written since issue 17; optional in the schema so that older snapshots still validate."]]
+                                                           "null on broker-only nodes. "
+                                                           "Optional: snapshots written without it still validate."]]
     active_broker_count: NotRequired[Annotated[int | None, "ActiveBrokerCount as this controller-role node says; "
-                                                           "null on broker-only nodes. Written since issue 17; optional in the schema so that older snapshots still validate."]]
+                                                           "null on broker-only nodes. "
+                                                           "Optional: snapshots written without it still validate."]]
     metadata_apply_lag_ms: NotRequired[Annotated[float | None, "LastAppliedRecordLagMs: now minus the append time "
                                                                "of the last metadata record this node applied, ms; "
-                                                               "null on broker-only nodes. Written since issue 17; optional in the schema so that older snapshots still validate."]]
+                                                               "null on broker-only nodes. Optional: snapshots "
+                                                               "written without it still validate."]]
     error: Annotated[str | None, "Why its metrics could not be read (one line); null when they were."]
     reasons: Annotated[Reasons, "Why a metric above is null."]
 
@@ -179,8 +224,8 @@ class GroupPartition(TypedDict):
     lag: Annotated[int | None, "log_end_offset - committed_offset, clamped at 0; null when either is unknown."]
     lag_seconds: Annotated[float | None, "How far behind in time, interpolated from the log end history; null "
                                          "when it cannot be told."]
-    status: Annotated[str | None, "Burrow-style status: OK, WARN, REWIND, STALL, STOP or ERR; null with too "
-                                  "few observations."]
+    status: Annotated[PartitionStatusName | None, "Burrow-style status (kpulse/lag_contract.py); null with too "
+                                                  "few observations."]
     reasons: NotRequired[Annotated[Reasons, "Why a value above is null; present only then."]]
 
 
@@ -210,10 +255,11 @@ class ConsumerGroup(TypedDict):
     partitions but not all (a lower bound), with ``reasons`` naming the partitions and why."""
 
     group_id: Annotated[str, "Consumer group id."]
-    type: Annotated[str, "classic, consumer (KIP-848) or streams (KIP-1071), as kafka-groups --list shows it."]
+    type: Annotated[CommittingGroupTypeName, "classic, consumer (KIP-848) or streams (KIP-1071), as kafka-groups "
+                                             "--list shows it."]
     protocol_type: Annotated[str, "The protocol kafka-groups --list shows (consumer, connect, streams...)."]
-    state: Annotated[str | None, "Kafka's group state for its type (Stable, PreparingRebalance, "
-                                 "CompletingRebalance, Assigning, Reconciling, NotReady, Empty, Dead, ...)."]
+    state: Annotated[GroupStateName | None, "Kafka's group state for its type (kpulse/kafka/group_model.py); "
+                                            "Unknown when it could not be read."]
     members: Annotated[int | None, "Active members."]
     partition_count: Annotated[int, "Partitions the group has offsets for (the lake's consumer_group.partitions)."]
     total_lag: Annotated[int | None, "Sum of the partitions' lag over those whose lag is known; null when none is."]
@@ -224,8 +270,8 @@ class ConsumerGroup(TypedDict):
     max_lag_seconds_partial: Annotated[bool, "max_lag_seconds leaves out some partitions: a lower bound."]
     lag_seconds_unknown_partitions: Annotated[int, "Partitions with a committed offset left out of "
                                                    "max_lag_seconds."]
-    status: Annotated[str | None, "Worst partition status (OK < WARN < REWIND < STALL < STOP < ERR); null while "
-                                  "no partition has one."]
+    status: Annotated[PartitionStatusName | None, "Worst partition status (OK < WARN < REWIND < STALL < STOP < "
+                                                  "ERR); null while no partition has one."]
     lag_seconds_threshold: Annotated[float | None, "The configured time-lag threshold for this group, seconds."]
     error: Annotated[str | None, "Why the group's offsets could not be read (one line); null when they were."]
     group_epoch: Annotated[int | None, "KIP-848 / Streams group epoch; null for a classic group or one not "
@@ -254,8 +300,8 @@ class SharePartition(TypedDict):
                                         "(or archived); null when the group has not initialised the partition."]
     lag: Annotated[int | None, "Records not yet acknowledged, as the broker counts them (not log end - start "
                                "offset: records acknowledged out of order are not counted); null when unknown."]
-    status: Annotated[str | None, "OK, WARN, STALLED or NOT_CONSUMING (kpulse/share_contract.py); null with too "
-                                  "few readings or an unknown value."]
+    status: Annotated[ShareStatusName | None, "OK, WARN, STALLED or NOT_CONSUMING (kpulse/share_contract.py); "
+                                              "null with too few readings or an unknown value."]
     reasons: NotRequired[Annotated[Reasons, "Why a value above is null; present only then."]]
 
 
@@ -279,8 +325,9 @@ class ShareGroupState(TypedDict):
     others and ``total_lag_partial`` is true when the sum leaves some out (a lower bound)."""
 
     group_id: Annotated[str, "Share group id."]
-    state: Annotated[str | None, "Kafka's share group state: Empty, Stable, Dead (Unknown when this release does "
-                                 "not know it); null when the group could not be described."]
+    state: Annotated[ShareGroupStateName | Literal["Unknown"] | None, "Kafka's share group state (Unknown when "
+                                                                      "this release does not know it); null when "
+                                                                      "the group could not be described."]
     members: Annotated[int | None, "Members; null when the group could not be described."]
     group_epoch: Annotated[int | None, "Bumped by every change of members or subscriptions."]
     assignment_epoch: Annotated[int | None, "Epoch of the target assignment."]
@@ -288,8 +335,8 @@ class ShareGroupState(TypedDict):
     total_lag: Annotated[int | None, "Sum of the partitions' lag over those whose lag is known; null when none is."]
     total_lag_partial: Annotated[bool, "total_lag leaves out some partitions: a lower bound."]
     lag_unknown_partitions: Annotated[int, "Partitions whose lag is unknown, left out of total_lag."]
-    status: Annotated[str | None, "Worst partition status (OK < WARN < STALLED < NOT_CONSUMING); null while no "
-                                  "partition has one."]
+    status: Annotated[ShareStatusName | None, "Worst partition status (OK < WARN < STALLED < NOT_CONSUMING); "
+                                              "null while no partition has one."]
     error: Annotated[str | None, "Why the group could not be described or its offsets read (one line); null when "
                                  "they were."]
     reasons: NotRequired[Annotated[Reasons, "Why a sum is partial or null, or the status unknown; present only "
@@ -317,12 +364,13 @@ class StreamsInstance(TypedDict):
 
     id: Annotated[str, "The instance: its client id, or the endpoint's URL until it has answered."]
     endpoint: Annotated[str, "The metrics endpoint it is read from."]
-    state: Annotated[str | None, "KafkaStreams client state (RUNNING, REBALANCING, ERROR, ...), UNREACHABLE "
-                                 "when the endpoint did not answer; null when it answered without one."]
+    state: Annotated[StreamsInstanceStateName | None, "KafkaStreams client state (RUNNING, REBALANCING, ERROR, "
+                                                      "...), UNREACHABLE when the endpoint did not answer; null "
+                                                      "when it answered without one."]
     up: Annotated[bool, "The endpoint answered this cycle."]
     alive_threads: Annotated[int | None, "Stream threads alive."]
     failed_threads: Annotated[int | None, "Stream threads that died."]
-    thread_states: Annotated[dict[str, str], "Stream thread id -> its state."]
+    thread_states: Annotated[dict[str, StreamsThreadStateName], "Stream thread id -> its state."]
     error: Annotated[str | None, "Why the endpoint could not be read (one line)."]
 
 
@@ -331,8 +379,8 @@ StreamsTransition = TypedDict("StreamsTransition", {  # "from" is a Python keywo
     "instance": Annotated[str, "What changed: an instance (its client id: client states from its metrics endpoint), "
                                "the Streams group itself ('(group)': Kafka's group states) or one of its members "
                                "('member <member id>': Stable, Reconciling, Left)."],
-    "from": Annotated[str | None, "State before."],
-    "to": Annotated[str | None, "State after."],
+    "from": Annotated[StreamsTransitionStateName | None, "State before."],
+    "to": Annotated[StreamsTransitionStateName | None, "State after."],
     "inferred": Annotated[bool, "Not seen but deduced: a rebalance between two cycles (an instance's rebalance count, "
                                 "or a Streams group's target assignment epoch, moved), recorded as S -> REBALANCING "
                                 "-> S of duration 0."],
@@ -398,7 +446,7 @@ class StreamsInputPartition(TypedDict):
 class StreamsGroupDetail(TypedDict):
     """A Streams group (KIP-1071), as StreamsGroupDescribe and the committed offsets show it."""
 
-    state: Annotated[str, "Empty, NotReady, Assigning, Reconciling, Stable or Dead."]
+    state: Annotated[StreamsGroupStateName, "Empty, NotReady, Assigning, Reconciling, Stable or Dead."]
     group_epoch: Annotated[int, "Group epoch: bumped by every change of members or topology."]
     assignment_epoch: Annotated[int, "Target assignment epoch: behind group_epoch while the group is Assigning."]
     topology_epoch: Annotated[int | None, "Epoch of the topology the broker holds; null before a member sent one."]
@@ -407,11 +455,12 @@ class StreamsGroupDetail(TypedDict):
                                                 "when not NotReady or it cannot be told."]
     subtopologies: Annotated[list[StreamsSubtopology], "Its subtopologies, by id."]
     members: Annotated[list[StreamsGroupMember], "Its members, by process id and client id."]
-    input_scope: Annotated[str, "Which partitions input_partitions holds: 'assigned' (every partition of the "
-                                "members' active tasks on the topics they read, as kafka-streams-groups --describe "
-                                "--offsets lists them) or 'committed' (a group without members: the partitions with "
-                                "a committed offset on its source topics, as --reset-offsets --all-input-topics "
-                                "lists them)."]
+    input_scope: Annotated[StreamsInputScopeName, "Which partitions input_partitions holds: 'assigned' (every "
+                                                  "partition of the members' active tasks on the topics they read, "
+                                                  "as kafka-streams-groups --describe --offsets lists them) or "
+                                                  "'committed' (a group without members: the partitions with a "
+                                                  "committed offset on its source topics, as --reset-offsets "
+                                                  "--all-input-topics lists them)."]
     input_partitions: Annotated[list[StreamsInputPartition], "Input partitions with their lag, by topic and "
                                                              "partition."]
     total_lag: Annotated[int | None, "Sum of the input partitions' lag over those whose lag is known; null when none "
@@ -424,12 +473,14 @@ class StreamsApp(TypedDict):
     group discovered by its internal topics."""
 
     application_id: Annotated[str, "Streams application.id (also its group id)."]
-    protocol: Annotated[str, "'streams' for a Streams group (group.protocol=streams), 'classic' for an application "
-                             "on the classic consumer-group protocol (or whose group does not exist)."]
-    state: Annotated[str | None, "RUNNING when every expected instance is RUNNING, else the worst instance state; "
-                                 "null without metrics endpoints (the group's state is group_state)."]
-    group_state: Annotated[str | None, "Its group's state (the Streams group's for protocol streams); null when not "
-                                       "read."]
+    protocol: Annotated[StreamsProtocolName, "'streams' for a Streams group (group.protocol=streams), 'classic' "
+                                             "for an application on the classic consumer-group protocol (or whose "
+                                             "group does not exist)."]
+    state: Annotated[StreamsAppStateName | None, "RUNNING when every expected instance is RUNNING, DEGRADED when "
+                                                 "some are, else the worst instance state; null without metrics "
+                                                 "endpoints (the group's state is group_state)."]
+    group_state: Annotated[GroupStateName | None, "Its group's state (the Streams group's for protocol streams); "
+                                                  "null when not read."]
     members: Annotated[int | None, "Its group's members; null when not read."]
     group_error: Annotated[str | None, "Why the group could not be read (one line)."]
     expected_instances: Annotated[int | None, "Instances configured; null for a discovered application."]
@@ -490,7 +541,7 @@ class FiringAlert(TypedDict):
     """A firing alert (``alerting/``)."""
 
     rule: Annotated[str, "Alert rule name (also the runbook key)."]
-    severity: Annotated[str, "warning or critical."]
+    severity: Annotated[AlertSeverityName, "warning or critical."]
     entity: Annotated[str, "What it is about: cluster/<name>, broker/<id>, group/<id>, sharegroup/<id>, "
                            "streams/<app id>, probe, collector/<name> or controller/<id> (a KRaft voter)."]
     value: Annotated[float | None, "The value the condition looked at."]
@@ -601,7 +652,7 @@ class ClusterMetadataSection(TypedDict):
     partition_count: Annotated[int, "Partitions."]
     under_replicated_partitions: Annotated[int, "Under-replicated partitions."]
     offline_partitions: Annotated[int, "Partitions without a leader."]
-    under_min_isr_partitions: Annotated[int, "Partitions under min ISR."]
+    under_min_isr_partitions: Annotated[int | None, "Partitions under min ISR; null when not known (reasons)."]
     preferred_leader_imbalance: Annotated[int, "Partitions not led by their preferred replica."]
     broker_load: Annotated[list[BrokerLoad], "Each broker's load."]
     problem_partitions: Annotated[list[ProblemPartition], "The first partitions with a problem."]
@@ -618,7 +669,7 @@ class BrokerMetricsSection(TypedDict):
     """Section ``broker_metrics`` of the broker metrics collector (merged into ``cluster`` and
     ``brokers`` by compose, not in the snapshot itself)."""
 
-    source: Annotated[str, "jmx_exporter, prometheus or none."]
+    source: Annotated[MetricsSourceName, "jmx_exporter, prometheus or none."]
     brokers: Annotated[list[dict[str, Any]], "Each broker's collectors.brokers.broker_values.BrokerMetrics as a "
                                              "dict (the broker_metrics lake row's fields, plus reasons)."]
     active_controller_count: Annotated[int | None, "Sum over the answering nodes that export it."]
@@ -681,12 +732,14 @@ def json_schema(add_on_sections: Mapping[str, Any] | None = None) -> dict[str, A
 
 def _object_schema(kind: type, definitions: dict[str, Any]) -> dict[str, Any]:
     hints = typing.get_type_hints(kind, include_extras=True)
+    # a TypedDict class's own attribute: `type` does not declare it
+    required: frozenset[str] = kind.__required_keys__  # type: ignore[attr-defined]
     properties = {}
     for name, hint in hints.items():
         hint, doc = _unwrap(hint)
         properties[name] = {**_schema_of(hint, definitions), **({"description": doc} if doc else {})}
     schema = {"description": " ".join((kind.__doc__ or "").split()), "type": "object", "properties": properties,
-              "required": [name for name in hints if name in kind.__required_keys__],
+              "required": [name for name in hints if name in required],
               "additionalProperties": False}
     return schema
 
@@ -729,6 +782,8 @@ def _schema_of(hint: Any, definitions: dict[str, Any]) -> dict[str, Any]:
         choices = [_schema_of(arg, definitions) for arg in args]
         if all(set(choice) == {"type"} for choice in choices):
             return {"type": [choice["type"] for choice in choices]}
+        if all(set(choice) == {"enum"} or choice == {"type": "null"} for choice in choices):  # names, or null
+            return {"enum": list(dict.fromkeys(value for choice in choices for value in choice.get("enum", [None])))}
         return {"anyOf": choices}
     if origin is list:
         return {"type": "array", "items": _schema_of(args[0], definitions)}

@@ -222,9 +222,9 @@ def test_a_section_outside_the_model_fails_validation():
 # --- the readers read the model's fields, and no other ------------------------------------------------
 
 VARIANTS = ({"int": 5, "float": 0.05, "bool": True, "status": "STOP", "state": "ERROR", "severity": "critical",
-             "name": -1},
+             "literal": -1},
             {"int": 0, "float": 1e9, "bool": False, "status": "OK", "state": "RUNNING", "severity": "warning",
-             "name": 0})
+             "literal": 0})
 """Values of the example snapshots; a field of names (a Literal) the variant gives no valid value for
 takes the last name (the worst status, in the first variant) or the first."""
 
@@ -269,7 +269,7 @@ def example(hint, name: str, values: dict, unknown: set[str]):
     if origin in (typing.Union, types.UnionType):
         return example(next(arg for arg in args if arg is not type(None)), name, values, unknown)
     if origin is typing.Literal:
-        return values[name] if values.get(name) in args else args[values["name"]]
+        return values[name] if values.get(name) in args else args[values["literal"]]
     if origin is list:
         return [example(args[0], name, values, unknown)]
     if origin is dict:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from kpulse.config.errors import ConfigError
@@ -26,7 +26,9 @@ PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 SSL_PROTOCOLS = ("SSL", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
-METRICS_SOURCES = ("jmx_exporter", "prometheus", "none")
+MetricsSourceName = Literal["jmx_exporter", "prometheus", "none"]
+"""Where broker metrics come from (``metrics.source``)."""
+METRICS_SOURCES: tuple[MetricsSourceName, ...] = get_args(MetricsSourceName)
 EXPORTER_GRANULARITIES = ("partition", "group")
 """``exporter.granularity``: ``group`` leaves out the groups' per-partition series (as kminion's)."""
 REDACTED = "***"
@@ -96,8 +98,8 @@ class SecurityConfig:
 class MetricsConfig:
     """Where broker metrics (JMX) come from; Kafka's own protocol gives offsets and metadata."""
 
-    source: str = "none"
-    """One of :data:`METRICS_SOURCES`; ``none`` = only what the Kafka protocol tells."""
+    source: MetricsSourceName = "none"
+    """``none`` = only what the Kafka protocol tells."""
     broker_endpoints: Mapping[int, str] = field(default_factory=_empty_mapping, hash=False)
     """Broker id -> Prometheus JMX exporter URL (``source == "jmx_exporter"``)."""
     prometheus_url: str | None = None
@@ -202,7 +204,7 @@ def _monitored(include: tuple[str, ...], exclude: tuple[str, ...], group_id: str
 
 
 @functools.lru_cache(maxsize=64)
-def _idle_matcher(entries: tuple[str, ...]) -> tuple[frozenset[str], re.Pattern]:
+def _idle_matcher(entries: tuple[str, ...]) -> tuple[frozenset[str], re.Pattern[str]]:
     """The ids and one regex of every entry: called for each of 10,000 groups every cycle, one
     compiled alternation is ten times cheaper than ``re.fullmatch`` per entry."""
     def is_regex(entry: str) -> bool:  # the config refuses others; a model built in code may hold an id
@@ -272,7 +274,7 @@ class ClusterConfig:
     def redacted(self) -> dict[str, Any]:
         """This cluster as plain data (safe for YAML/JSON) with every secret replaced by ``***``:
         passwords, the OAuth client secret and passwords inside URLs."""
-        plain = to_plain(self)
+        plain: dict[str, Any] = to_plain(self)  # a dataclass: a dict
         for key in ("sasl_password", "sasl_oauthbearer_client_secret", "ssl_key_password"):
             if plain["security"][key] is not None:
                 plain["security"][key] = REDACTED

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar, overload
 from urllib.parse import urlsplit
 
 import yaml
@@ -33,6 +33,7 @@ _CLUSTER_NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
 _URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _LABEL_MATCHERS = re.compile(r'\s*[A-Za-z_][A-Za-z0-9_]*\s*(=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*(,|\Z)')
 _MISSING = object()
+_Choice = TypeVar("_Choice", bound=str)
 
 
 def parse_config(
@@ -368,7 +369,13 @@ class _Section:
             raise ConfigError(f"{self.path(key)}: must not be empty")
         return value
 
-    def choice(self, key: str, choices: tuple[str, ...], default: str | None) -> Any:
+    @overload
+    def choice(self, key: str, choices: tuple[_Choice, ...], default: _Choice) -> _Choice: ...
+
+    @overload
+    def choice(self, key: str, choices: tuple[_Choice, ...], default: None) -> _Choice | None: ...
+
+    def choice(self, key: str, choices: tuple[_Choice, ...], default: _Choice | None) -> _Choice | None:
         value = self._get(key, str, default, False)
         if value is None:
             return None
@@ -378,11 +385,12 @@ class _Section:
         return by_case[value.casefold()]
 
     def boolean(self, key: str, default: bool) -> bool:
-        return self._get(key, bool, default, False)
+        value: bool = self._get(key, bool, default, False)
+        return value
 
     def integer(self, key: str, default: int, *, minimum: int | None = None,
                 maximum: int | None = None) -> int:
-        value = self._get(key, int, default, False)
+        value: int = self._get(key, int, default, False)
         if minimum is not None and value < minimum or maximum is not None and value > maximum:
             bounds = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
             raise ConfigError(f"{self.path(key)}: must be {bounds}, got {value}")
@@ -396,7 +404,7 @@ class _Section:
 
     def path_or_uri(self, key: str, *, local_only: bool = False) -> str | None:
         """A path resolved against the config file's directory; URIs (``s3a://``) unchanged."""
-        value = self.string(key, non_empty=True)
+        value: str | None = self.string(key, non_empty=True)
         if value is None or value == "probe" and key == "ssl_ca_location":
             return value
         if _URI_SCHEME.match(value):

@@ -19,15 +19,31 @@ release does not know.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
-GROUP_TYPES = ("classic", "consumer", "streams", "share")
+GroupTypeName = Literal["classic", "consumer", "streams", "share"]
 """Kafka's group types (ListGroups v5 ``GroupType``, lower case as ``kafka-groups --list`` prints them)."""
+CommittingGroupTypeName = Literal["classic", "consumer", "streams"]
+"""The types of group whose offsets are committed (OffsetFetch reads them): the snapshot's
+``consumer_groups``. A share group's offsets are kept by the broker."""
+ClassicGroupStateName = Literal["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"]
+ConsumerGroupStateName = Literal["Empty", "Assigning", "Reconciling", "Stable", "Dead"]
+"""The states of a KIP-848 consumer group (:class:`ConsumerGroup`)."""
+StreamsGroupStateName = Literal["Empty", "NotReady", "Assigning", "Reconciling", "Stable", "Dead"]
+ShareGroupStateName = Literal["Empty", "Stable", "Dead"]
+GroupStateName = Literal[ClassicGroupStateName, ConsumerGroupStateName, StreamsGroupStateName, ShareGroupStateName,
+                         "Unknown"]
+"""The state of a group of any type; ``Unknown`` when it is not known (the group could not be
+described, or librdkafka named a state this release does not know)."""
+
+GROUP_TYPES: tuple[GroupTypeName, ...] = get_args(GroupTypeName)
+"""Every :data:`GroupTypeName`: ``classic, consumer, streams, share``."""
 
 STATES: dict[str, tuple[str, ...]] = {
-    "classic": ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"),
-    "consumer": ("Empty", "Assigning", "Reconciling", "Stable", "Dead"),
-    "streams": ("Empty", "NotReady", "Assigning", "Reconciling", "Stable", "Dead"),
-    "share": ("Empty", "Stable", "Dead"),
+    "classic": get_args(ClassicGroupStateName),
+    "consumer": get_args(ConsumerGroupStateName),
+    "streams": get_args(StreamsGroupStateName),
+    "share": get_args(ShareGroupStateName),
 }
 """The states each type of group can be in, in Kafka's spelling."""
 
@@ -42,12 +58,11 @@ class GroupListing:
     """One group as ListGroups (v5) lists it."""
 
     group_id: str
-    type: str
-    """One of :data:`GROUP_TYPES`."""
+    type: GroupTypeName
     protocol_type: str
     """The classic protocol type (``consumer``, ``connect``...); ``consumer`` for a KIP-848 group,
     ``streams`` / ``share`` for those; empty when the broker gives none."""
-    state: str
+    state: GroupStateName
     """Kafka's state name (see the module)."""
 
 
@@ -66,12 +81,12 @@ class ClassicGroup:
     """DescribeGroups' answer for a classic group."""
 
     group_id: str
-    state: str
+    state: ClassicGroupStateName
     protocol_type: str
     protocol: str
     """The assignor (``range``, ``cooperative-sticky``...) or, for other protocol types, their protocol."""
     members: tuple[ClassicMember, ...]
-    type: str = field(default="classic", init=False)
+    type: Literal["classic"] = field(default="classic", init=False)
 
 
 @dataclass(frozen=True)
@@ -105,14 +120,14 @@ class ConsumerGroup:
     """ConsumerGroupDescribe's answer: a KIP-848 consumer group."""
 
     group_id: str
-    state: str
+    state: ConsumerGroupStateName
     group_epoch: int
     """Bumped by every change of the group's members or subscriptions."""
     assignment_epoch: int
     """The epoch of the target assignment; behind ``group_epoch`` while the group is Assigning."""
     assignor: str
     members: tuple[ConsumerMember, ...]
-    type: str = field(default="consumer", init=False)
+    type: Literal["consumer"] = field(default="consumer", init=False)
 
     @property
     def reconciling_members(self) -> tuple[ConsumerMember, ...]:
@@ -163,7 +178,7 @@ class StreamsGroup:
     """StreamsGroupDescribe's answer: a KIP-1071 Streams group."""
 
     group_id: str
-    state: str
+    state: StreamsGroupStateName
     group_epoch: int
     assignment_epoch: int
     topology_epoch: int | None
@@ -174,7 +189,7 @@ class StreamsGroup:
     """Source topics of the topology that do not exist on the cluster, sorted: what a NotReady group
     waits for (its members are told "Source topics ... are missing"). Looked up only while the
     group is NotReady; () otherwise."""
-    type: str = field(default="streams", init=False)
+    type: Literal["streams"] = field(default="streams", init=False)
 
     @property
     def internal_topics(self) -> tuple[str, ...]:
@@ -211,12 +226,12 @@ class ShareGroup:
     """ShareGroupDescribe's answer: a share group (KIP-932)."""
 
     group_id: str
-    state: str
+    state: ShareGroupStateName
     group_epoch: int
     assignment_epoch: int
     assignor: str
     members: tuple[ShareMember, ...]
-    type: str = field(default="share", init=False)
+    type: Literal["share"] = field(default="share", init=False)
 
 
 @dataclass(frozen=True)
@@ -237,14 +252,17 @@ class SharePartitionOffset:
 
 
 GroupDescription = ClassicGroup | ConsumerGroup | StreamsGroup | ShareGroup
+MemberDescription = ClassicMember | ConsumerMember | StreamsMember | ShareMember
+"""A member of a :data:`GroupDescription`."""
 
 
-def member_partitions(group: GroupDescription, member) -> Assignment:
+def member_partitions(group: GroupDescription, member: MemberDescription) -> Assignment:
     """The partitions ``member`` of ``group`` reads now: its assignment; for a Streams member, the
     partitions of its active tasks' source topics (task ``<subtopology>_<p>`` reads partition ``p``
     of each source topic of the subtopology)."""
-    if isinstance(group, StreamsGroup):
-        sources = {s.subtopology_id: s.source_topics for s in group.subtopologies}
+    if isinstance(member, StreamsMember):
+        subtopologies = group.subtopologies if isinstance(group, StreamsGroup) else ()
+        sources = {s.subtopology_id: s.source_topics for s in subtopologies}
         reads: dict[str, set[int]] = {}
         for subtopology, partitions in member.active_tasks.items():
             for topic in sources.get(subtopology, ()):
@@ -266,5 +284,5 @@ class TypeUnsupported:
     """The brokers do not speak the describe call of this type (an older Kafka, where such groups
     do not exist): not an error."""
 
-    type: str
+    type: GroupTypeName
     reason: str
