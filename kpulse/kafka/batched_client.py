@@ -17,10 +17,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
-from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+
+if TYPE_CHECKING:
+    from kafka import KafkaAdminClient
+
+    from kpulse.config.model import ClusterConfig
 
 LOG = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 REBUILD_AFTER_SECONDS = 300.0
 """After the client could not be built, the next attempt waits this long."""
@@ -31,10 +37,25 @@ class Unavailable(Exception):
     librdkafka. The text is one line saying why."""
 
 
+class ConnectionManager(Protocol):
+    """What the readers use of kafka-python's connection manager (``KafkaAdminClient._manager``;
+    its ``broker_version_data`` is read where present). kafka-python has no type information: its
+    cluster metadata, requests and answers are ``Any``."""
+
+    @property
+    def cluster(self) -> Any: ...
+
+    def send(self, request: Any, /, node_id: int | None, request_timeout_ms: int) -> Any:
+        """The answer's future (awaitable); raises at once for a broker the client does not know."""
+
+    def run(self, coro: Callable[..., Coroutine[Any, Any, _T]], /, *args: Any) -> _T:
+        """``coro(*args)`` run to its end on the client's event loop."""
+
+
 class BatchedClient:
-    def __init__(self, cluster_config, client_factory: Callable[..., Any] | None = None,
+    def __init__(self, cluster_config: ClusterConfig, client_factory: Callable[..., Any] | None = None,
                  clock: Callable[[], float] = time.monotonic, client_id: str = "kpulse-collector",
-                 fallback_note: str | None = "lag reads go through librdkafka"):
+                 fallback_note: str | None = "lag reads go through librdkafka") -> None:
         self._cluster = cluster_config
         self._fallback_note = fallback_note
         """Logged (a warning, once per reason) before the reason a read fell back; None: not
@@ -42,7 +63,7 @@ class BatchedClient:
         self._factory = client_factory or _default_client
         self.clock = clock
         self._client_id = client_id
-        self._client = None
+        self._client: KafkaAdminClient | None = None
         self._building = threading.Lock()
         self._retry_at = float("-inf")
         self.unavailable_reason: str | None = None
@@ -50,7 +71,7 @@ class BatchedClient:
         self.fallbacks = 0
         """How many reads fell back to librdkafka."""
 
-    def manager(self, timeout: float, needs: dict[Any, int]):
+    def manager(self, timeout: float, needs: Mapping[Any, int]) -> ConnectionManager:
         """The client's connection manager (``send``, ``run``, ``cluster``), if the brokers speak
         every request class in ``needs`` at least at the version given; else raises
         :class:`Unavailable`."""
@@ -72,7 +93,8 @@ class BatchedClient:
         for request, version in needs.items():
             if manager.broker_version_data.api_version(request) < version:
                 raise Unavailable(f"the brokers do not speak {request.__name__} v{version} (Kafka < 3.0)")
-        return manager
+        connections: ConnectionManager = manager
+        return connections
 
     def fell_back(self, reason: str) -> None:
         """Record (and log, once per reason) why a read went to librdkafka."""
@@ -91,15 +113,16 @@ class BatchedClient:
             client.close()
 
 
-def send(manager, request, node: int | None, timeout_ms: int):
+def send(manager: ConnectionManager, request: Any, node: int | None, timeout_ms: int) -> Awaitable[Any] | Exception:
     """The answer's future, or the exception raised at once (a broker the client does not know)."""
     try:
-        return manager.send(request, node_id=node, request_timeout_ms=timeout_ms)
+        future: Awaitable[Any] = manager.send(request, node_id=node, request_timeout_ms=timeout_ms)
     except Exception as error:  # noqa: BLE001 - handed to the caller
         return error
+    return future
 
 
-async def answer(sent):
+async def answer(sent: Awaitable[Any] | Exception) -> Any:
     """The answer of what :func:`send` returned (raises the failure)."""
     if isinstance(sent, Exception):
         raise sent
@@ -121,7 +144,7 @@ def one_line(error: BaseException) -> str:
     return (f"{type(error).__name__}: {error}".splitlines() or [type(error).__name__])[0]
 
 
-def _default_client(cluster, *, client_id: str, timeout: float):
+def _default_client(cluster: ClusterConfig, *, client_id: str, timeout: float) -> KafkaAdminClient:
     from kpulse.kafka.clients import kafka_python_admin
 
     return kafka_python_admin(cluster, client_id=client_id, timeout=timeout)

@@ -8,8 +8,21 @@ import concurrent.futures
 import logging
 import threading
 import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kpulse.errors import KpulseError
+
+if TYPE_CHECKING:
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AdminClient, ClusterMetadata
+    from kafka import KafkaAdminClient
+
+    from kpulse.config.model import ClusterConfig
+    from kpulse.kafka.group_model import GroupStateName
+
+_Client = TypeVar("_Client")
+_Result = TypeVar("_Result")
 
 _LIBRDKAFKA_LOG = logging.getLogger("kpulse.librdkafka")
 _LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
@@ -21,7 +34,7 @@ def quiet_logger() -> logging.Logger:
     return _LIBRDKAFKA_LOG
 
 
-def admin_client(settings: dict[str, str], *, connection_errors: bool = False):
+def admin_client(settings: Mapping[str, Any], *, connection_errors: bool = False) -> AdminClient:
     """An AdminClient whose librdkafka log lines (connection refused while a broker is down, ...)
     go to the ``kpulse.librdkafka`` logger instead of stderr: kpulse reports failures itself.
 
@@ -35,11 +48,12 @@ def admin_client(settings: dict[str, str], *, connection_errors: bool = False):
         return built(AdminClient, {**settings, "logger": _LIBRDKAFKA_LOG})
     errors = ConnectionErrors(certificate=settings.get("ssl.certificate.location"))
     admin = built(AdminClient, {**settings, "logger": _LIBRDKAFKA_LOG, "error_cb": errors.record})
-    admin.connection_errors = errors
+    # kpulse's own attribute on the client (its class allows any): wait() and list_topics() read it
+    admin.connection_errors = errors  # type: ignore[attr-defined]
     return admin
 
 
-def built(client_class, settings: dict):
+def built(client_class: Callable[[dict[str, Any]], _Client], settings: dict[str, Any]) -> _Client:
     """``client_class(settings)`` (a librdkafka AdminClient, Producer or Consumer); a client that
     cannot even be made (a client key that does not decrypt, a certificate file that is not PEM, an
     unknown setting) raises :class:`ClientSetupFailed` with one line naming the setting."""
@@ -51,7 +65,7 @@ def built(client_class, settings: dict):
         raise ClientSetupFailed(setup_failure_text(error_text(error), settings)) from None
 
 
-def setup_failure_text(text: str, settings: dict) -> str:
+def setup_failure_text(text: str, settings: Mapping[str, Any]) -> str:
     """One line for a librdkafka client that could not be made (``text``: librdkafka's words)."""
     text = " ".join(text.split()).removeprefix("Failed to create admin client: ")
     text = text.removeprefix("Failed to create producer: ").removeprefix("Failed to create consumer: ")
@@ -95,7 +109,7 @@ class ConnectionErrors:
         self._all_down = False
         self._lock = threading.Lock()
 
-    def record(self, error) -> None:
+    def record(self, error: KafkaError) -> None:
         with self._lock:
             self._count += 1
             if error.name() == "_ALL_BROKERS_DOWN":
@@ -150,7 +164,7 @@ _CLIENT_CERTIFICATE_REFUSED = "alert bad certificate"
 tells the client after the handshake: the first request fails)."""
 
 
-def wait(admin, future, timeout: float):
+def wait(admin: AdminClient, future: concurrent.futures.Future[_Result], timeout: float) -> _Result:
     """``future.result()`` of an Admin API call of ``admin``, served in short steps: raises
     :class:`ConnectionFailed` at once when librdkafka reports a failure that will not go away
     during this call (:meth:`ConnectionErrors.verdict`), and names the last connection error when
@@ -184,7 +198,7 @@ def wait(admin, future, timeout: float):
     return result
 
 
-def list_topics(admin, timeout: float, topic: str | None = None):
+def list_topics(admin: AdminClient, timeout: float, topic: str | None = None) -> ClusterMetadata:
     """``admin.list_topics(topic)`` asked in growing steps (1, 2, 4 s ...) within ``timeout``.
 
     A request sent to a broker as it dies is lost, and librdkafka waits out the whole timeout for it
@@ -238,12 +252,13 @@ class LazyAdmin:
     """The Admin client of one cluster, built on first use: collectors' constructors never
     connect. ``factory(client_config)`` replaces :func:`admin_client` (tests pass fakes)."""
 
-    def __init__(self, cluster_config, factory=None):
+    def __init__(self, cluster_config: ClusterConfig,
+                 factory: Callable[[dict[str, str]], AdminClient] | None = None) -> None:
         self._cluster = cluster_config
         self._factory = factory or admin_client
-        self._admin = None
+        self._admin: AdminClient | None = None
 
-    def get(self):
+    def get(self) -> AdminClient:
         if self._admin is None:
             self._admin = self._factory(self._cluster.client_config())
         return self._admin
@@ -252,14 +267,18 @@ class LazyAdmin:
 def error_text(error: BaseException) -> str:
     """One line for a confluent-kafka exception (whose first argument is a KafkaError)."""
     first = error.args[0] if error.args else None
-    return first.str() if hasattr(first, "str") else str(error)
+    if first is not None and hasattr(first, "str"):
+        text: str = first.str()
+        return text
+    return str(error)
 
 
-_GROUP_STATE_NAMES = {"STABLE": "Stable", "PREPARING_REBALANCING": "PreparingRebalance",
-                      "COMPLETING_REBALANCING": "CompletingRebalance", "EMPTY": "Empty", "DEAD": "Dead"}
+_GROUP_STATE_NAMES: dict[str, GroupStateName] = {
+    "STABLE": "Stable", "PREPARING_REBALANCING": "PreparingRebalance", "COMPLETING_REBALANCING": "CompletingRebalance",
+    "EMPTY": "Empty", "DEAD": "Dead"}
 
 
-def group_state_name(state) -> str:
+def group_state_name(state: object) -> GroupStateName:
     """ConsumerGroupState.STABLE -> 'Stable', as the official tool spells it; 'Unknown' otherwise."""
     return _GROUP_STATE_NAMES.get(getattr(state, "name", ""), "Unknown")
 
@@ -269,7 +288,7 @@ class KafkaPythonUnsupported(ValueError):
     without a token endpoint: the config check refuses it, a config built in code may hold it)."""
 
 
-def kafka_python_admin(cluster, *, client_id: str, timeout: float):
+def kafka_python_admin(cluster: ClusterConfig, *, client_id: str, timeout: float) -> KafkaAdminClient:
     """kafka-python's ``KafkaAdminClient`` for ``cluster`` (a ClusterConfig), for the requests
     confluent-kafka cannot make (partition reassignment, log dirs) or makes one group at a time
     (committed offsets). Connects (bootstrap, API versions) before it returns. Its log lines (a broker
@@ -288,8 +307,9 @@ def kafka_python_admin(cluster, *, client_id: str, timeout: float):
 
     security = cluster.security
     timeout_ms = int(timeout * 1000)
-    settings = {"bootstrap_servers": cluster.bootstrap_servers.split(","), "security_protocol": security.protocol,
-                "request_timeout_ms": timeout_ms, "bootstrap_timeout_ms": timeout_ms, "client_id": client_id}
+    settings: dict[str, Any] = {
+        "bootstrap_servers": cluster.bootstrap_servers.split(","), "security_protocol": security.protocol,
+        "request_timeout_ms": timeout_ms, "bootstrap_timeout_ms": timeout_ms, "client_id": client_id}
     if security.uses_sasl and security.sasl_mechanism == "OAUTHBEARER":
         if not security.sasl_oauthbearer_token_endpoint_url:
             raise KafkaPythonUnsupported("OAUTHBEARER needs sasl_oauthbearer_token_endpoint_url: "
@@ -312,7 +332,7 @@ def kafka_python_admin(cluster, *, client_id: str, timeout: float):
     return KafkaAdminClient(**settings)
 
 
-def connection_refusal(cluster, timeout: float = 5.0) -> str | None:
+def connection_refusal(cluster: ClusterConfig, timeout: float = 5.0) -> str | None:
     """Why ``cluster`` refuses the configured identity, as librdkafka names it within a second or
     two (a wrong password or mechanism, an unverified broker, a refused or missing client
     certificate, a key that does not decrypt, every broker down); None when it answers, or merely

@@ -27,9 +27,11 @@ The OffsetFetch v8 answers are decoded straight into offsets by ``offset_fetch_d
 from __future__ import annotations
 
 from typing import Any
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from kpulse.kafka.batched_client import BatchedClient, Unavailable, answer, error_name, one_line, remaining_ms, send
+from kpulse.kafka.batched_client import (
+    BatchedClient, ConnectionManager, Unavailable, answer, error_name, one_line, remaining_ms, send,
+)
 
 MOVED_COORDINATOR = {14: "COORDINATOR_LOAD_IN_PROGRESS", 15: "COORDINATOR_NOT_AVAILABLE", 16: "NOT_COORDINATOR"}
 """Group error codes after which the group's coordinator is looked up again."""
@@ -43,10 +45,15 @@ class GroupReadError(Exception):
     """Why one group's committed offsets could not be read (one line)."""
 
 
+CommittedOffsets = dict[tuple[str, int], int]
+"""One group's committed offsets: (topic, partition) -> the offset."""
+
+
 def coordinators_from(coordinators: Iterable[Any]) -> tuple[dict[str, Any], dict[str, GroupReadError]]:
     """A FindCoordinator (v4+) answer's ``coordinators`` -> (group -> its coordinator entry, group ->
     why it has none)."""
-    found, failed = {}, {}
+    found: dict[str, Any] = {}
+    failed: dict[str, GroupReadError] = {}
     for entry in coordinators:
         if entry.error_code:
             detail = f" ({entry.error_message})" if getattr(entry, "error_message", None) else ""
@@ -56,14 +63,15 @@ def coordinators_from(coordinators: Iterable[Any]) -> tuple[dict[str, Any], dict
     return found, failed
 
 
-def offsets_from(groups: Iterable[Any]) -> tuple[dict[str, dict[tuple[str, int], int]], dict[str, GroupReadError],
-                                                 set[str]]:
+def offsets_from(groups: Iterable[Any]) -> tuple[dict[str, CommittedOffsets], dict[str, GroupReadError], set[str]]:
     """An OffsetFetch (v8+) answer's ``groups`` -> (group -> {(topic, partition): committed offset},
     group -> why it could not be read, groups whose coordinator moved).
 
     A partition with an error of its own or no committed offset (-1) is left out, as librdkafka's
     reading leaves it out: the group is read, that partition has no commit to show."""
-    read, failed, moved = {}, {}, set()
+    read: dict[str, CommittedOffsets] = {}
+    failed: dict[str, GroupReadError] = {}
+    moved: set[str] = set()
     for group in groups:
         code = group.error_code
         if code in MOVED_COORDINATOR:
@@ -82,7 +90,7 @@ class CoordinatorLookupFailed(Unavailable):
     """FindCoordinator failed as a whole (no broker answered it): no group's coordinator is known."""
 
 
-class Coordinators(dict):
+class Coordinators(dict[str, int]):
     """group -> node id of its coordinator, found in batches and kept between calls; shared by the
     batched readers (this module's OffsetFetch, ``group_describe``'s describe calls). A reader
     forgets a group's coordinator (``pop``) when the coordinator says it moved."""
@@ -95,7 +103,8 @@ class Coordinators(dict):
                 nodes.setdefault(self[group], []).append(group)
         return nodes
 
-    async def locate(self, manager, groups: list[str], deadline: float, clock) -> dict[str, GroupReadError]:
+    async def locate(self, manager: ConnectionManager, groups: list[str], deadline: float,
+                     clock: Callable[[], float]) -> dict[str, GroupReadError]:
         """One FindCoordinator (v4+) for ``groups``; keeps the coordinators found and returns the
         groups that have none, with why. Raises :class:`CoordinatorLookupFailed` when the request
         fails as a whole."""
@@ -118,12 +127,12 @@ class Coordinators(dict):
 class BatchedOffsetFetch:
     """Committed offsets of many groups, a few requests per call (see the module)."""
 
-    def __init__(self, client: BatchedClient, coordinators: Coordinators | None = None):
+    def __init__(self, client: BatchedClient, coordinators: Coordinators | None = None) -> None:
         self.client = client
         self._coordinators = coordinators if coordinators is not None else Coordinators()
         """group -> node id of its coordinator, kept between calls (may be shared with other readers)."""
 
-    def read(self, group_ids: list[str], timeout: float) -> dict[str, dict | Exception] | None:
+    def read(self, group_ids: list[str], timeout: float) -> dict[str, CommittedOffsets | Exception] | None:
         """group -> {(topic, partition): committed offset}, or the exception saying why that group
         was not read; None when the batched requests cannot be used (the caller reads group by group)."""
         from kafka.protocol.consumer import OffsetFetchRequest
@@ -139,9 +148,10 @@ class BatchedOffsetFetch:
         self.client.succeeded()
         return answers
 
-    async def _read(self, manager, group_ids: list[str], deadline: float) -> dict[str, dict | Exception]:
+    async def _read(self, manager: ConnectionManager, group_ids: list[str],
+                    deadline: float) -> dict[str, CommittedOffsets | Exception]:
         clock = self.client.clock
-        answers: dict[str, dict | Exception] = {}
+        answers: dict[str, CommittedOffsets | Exception] = {}
         pending = list(group_ids)
         for attempt in range(2):  # a second time only for groups whose coordinator moved
             unknown = [group for group in pending if group not in self._coordinators]
@@ -172,13 +182,13 @@ class BatchedOffsetFetch:
         return answers
 
 
-def _offset_fetch(groups: list[str]):
+def _offset_fetch(groups: list[str]) -> Any:
     from kpulse.kafka.offset_fetch_decoder import offset_fetch_request
 
     return offset_fetch_request(groups)
 
 
-def _offsets_of(response) -> tuple[dict[str, dict[tuple[str, int], int]], dict[str, GroupReadError], set[str]]:
+def _offsets_of(response: Any) -> tuple[dict[str, CommittedOffsets], dict[str, GroupReadError], set[str]]:
     """:func:`offsets_from` of an answer: decoded already by ``offset_fetch_decoder`` (v8), or by
     kafka-python (any other version)."""
     from kpulse.kafka.offset_fetch_decoder import OffsetFetchAnswer

@@ -25,17 +25,23 @@ The answer parsing (``*_from`` functions) is pure; :class:`GroupReader` does the
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
-from collections.abc import Callable, Iterable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kpulse.errors import KpulseError
-from kpulse.kafka.batched_client import BatchedClient, Unavailable, answer, error_name, one_line, remaining_ms, send
+from kpulse.kafka.batched_client import (
+    BatchedClient, ConnectionManager, Unavailable, answer, error_name, one_line, remaining_ms, send,
+)
 from kpulse.kafka.committed_offsets import FIND_COORDINATOR_VERSION, MOVED_COORDINATOR, Coordinators
 from kpulse.kafka.group_listing import TYPED_LIST_GROUPS_VERSION, GroupListing as Listing, api_version
 from kpulse.kafka.group_model import (
     GROUP_TYPES, Assignment, ClassicGroup, ClassicMember, ConsumerGroup, ConsumerMember, GroupDescription,
-    GroupListing, GroupReadError, ShareGroup, ShareMember, SharePartitionOffset, StreamsGroup, StreamsMember,
-    Subtopology, Tasks, TypeUnsupported)
+    GroupListing, GroupReadError, GroupTypeName, ShareGroup, ShareMember, SharePartitionOffset, StreamsGroup,
+    StreamsMember, Subtopology, Tasks, TypeUnsupported)
+
+if TYPE_CHECKING:
+    from kpulse.config.model import ClusterConfig
 
 CONSUMER_PROTOCOL = "consumer"
 """The classic protocol type whose assignment bytes are the consumer protocol's (decoded)."""
@@ -205,7 +211,9 @@ class GroupCall:
 def answers_from(call: GroupCall, groups: Iterable[Any]) -> tuple[dict[str, Any], dict[str, GroupReadError], set[str]]:
     """An answer's ``groups`` -> (group -> parsed, group -> why it could not be read, groups whose
     coordinator moved: asked again after a new FindCoordinator)."""
-    read, failed, moved = {}, {}, set()
+    read: dict[str, Any] = {}
+    failed: dict[str, GroupReadError] = {}
+    moved: set[str] = set()
     for group in groups:
         group_id = group.group_id
         code = group.error_code
@@ -221,38 +229,38 @@ def answers_from(call: GroupCall, groups: Iterable[Any]) -> tuple[dict[str, Any]
     return read, failed, moved
 
 
-def _messages():
+def _messages() -> ModuleType:
     from kpulse.kafka import messages
 
     return messages
 
 
-def _describe_groups_request(group_ids: list[str]):
+def _describe_groups_request(group_ids: list[str]) -> Any:
     from kafka.protocol.admin import DescribeGroupsRequest
 
     return DescribeGroupsRequest(groups=group_ids)
 
 
 def _describe_request(name: str) -> Callable[[list[str]], Any]:
-    def build(group_ids: list[str]):
+    def build(group_ids: list[str]) -> Any:
         return getattr(_messages(), f"{name}Request")(group_ids=group_ids, include_authorized_operations=False)
     return build
 
 
-def _share_offsets_request(group_ids: list[str]):
+def _share_offsets_request(group_ids: list[str]) -> Any:
     messages = _messages()
     group = messages.DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup
     # no topics (null): every topic the group has offsets for, as ListShareGroupOffsetsSpec() asks
     return messages.DescribeShareGroupOffsetsRequest(groups=[group(group_id=g, topics=None) for g in group_ids])
 
 
-def _describe_groups_class():
+def _describe_groups_class() -> Any:
     from kafka.protocol.admin import DescribeGroupsRequest
 
     return DescribeGroupsRequest
 
 
-DESCRIBE_CALLS: dict[str, GroupCall] = {
+DESCRIBE_CALLS: dict[GroupTypeName, GroupCall] = {
     "classic": GroupCall("DescribeGroups", _describe_groups_class, 0, _describe_groups_request, classic_group_from,
                          "classic groups cannot be described"),
     "consumer": GroupCall("ConsumerGroupDescribe", lambda: _messages().ConsumerGroupDescribeRequest, 0,
@@ -273,7 +281,7 @@ SHARE_OFFSETS = GroupCall("DescribeShareGroupOffsets", lambda: _messages().Descr
 def unsupported_types(versions: Callable[[GroupCall], int], typed_listing: bool | None) -> dict[str, TypeUnsupported]:
     """Group type -> why the brokers cannot describe it, from ``versions(call)`` (the version of a
     call both sides speak, -1: none) and whether ListGroups names types (v5+; None: not known yet)."""
-    unsupported = {}
+    unsupported: dict[str, TypeUnsupported] = {}
     for group_type, call in DESCRIBE_CALLS.items():
         if versions(call) < call.min_version:
             unsupported[group_type] = TypeUnsupported(group_type, f"the brokers do not speak {call.name}: {call.missing}")
@@ -290,7 +298,7 @@ class GroupReader:
     """Lists and describes the groups of one cluster (see the module). The constructor connects
     to nothing. ``coordinators`` may be shared with another batched reader of the same client."""
 
-    def __init__(self, client: BatchedClient, coordinators: Coordinators | None = None):
+    def __init__(self, client: BatchedClient, coordinators: Coordinators | None = None) -> None:
         self.client = client
         self.listing = Listing(client)
         self._coordinators = coordinators if coordinators is not None else Coordinators()
@@ -311,7 +319,7 @@ class GroupReader:
 
     def describe(self, listings: Iterable[GroupListing], timeout: float) -> dict[str, GroupDescription | GroupReadError]:
         """Group id -> its description by the call of its type, or why it could not be described."""
-        by_type: dict[str, list[str]] = {}
+        by_type: dict[GroupTypeName, list[str]] = {}
         answers: dict[str, GroupDescription | GroupReadError] = {}
         for listing in listings:
             if listing.type in DESCRIBE_CALLS:
@@ -336,9 +344,9 @@ class GroupReader:
         except Unavailable as reason:
             return {g: GroupReadError(g, str(reason)) for g in group_ids}
         if api_version(manager, SHARE_OFFSETS.request_class()) < SHARE_OFFSETS.min_version:
-            reason = f"the brokers do not speak {SHARE_OFFSETS.name}: {SHARE_OFFSETS.missing}"
-            self.unsupported.setdefault("share", TypeUnsupported("share", reason))
-            return {g: GroupReadError(g, reason) for g in group_ids}
+            why = f"the brokers do not speak {SHARE_OFFSETS.name}: {SHARE_OFFSETS.missing}"
+            self.unsupported.setdefault("share", TypeUnsupported("share", why))
+            return {g: GroupReadError(g, why) for g in group_ids}
         return self._run({SHARE_OFFSETS: list(group_ids)}, timeout)
 
     # -- internals ------------------------------------------------------------------------------------
@@ -352,7 +360,7 @@ class GroupReader:
         request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
                                   allow_auto_topic_creation=False)
 
-        async def ask(manager, deadline):
+        async def ask(manager: ConnectionManager, deadline: float) -> Any:
             return await answer(send(manager, request, None, remaining_ms(deadline, self.client.clock)))
 
         try:
@@ -362,7 +370,7 @@ class GroupReader:
             return set()
         return missing_topics_from(response.topics)
 
-    def _manager(self, timeout: float):
+    def _manager(self, timeout: float) -> ConnectionManager:
         from kafka.protocol.metadata import FindCoordinatorRequest
 
         return self.client.manager(timeout, {FindCoordinatorRequest: FIND_COORDINATOR_VERSION})
@@ -375,7 +383,8 @@ class GroupReader:
         self.unsupported = unsupported_types(lambda call: api_version(manager, call.request_class()),
                                              self.listing.typed)
 
-    def _drop_unsupported(self, timeout: float, by_type: dict[str, list[str]], answers: dict) -> None:
+    def _drop_unsupported(self, timeout: float, by_type: dict[GroupTypeName, list[str]],
+                          answers: dict[str, GroupDescription | GroupReadError]) -> None:
         """Drops from ``by_type`` the types the brokers cannot describe; their groups get the reason
         in ``answers``."""
         self._note_support(timeout)
@@ -393,18 +402,19 @@ class GroupReader:
         except Unavailable as reason:
             return {g: GroupReadError(g, str(reason)) for ids in work.values() for g in ids}
 
-    async def _ask(self, manager, work: dict[GroupCall, list[str]], deadline: float) -> dict[str, Any]:
+    async def _ask(self, manager: ConnectionManager, work: dict[GroupCall, list[str]], deadline: float) -> dict[str, Any]:
         clock = self.client.clock
         answers: dict[str, Any] = {}
         pending = dict(work)
         for attempt in range(2):  # a second time only for groups whose coordinator moved
             unknown = sorted({g for ids in pending.values() for g in ids if g not in self._coordinators})
             if unknown:
+                unlocated: Mapping[str, Exception]
                 try:
-                    failed = await self._coordinators.locate(manager, unknown, deadline, clock)
+                    unlocated = await self._coordinators.locate(manager, unknown, deadline, clock)
                 except Unavailable as reason:
-                    failed = {g: reason for g in unknown}
-                answers.update((g, GroupReadError(g, str(why))) for g, why in failed.items())
+                    unlocated = {g: reason for g in unknown}
+                answers.update((g, GroupReadError(g, str(why))) for g, why in unlocated.items())
             sent = []
             for call, ids in pending.items():
                 for node, groups in self._coordinators.by_node(ids).items():
@@ -433,7 +443,7 @@ class GroupReader:
         return answers
 
 
-def read_group(cluster_config, group_id: str, timeout: float = 10.0) -> tuple[GroupListing, GroupDescription]:
+def read_group(cluster_config: ClusterConfig, group_id: str, timeout: float = 10.0) -> tuple[GroupListing, GroupDescription]:
     """One group of ``cluster_config``, listed and described (for the operations and the CLI).
 
     Raises :class:`GroupNotFound` when the cluster has no such group, :class:`GroupUnreadable`

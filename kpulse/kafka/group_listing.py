@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from collections.abc import Callable, Iterable, Sequence
 
 from kpulse.kafka import group_model
-from kpulse.kafka.batched_client import BatchedClient, Unavailable, answer, error_name, one_line, remaining_ms, send
+from kpulse.kafka.batched_client import (
+    BatchedClient, ConnectionManager, Unavailable, answer, error_name, one_line, remaining_ms, send,
+)
 
 STATE_NAMES = {"Empty": "EMPTY", "Stable": "STABLE", "PreparingRebalance": "PREPARING_REBALANCING",
                "CompletingRebalance": "COMPLETING_REBALANCING", "Dead": "DEAD"}
@@ -71,8 +73,7 @@ class Listing:
     group_id: str
     state: State
     protocol_type: str
-    type: str = "classic"
-    """The group's type (:data:`kpulse.kafka.group_model.GROUP_TYPES`)."""
+    type: group_model.GroupTypeName = "classic"
     kafka_state: str = ""
     """The state as Kafka spells it (``Reconciling``, ``NotReady``...), where ``state`` says UNKNOWN."""
 
@@ -84,8 +85,10 @@ def typed_listings_from(groups: Iterable[Any], typed: bool = True) -> dict[str, 
     listed = {}
     for group in groups:
         group_type = (getattr(group, "group_type", "") or "").lower() if typed else ""
+        # Kafka's GroupType names (ListGroups v5), lower case: one of group_model.GROUP_TYPES
+        kind = cast(group_model.GroupTypeName, group_type or "classic")
         listed[group.group_id] = group_model.GroupListing(
-            group_id=group.group_id, type=group_type or "classic", protocol_type=group.protocol_type or "",
+            group_id=group.group_id, type=kind, protocol_type=group.protocol_type or "",
             state=group.group_state or "Unknown")
     return listed
 
@@ -111,7 +114,7 @@ class GroupListing:
         self._missing: dict[int, float] = {}
         """Broker that answered a listing and is gone from the broker list -> the time (the client's
         clock) until which, at most, it counts as not answering (:data:`MISSING_BROKER_SECONDS`)."""
-        self._listed_by: dict[str, int] = {}
+        self._listed_by: dict[str, int | None] = {}
         """Group of the last listing -> the broker that listed it (a kept group: the one that did last)."""
         self._answered: set[int] = set()
         self.typed: bool | None = None
@@ -148,7 +151,7 @@ class GroupListing:
         self.client.succeeded()
         return list(listed.values())
 
-    async def _ask(self, manager, deadline: float, types: tuple[str, ...] | None,
+    async def _ask(self, manager: ConnectionManager, deadline: float, types: Sequence[str] | None,
                    only: list[int] | None) -> tuple[bool, list[int], dict[int, Any]]:
         """ListGroups to every broker (``only``: to these), at once: whether the answers name the
         groups' types, the brokers asked, and broker -> its answer or why it gave none (text)."""
@@ -178,7 +181,7 @@ class GroupListing:
         return typed, brokers, outcomes
 
     def _take(self, typed: bool, brokers: list[int], outcomes: dict[int, Any],
-              types: tuple[str, ...] | None) -> dict[str, group_model.GroupListing]:
+              types: Sequence[str] | None) -> dict[str, group_model.GroupListing]:
         """The listing made of the brokers' answers, with the groups of the last listing that a
         broker which did not answer may still coordinate (see the module)."""
         listed: dict[str, group_model.GroupListing] = {}
@@ -230,14 +233,14 @@ def _loading(outcome: Any) -> bool:
     return isinstance(outcome, str) and outcome in LOADING_ERRORS
 
 
-def list_groups_version(manager) -> int:
+def list_groups_version(manager: ConnectionManager) -> int:
     """The ListGroups version the client and the brokers both speak (-1: none)."""
     from kafka.protocol.admin import ListGroupsRequest
 
     return api_version(manager, ListGroupsRequest)
 
 
-def api_version(manager, request) -> int:
+def api_version(manager: ConnectionManager, request: Any) -> int:
     """The highest version of ``request`` the client and the brokers both speak; -1 when the
     brokers do not speak it at all (an older Kafka). A connection manager without version data (a
     test's fake) is taken to speak every version."""
@@ -245,8 +248,10 @@ def api_version(manager, request) -> int:
 
     versions = getattr(manager, "broker_version_data", None)
     if versions is None:
-        return request.max_version
+        highest: int = request.max_version
+        return highest
     try:
-        return versions.api_version(request)
+        version: int = versions.api_version(request)
     except errors.IncompatibleBrokerVersion:
         return -1
+    return version

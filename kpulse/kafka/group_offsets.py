@@ -30,15 +30,32 @@ requests too.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
-from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
+from collections.abc import Callable, Mapping, Sequence
 
 from kpulse.kafka.authorization import refusal_text
+from kpulse.kafka.committed_offsets import CommittedOffsets
+from kpulse.kafka.group_model import (
+    CommittingGroupTypeName, GroupDescription, GroupReadError, GroupStateName, GroupTypeName,
+)
+
+if TYPE_CHECKING:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    from kpulse.kafka.log_ends import LogEnds
 
 LIST_OFFSETS_CHUNK = 250
+_T = TypeVar("_T")
+_K = TypeVar("_K")
+Chunk = tuple[tuple[str, int], ...]
+"""Partitions asked in one ListOffsets call: (topic, partition), sorted."""
+PendingLogEnds = list[tuple[Chunk, "Future[dict[Any, Any]]"]]
+"""ListOffsets calls in flight through librdkafka: each chunk with its one future
+(:func:`start_log_ends`; :func:`finish_log_ends` takes the answers)."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +63,7 @@ class GroupOffsets:
     """What the cluster says about one consumer group at one moment."""
 
     group_id: str
-    state: str
+    state: GroupStateName
     """Kafka's state name for the group's type (``kpulse/kafka/group_model.py``: Stable, Empty,
     PreparingRebalance, Assigning, Reconciling, NotReady...), or Unknown."""
     members: int
@@ -56,12 +73,12 @@ class GroupOffsets:
     never committed (the official tool prints '-')."""
     error: str | None = None
     """Why this group could not be read, when it could not."""
-    type: str = "classic"
+    type: CommittingGroupTypeName = "classic"
     """classic, consumer (KIP-848) or streams (KIP-1071)."""
     protocol_type: str = ""
-    description: Any = None
-    """Its :data:`kpulse.kafka.group_model.GroupDescription` when it was described by the call of
-    its type; None for a group listed as Empty or read through librdkafka."""
+    description: GroupDescription | None = None
+    """Its description by the call of its type; None for a group listed as Empty or read through
+    librdkafka."""
 
 
 @dataclass
@@ -79,13 +96,14 @@ class ClusterOffsets:
         return frozenset(tp for group in self.groups for tp in group.committed)
 
 
-def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: float = 15.0,
-                         expected: Sequence[tuple[str, int]] = (),
-                         request_cache: RequestCache | None = None,
-                         read_committed: Callable[[list[str], float], dict | None] | None = None,
-                         read_log_ends: Callable[[Sequence[tuple[str, int]], float], Any] | None = None,
-                         list_groups: Callable[[float], list | None] | None = None,
-                         describe_groups: Callable[[list, float], dict | None] | None = None) -> ClusterOffsets:
+def read_cluster_offsets(
+        admin: AdminClient, monitors: Callable[[str], bool], *, concurrency: int = 32, timeout: float = 15.0,
+        expected: Sequence[tuple[str, int]] = (), request_cache: RequestCache | None = None,
+        read_committed: Callable[[list[str], float], Mapping[str, CommittedOffsets | Exception] | None] | None = None,
+        read_log_ends: Callable[[Sequence[tuple[str, int]], float], LogEnds | None] | None = None,
+        list_groups: Callable[[float], Sequence[Any] | None] | None = None,
+        describe_groups: Callable[[list[Any], float], Mapping[str, GroupDescription | GroupReadError] | None] | None
+        = None) -> ClusterOffsets:
     """Groups accepted by ``monitors(group_id)``, their members, committed offsets and the log ends
     of the partitions they consume. ``expected``: the partitions consumed at the previous reading
     (sorted), whose log ends are asked for before the committed offsets.
@@ -108,7 +126,11 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
 
             raise ListingFailed("ListGroups failed on every broker: "
                                 + "; ".join(dict.fromkeys(error_text(e) for e in listing.errors)))
-    listings = {g.group_id: g for g in listed if monitors(g.group_id) and _type_of(g) != "share"}
+    listings: dict[str, Any] = {}
+    kinds: dict[str, CommittingGroupTypeName] = {}
+    for g in listed:
+        if monitors(g.group_id) and (kind := _type_of(g)) != "share":
+            listings[g.group_id], kinds[g.group_id] = g, kind
     group_ids = sorted(listings)
     result = ClusterOffsets()
     if not group_ids:
@@ -129,13 +151,13 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
     descriptions = _answers(described, timeout)
     for group_id in group_ids:
         listing, committed = listings[group_id], committed_by_group.get(group_id)
-        listed = {"type": _type_of(listing), "protocol_type": getattr(listing, "protocol_type", "") or ""}
+        listed_as = _Listed(type=kinds[group_id], protocol_type=getattr(listing, "protocol_type", "") or "")
         if group_id in empty:
-            group = _empty_group(group_id, committed, listed)
+            group = _empty_group(group_id, committed, listed_as)
         elif typed_answers is not None:
-            group = _typed_group(group_id, typed_answers.get(group_id), committed, listed)
+            group = _typed_group(group_id, typed_answers.get(group_id), committed, listed_as)
         else:
-            group = _group(group_id, descriptions.get(group_id), committed, listed)
+            group = _group(group_id, descriptions.get(group_id), committed, listed_as)
         if group.error is not None:
             group = replace(group, error=group_error_text(group_id, group.error))
         result.groups.append(group)
@@ -154,15 +176,17 @@ def read_cluster_offsets(admin, monitors, *, concurrency: int = 32, timeout: flo
     return result
 
 
-def _ask_log_ends(admin, partitions: Sequence[tuple[str, int]], timeout: float, request_cache: RequestCache | None,
-                  read_log_ends) -> Any:
+def _ask_log_ends(admin: AdminClient, partitions: Sequence[tuple[str, int]], timeout: float,
+                  request_cache: RequestCache | None,
+                  read_log_ends: Callable[[Sequence[tuple[str, int]], float], LogEnds | None] | None,
+                  ) -> LogEnds | PendingLogEnds:
     """The log ends of ``partitions`` through ``read_log_ends`` (its answer, a ``LogEnds``) or, when
     it is not given or returns None, librdkafka's requests for them, sent (for :func:`finish_log_ends`)."""
     ends = read_log_ends(partitions, timeout) if read_log_ends is not None else None
     return ends if ends is not None else start_log_ends(admin, partitions, timeout, request_cache)
 
 
-def _take_log_ends(asked: Any, timeout: float, result: ClusterOffsets) -> None:
+def _take_log_ends(asked: LogEnds | PendingLogEnds, timeout: float, result: ClusterOffsets) -> None:
     if isinstance(asked, list):  # librdkafka's requests, in flight
         finish_log_ends(asked, timeout, result)
     else:
@@ -170,13 +194,11 @@ def _take_log_ends(asked: Any, timeout: float, result: ClusterOffsets) -> None:
         result.log_end_errors.update(asked.errors)
 
 
-def _in_thread(function, *args):
+def _in_thread(function: Callable[..., _T], *args: Any) -> Future[_T]:
     """``function(*args)`` on a thread of its own, as a future."""
-    from concurrent.futures import Future
+    future: Future[_T] = Future()
 
-    future = Future()
-
-    def run():
+    def run() -> None:
         try:
             future.set_result(function(*args))
         except BaseException as error:  # noqa: BLE001 - handed to the caller
@@ -186,7 +208,7 @@ def _in_thread(function, *args):
     return future
 
 
-def _listed_empty(listing) -> bool:
+def _listed_empty(listing: Any) -> bool:
     """ListGroups already says the group is Empty: no members, so nothing to describe (describing
     it through librdkafka costs four requests: two FindCoordinator, a ConsumerGroupDescribe that a
     classic group refuses, then DescribeGroups)."""
@@ -195,11 +217,12 @@ def _listed_empty(listing) -> bool:
 """What describing a group listed as Empty would say."""
 
 
-def _committed_offsets(admin, group_ids: list[str], concurrency: int, timeout: float) -> dict[str, dict | Exception]:
+def _committed_offsets(admin: AdminClient, group_ids: list[str], concurrency: int,
+                       timeout: float) -> dict[str, CommittedOffsets | Exception]:
     """One OffsetFetch per group, at most ``concurrency`` in flight: a sliding window, not batches."""
-    committed: dict[str, dict | Exception] = {}
+    committed: dict[str, CommittedOffsets | Exception] = {}
     waiting = iter(group_ids)
-    in_flight: dict = {}
+    in_flight: dict[Future[Any], str] = {}
 
     def send(count: int) -> None:
         for group_id in (next(waiting, None) for _ in range(count)):
@@ -239,7 +262,14 @@ def group_error_text(group_id: str, error: str) -> str:
     return refusal_text(error, "Describe", "group", group_id) or error
 
 
-def _empty_group(group_id: str, committed, listed: dict) -> GroupOffsets:
+class _Listed(TypedDict):
+    """What the listing tells of a group (the fields of :class:`GroupOffsets` of the same names)."""
+
+    type: CommittingGroupTypeName
+    protocol_type: str
+
+
+def _empty_group(group_id: str, committed: CommittedOffsets | Exception | None, listed: _Listed) -> GroupOffsets:
     """:func:`_group` for a group ListGroups lists as Empty (no members, nothing assigned): what
     10,000 idle groups cost every cycle, so without a description to read."""
     if isinstance(committed, Exception):
@@ -249,10 +279,16 @@ def _empty_group(group_id: str, committed, listed: dict) -> GroupOffsets:
     return GroupOffsets(group_id, "Empty", 0, (), dict(committed) if committed else {}, None, **listed)
 
 
-def _group(group_id: str, description, committed, listed: dict) -> GroupOffsets:
+def _group(group_id: str, description: Any, committed: CommittedOffsets | Exception | None,
+           listed: _Listed) -> GroupOffsets:
+    """A group described through librdkafka (``description``: its ``ConsumerGroupDescription``, or
+    the exception the describe call raised)."""
     from kpulse.kafka.clients import error_text, group_state_name
 
     errors = [error_text(e) for e in (description, committed) if isinstance(e, Exception)]
+    state: GroupStateName
+    member_ids: tuple[str, ...]
+    assigned: set[tuple[str, int]]
     if isinstance(description, Exception) or description is None:
         state, member_ids, assigned = "Unknown", (), set()
     else:
@@ -267,12 +303,16 @@ def _group(group_id: str, description, committed, listed: dict) -> GroupOffsets:
                         committed=offsets, error="; ".join(errors) or None, **listed)
 
 
-def _typed_group(group_id: str, description, committed, listed: dict) -> GroupOffsets:
+def _typed_group(group_id: str, description: GroupDescription | GroupReadError | None,
+                 committed: CommittedOffsets | Exception | None, listed: _Listed) -> GroupOffsets:
     """:func:`_group` for a group described by the call of its type (``GroupReader.describe``)."""
     from kpulse.kafka.clients import error_text
-    from kpulse.kafka.group_model import GroupReadError, member_partitions
+    from kpulse.kafka.group_model import member_partitions
 
     errors = [error_text(committed)] if isinstance(committed, Exception) else []
+    state: GroupStateName
+    member_ids: tuple[str, ...]
+    assigned: set[tuple[str, int]]
     if description is None or isinstance(description, GroupReadError):
         errors.insert(0, description.reason if description is not None else "not described")
         state, member_ids, assigned, description = "Unknown", (), set(), None
@@ -288,14 +328,14 @@ def _typed_group(group_id: str, description, committed, listed: dict) -> GroupOf
                         committed=offsets, error="; ".join(errors) or None, description=description, **listed)
 
 
-def _type_of(listing) -> str:
+def _type_of(listing: Any) -> GroupTypeName:
     """A listing's group type: kpulse's listing names it; librdkafka's ``ConsumerGroupListing``
     (``type``: a ``ConsumerGroupType``) says CLASSIC, CONSUMER or UNKNOWN."""
     kind = getattr(listing, "type", None)
     if isinstance(kind, str):
-        return kind
+        return cast(GroupTypeName, kind)  # kpulse's listings (group_listing.Listing) hold a GroupTypeName
     name = getattr(kind, "name", "") or ""
-    return name.lower() if name in ("CLASSIC", "CONSUMER") else "classic"
+    return "consumer" if name == "CONSUMER" else "classic"
 
 
 class RequestCache:
@@ -303,10 +343,10 @@ class RequestCache:
     the chunks are the same: making 10,000 of them a cycle cost ~20 ms."""
 
     def __init__(self) -> None:
-        self._chunks: dict[tuple[tuple[str, int], ...], list] = {}
-        self._used: set[tuple[tuple[str, int], ...]] = set()
+        self._chunks: dict[Chunk, list[TopicPartition]] = {}
+        self._used: set[Chunk] = set()
 
-    def requests(self, chunk: tuple[tuple[str, int], ...]) -> list:
+    def requests(self, chunk: Chunk) -> list[TopicPartition]:
         requests = self._chunks.get(chunk)
         if requests is None:
             requests = self._chunks[chunk] = _offset_requests(chunk)
@@ -319,8 +359,8 @@ class RequestCache:
         self._used = set()
 
 
-def start_log_ends(admin, partitions: Sequence[tuple[str, int]], timeout: float,
-                   request_cache: RequestCache | None = None) -> list[tuple[tuple, object]]:
+def start_log_ends(admin: AdminClient, partitions: Sequence[tuple[str, int]], timeout: float,
+                   request_cache: RequestCache | None = None) -> PendingLogEnds:
     """Send the ListOffsets of ``partitions``, chunk by chunk; :func:`finish_log_ends` takes the answers."""
     chunks = [tuple(partitions[start:start + LIST_OFFSETS_CHUNK])
               for start in range(0, len(partitions), LIST_OFFSETS_CHUNK)]
@@ -328,7 +368,7 @@ def start_log_ends(admin, partitions: Sequence[tuple[str, int]], timeout: float,
                                   timeout)) for chunk in chunks]
 
 
-def finish_log_ends(pending: list[tuple[tuple, object]], timeout: float, result: ClusterOffsets) -> None:
+def finish_log_ends(pending: PendingLogEnds, timeout: float, result: ClusterOffsets) -> None:
     from kpulse.kafka.clients import error_text
 
     for chunk, future in pending:
@@ -345,16 +385,16 @@ def finish_log_ends(pending: list[tuple[tuple, object]], timeout: float, result:
                 result.log_end_errors[(tp.topic, tp.partition)] = answer.str()
 
 
-def _offset_requests(partitions) -> list:
+def _offset_requests(partitions: Sequence[tuple[str, int]]) -> list[TopicPartition]:
     """ListOffsets request entries (latest offset) of ``partitions``."""
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
-    latest = OffsetSpec.latest()._value
+    latest = OffsetSpec.latest()._value  # type: ignore[no-untyped-call]  # confluent-kafka left it unannotated
     return [TopicPartition(topic, partition, latest) for topic, partition in partitions]
 
 
-def list_log_ends(admin, requests: list, timeout: float):
+def list_log_ends(admin: AdminClient, requests: list[TopicPartition], timeout: float) -> Future[dict[Any, Any]]:
     """One ListOffsets (latest, read uncommitted: the high watermark) for ``requests`` (from
     :func:`_offset_requests`), as ONE future of ``{TopicPartition: ListOffsetsResultInfo | KafkaError}``.
 
@@ -363,19 +403,17 @@ def list_log_ends(admin, requests: list, timeout: float):
     requests (~0.25 s of a cycle, all of it holding the GIL). The request-level call underneath
     (``_AdminClientImpl.list_offsets``, which confluent-kafka's wrapper calls with one future) is
     used directly: ``admin`` must be a real ``AdminClient``."""
-    from concurrent.futures import Future
-
     from confluent_kafka.cimpl import _AdminClientImpl
 
-    future = Future()
+    future: Future[dict[Any, Any]] = Future()
     future.set_running_or_notify_cancel()
     _AdminClientImpl.list_offsets(admin, requests, future, request_timeout=timeout)
     return future
 
 
-def _answers(futures: dict, timeout: float) -> dict:
+def _answers(futures: Mapping[_K, Future[Any]], timeout: float) -> dict[_K, Any]:
     """Each future's result, or the exception it raised: one failing key must not hide the others."""
-    answers = {}
+    answers: dict[_K, Any] = {}
     for key, future in futures.items():
         try:
             answers[key] = future.result(timeout=timeout)
@@ -384,7 +422,7 @@ def _answers(futures: dict, timeout: float) -> dict:
     return answers
 
 
-def _group_request(group_id: str):
+def _group_request(group_id: str) -> Any:
     from confluent_kafka import ConsumerGroupTopicPartitions
 
     return ConsumerGroupTopicPartitions(group_id)

@@ -11,11 +11,14 @@ gets :class:`NotSupported` with a one-line reason, never an error.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
-from kpulse.kafka.batched_client import BatchedClient, Unavailable, answer, error_name, remaining_ms, send
+from kpulse.kafka.batched_client import (
+    BatchedClient, ConnectionManager, Unavailable, answer, error_name, remaining_ms, send,
+)
+
+_T = TypeVar("_T")
 
 METADATA_TOPIC = "__cluster_metadata"
 """The KRaft metadata log: one partition, 0."""
@@ -121,10 +124,10 @@ class KraftReader:
     """Sends DescribeQuorum and DescribeTopicPartitions through ``client`` (a :class:`BatchedClient`;
     building it connects to nothing)."""
 
-    def __init__(self, client: BatchedClient):
+    def __init__(self, client: BatchedClient) -> None:
         self.client = client
 
-    def _manager(self, timeout: float, request: Any):
+    def _manager(self, timeout: float, request: Any) -> ConnectionManager:
         from kpulse.kafka.group_listing import api_version
 
         try:
@@ -146,8 +149,8 @@ class KraftReader:
         request = DescribeQuorumRequest(topics=[topic(topic_name=METADATA_TOPIC,
                                                       partitions=[topic.PartitionData(partition_index=0)])])
 
-        def attempt(node: int | None, deadline: float):
-            async def read():
+        def attempt(node: int | None, deadline: float) -> Any:
+            async def read() -> Any:
                 return await answer(send(manager, request, node, remaining_ms(deadline, self.client.clock)))
             return manager.run(read)
 
@@ -166,8 +169,8 @@ class KraftReader:
         request = DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1,
                                          include_fenced_brokers=True, min_version=2)
 
-        def attempt(node: int | None, deadline: float):
-            async def read():
+        def attempt(node: int | None, deadline: float) -> Any:
+            async def read() -> Any:
                 return await answer(send(manager, request, node, remaining_ms(deadline, self.client.clock)))
             return manager.run(read)
 
@@ -191,8 +194,8 @@ class KraftReader:
         if not wanted:
             return {}
 
-        def attempt(node: int | None, deadline: float):
-            async def read():
+        def attempt(node: int | None, deadline: float) -> list[Any]:
+            async def read() -> list[Any]:
                 topics = sorted(wanted)
                 cursor = Request.Cursor(topic_name=topics[0], partition_index=0)
                 answers = []
@@ -214,7 +217,8 @@ class KraftReader:
                 if (topic, number) in found}
 
 
-def _retried(attempt, nodes: Sequence[int], timeout: float, clock):
+def _retried(attempt: Callable[[int | None, float], _T], nodes: Sequence[int], timeout: float,
+             clock: Callable[[], float]) -> _T:
     """``attempt(node, deadline)``, tried again (:data:`ATTEMPTS` in all) when it fails for another
     reason than the answer's content, each time of the next of ``nodes`` (None when there are none:
     the client picks) and within its share of ``timeout``: a broker that just died, or one that

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Iterable, Sequence
 
-from kpulse.kafka.batched_client import BatchedClient, Unavailable, answer, error_name, one_line, remaining_ms, send
+from kpulse.kafka.batched_client import (
+    BatchedClient, ConnectionManager, Unavailable, answer, error_name, one_line, remaining_ms, send,
+)
 
 STALE_LEADER = {5: "LEADER_NOT_AVAILABLE", 6: "NOT_LEADER_OR_FOLLOWER", 74: "FENCED_LEADER_EPOCH",
                 75: "UNKNOWN_LEADER_EPOCH", 13: "NETWORK_EXCEPTION"}
@@ -46,7 +48,9 @@ def leaders_from(topics: Iterable[Any], wanted: set[str]) -> tuple[dict[tuple[st
                                                                   dict[str, str], dict[tuple[str, int], str]]:
     """A Metadata answer's ``topics`` -> ((topic, partition) -> leader id, topic -> why it has no
     partitions, (topic, partition) -> why it has no leader). Only ``wanted`` topics are taken."""
-    leaders, topic_errors, partition_errors = {}, {}, {}
+    leaders: dict[tuple[str, int], int] = {}
+    topic_errors: dict[str, str] = {}
+    partition_errors: dict[tuple[str, int], str] = {}
     for topic in topics:
         if topic.name not in wanted:
             continue
@@ -68,7 +72,9 @@ def ends_from(topics: Iterable[Any]) -> tuple[dict[tuple[str, int], int], dict[t
                                               set[tuple[str, int]]]:
     """A ListOffsets answer's ``topics`` -> (log ends, (topic, partition) -> why not read,
     partitions whose leader moved)."""
-    ends, errors, moved = {}, {}, set()
+    ends: dict[tuple[str, int], int] = {}
+    errors: dict[tuple[str, int], str] = {}
+    moved: set[tuple[str, int]] = set()
     for topic in topics:
         for partition in topic.partitions:
             key = (topic.name, partition.partition_index)
@@ -86,7 +92,7 @@ def ends_from(topics: Iterable[Any]) -> tuple[dict[tuple[str, int], int], dict[t
 class LeaderLogEnds:
     """Log ends of many partitions, one ListOffsets per leader (see the module)."""
 
-    def __init__(self, client: BatchedClient, timestamp: int = LATEST):
+    def __init__(self, client: BatchedClient, timestamp: int = LATEST) -> None:
         self.client = client
         self.timestamp = timestamp
         """:data:`LATEST` (log ends, the default) or :data:`EARLIEST` (log starts, in ``LogEnds.log_end``)."""
@@ -111,7 +117,7 @@ class LeaderLogEnds:
         self.client.succeeded()
         return ends
 
-    async def _read(self, manager, partitions: list[tuple[str, int]], deadline: float) -> LogEnds:
+    async def _read(self, manager: ConnectionManager, partitions: list[tuple[str, int]], deadline: float) -> LogEnds:
         result = LogEnds()
         pending = partitions
         for attempt in range(2):  # a second time only for partitions whose leader moved
@@ -161,7 +167,7 @@ class LeaderLogEnds:
             result.errors.pop(key, None)  # read at the second attempt
         return result
 
-    async def _look_up(self, manager, topics: set[str], deadline: float) -> None:
+    async def _look_up(self, manager: ConnectionManager, topics: set[str], deadline: float) -> None:
         from kafka.protocol.metadata import MetadataRequest
 
         request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(topics)],
@@ -174,17 +180,17 @@ class LeaderLogEnds:
         for key in [key for key in self._leaders if key[0] in topics]:
             del self._leaders[key]
         self._leaders.update(leaders)
-        for key in [key for key in self._no_leader if (key if isinstance(key, str) else key[0]) in topics]:
-            del self._no_leader[key]
-        self._no_leader.update(topic_errors)
-        self._no_leader.update(partition_errors)
+        for why in [why for why in self._no_leader if (why if isinstance(why, str) else why[0]) in topics]:
+            del self._no_leader[why]
+        self._no_leader.update(topic_errors.items())
+        self._no_leader.update(partition_errors.items())
 
     def _why_no_leader(self, key: tuple[str, int]) -> str:
         topic, partition = key
         return (self._no_leader.get(key) or self._no_leader.get(topic)
                 or f"Metadata: UNKNOWN_TOPIC_OR_PARTITION (the topic has no partition {partition})")
 
-    def _request(self, leader: int, keys: list[tuple[str, int]]):
+    def _request(self, leader: int, keys: list[tuple[str, int]]) -> Any:
         keys_tuple = tuple(sorted(keys))
         kept = self._requests.get(leader)
         if kept is not None and kept[0] == keys_tuple:
@@ -194,11 +200,11 @@ class LeaderLogEnds:
         return request
 
 
-def _list_offsets(keys: Sequence[tuple[str, int]], timestamp: int = LATEST):
+def _list_offsets(keys: Sequence[tuple[str, int]], timestamp: int = LATEST) -> Any:
     from kafka.protocol.consumer import ListOffsetsRequest
 
     topic_entry, partition_entry = ListOffsetsRequest.ListOffsetsTopic, ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition
-    by_topic: dict[str, list] = {}
+    by_topic: dict[str, list[Any]] = {}
     for topic, partition in keys:
         by_topic.setdefault(topic, []).append(partition_entry(partition_index=partition, timestamp=timestamp))
     return ListOffsetsRequest(replica_id=-1, isolation_level=0,

@@ -20,10 +20,13 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 from collections.abc import Callable
 
 from kpulse.errors import KpulseError
+
+if TYPE_CHECKING:
+    from kpulse.config.model import SecurityConfig
 
 REFRESH_AT_FRACTION = 0.8
 """A token is fetched again once this fraction of its lifetime has passed."""
@@ -168,7 +171,7 @@ LIBRDKAFKA_TOKEN_FAILURE = "Failed to acquire SASL OAUTHBEARER token: "
 """How librdkafka's authentication error starts when it could not get a token (its words follow)."""
 
 
-def token_failure_text(security, librdkafka_words: str, *, post: Callable[..., Any] | None = None,
+def token_failure_text(security: SecurityConfig, librdkafka_words: str, *, post: Callable[..., Any] | None = None,
                        timeout: float = 5.0) -> str:
     """One line for a token librdkafka could not get (``librdkafka_words``: what it said after
     :data:`LIBRDKAFKA_TOKEN_FAILURE`, e.g. ``{"error":"invalid_client"}`` without the HTTP status):
@@ -176,29 +179,45 @@ def token_failure_text(security, librdkafka_words: str, *, post: Callable[..., A
     same words; when that request gets a token, librdkafka's own words."""
     url = security.sasl_oauthbearer_token_endpoint_url
     try:
-        ClientCredentialsTokens(url, security.sasl_oauthbearer_client_id, security.sasl_oauthbearer_client_secret,
-                                security.sasl_oauthbearer_scope, ca_location=security.token_endpoint_ca_location(),
-                                post=post, timeout=timeout).token()
+        ClientCredentialsTokens(*_client_credentials(security), security.sasl_oauthbearer_scope,
+                                ca_location=security.token_endpoint_ca_location(), post=post, timeout=timeout).token()
     except TokenRequestFailed as error:
         return str(error)
     return f"OAUTHBEARER token request failed: librdkafka could not get a token from {url}: {_one_line(librdkafka_words)}"
 
 
-def token_provider(security):
+def _client_credentials(security: SecurityConfig) -> tuple[str, str, str]:
+    """The token endpoint, the client id and its secret: the config requires all three with a token
+    endpoint (a config built in code without them fails as a token request that cannot be made)."""
+    url = security.sasl_oauthbearer_token_endpoint_url
+    client_id, secret = security.sasl_oauthbearer_client_id, security.sasl_oauthbearer_client_secret
+    if url is None or client_id is None or secret is None:
+        raise TokenRequestFailed("OAUTHBEARER token request failed: sasl_oauthbearer_token_endpoint_url, "
+                                 "sasl_oauthbearer_client_id and sasl_oauthbearer_client_secret are required")
+    return url, client_id, secret
+
+
+class TokenProvider(Protocol):
+    """kafka-python's ``sasl_oauth_token_provider``: asked for a token at each SASL handshake."""
+
+    def token(self) -> str: ...
+
+
+def token_provider(security: SecurityConfig) -> TokenProvider:
     """kafka-python's ``sasl_oauth_token_provider`` for ``security`` (a ``SecurityConfig`` with a
     token endpoint), shared by every kafka-python client of the process with the same identity."""
-    return _provider(security.sasl_oauthbearer_token_endpoint_url, security.sasl_oauthbearer_client_id,
-                     security.sasl_oauthbearer_client_secret, security.sasl_oauthbearer_scope,
+    return _provider(*_client_credentials(security), security.sasl_oauthbearer_scope,
                      security.token_endpoint_ca_location())
 
 
 @functools.lru_cache(maxsize=32)
-def _provider(url: str, client_id: str, client_secret: str, scope: str | None, ca_location: str | None):
+def _provider(url: str, client_id: str, client_secret: str, scope: str | None,
+              ca_location: str | None) -> TokenProvider:
     return _provider_class()(ClientCredentialsTokens(url, client_id, client_secret, scope, ca_location=ca_location))
 
 
 @functools.lru_cache(maxsize=1)
-def _provider_class() -> type:
+def _provider_class() -> Callable[[ClientCredentialsTokens], TokenProvider]:
     """The provider class, made on first use (importing kafka-python costs 0.15 s, which the
     connection check, importing this module, does not need), with kafka-python's OAUTHBEARER
     mechanism replaced by one that forgets a token the broker refused: the next handshake then
@@ -206,10 +225,11 @@ def _provider_class() -> type:
     from kafka.net.sasl import register_sasl_mechanism
     from kafka.net.sasl.oauth import AbstractTokenProvider, SaslMechanismOAuth
 
-    class ClientCredentialsTokenProvider(AbstractTokenProvider):
+    # kafka-python has no type information: its classes are Any to the checker
+    class ClientCredentialsTokenProvider(AbstractTokenProvider):  # type: ignore[misc]
         """kafka-python asks ``token()`` at each SASL handshake (a new connection, a re-authentication)."""
 
-        def __init__(self, tokens: ClientCredentialsTokens):
+        def __init__(self, tokens: ClientCredentialsTokens) -> None:
             super().__init__()
             self.tokens = tokens
 
@@ -219,8 +239,8 @@ def _provider_class() -> type:
         def refused(self) -> None:
             self.tokens.invalidate()
 
-    class SaslMechanismOAuthRefreshing(SaslMechanismOAuth):
-        def receive(self, auth_bytes):
+    class SaslMechanismOAuthRefreshing(SaslMechanismOAuth):  # type: ignore[misc]
+        def receive(self, auth_bytes: bytes) -> None:
             super().receive(auth_bytes)
             if auth_bytes != b"" and hasattr(self.token_provider, "refused"):  # the broker's error
                 self.token_provider.refused()

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import struct
 from itertools import repeat
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kpulse.kafka.batched_client import error_name
-from kpulse.kafka.committed_offsets import MOVED_COORDINATOR, OFFSET_FETCH_VERSION, GroupReadError
+from kpulse.kafka.committed_offsets import MOVED_COORDINATOR, OFFSET_FETCH_VERSION, CommittedOffsets, GroupReadError
 
 VERSION = 8
 """The OffsetFetch version this module decodes (``committed_offsets.OFFSET_FETCH_VERSION`` is sent)."""
@@ -47,7 +47,7 @@ class OffsetFetchAnswer(NamedTuple):
 
     throttle_time_ms: int
     """Read by kafka-python's connection (client-side throttling)."""
-    read: dict[str, dict[tuple[str, int], int]]
+    read: dict[str, CommittedOffsets]
     """group -> {(topic, partition): committed offset}; partitions with an error of their own or no
     committed offset (-1) are left out."""
     failed: dict[str, GroupReadError]
@@ -56,7 +56,7 @@ class OffsetFetchAnswer(NamedTuple):
     """The groups whose coordinator moved (a subset of ``failed``)."""
 
 
-def decode_offset_fetch_v8(data) -> OffsetFetchAnswer:
+def decode_offset_fetch_v8(data: bytes | bytearray | memoryview) -> OffsetFetchAnswer:
     """The body of an OffsetFetch v8 answer (after the response header) -> its
     :class:`OffsetFetchAnswer`. Raises ValueError on bytes that are not one."""
     view = memoryview(data)
@@ -70,14 +70,14 @@ def decode_offset_fetch_v8(data) -> OffsetFetchAnswer:
 
 
 def _decode(view: memoryview) -> tuple[OffsetFetchAnswer, int]:
-    read: dict[str, dict[tuple[str, int], int]] = {}
+    read: dict[str, CommittedOffsets] = {}
     failed: dict[str, GroupReadError] = {}
     moved: set[str] = set()
     (throttle,) = _INT32.unpack_from(view, 0)
     groups, pos = _uvarint(view, 4)
     for _ in range(groups - 1):  # a compact array: length + 1 (0 would be null)
         group, pos = _string(view, pos)
-        offsets: dict[tuple[str, int], int] = {}
+        offsets: CommittedOffsets = {}
         topics, pos = _uvarint(view, pos)
         for _ in range(topics - 1):
             topic, pos = _string(view, pos)
@@ -96,7 +96,7 @@ def _decode(view: memoryview) -> tuple[OffsetFetchAnswer, int]:
     return OffsetFetchAnswer(throttle, read, failed, moved), pos
 
 
-def _partitions(view: memoryview, pos: int, topic: str, offsets: dict) -> int:
+def _partitions(view: memoryview, pos: int, topic: str, offsets: CommittedOffsets) -> int:
     """Reads one topic's partitions into ``offsets``; returns the position after them."""
     count, pos = _uvarint(view, pos)
     count -= 1  # a compact array: length + 1
@@ -185,17 +185,17 @@ class NarrowOffsetFetchResponse:
     the header as kafka-python reads it, the body by :func:`decode_offset_fetch_v8`."""
 
     @staticmethod
-    def parse_header(buffer):
+    def parse_header(buffer: Any) -> Any:
         from kafka.protocol.consumer import OffsetFetchResponse
 
         return OffsetFetchResponse[VERSION].parse_header(buffer)
 
     @staticmethod
-    def decode(buffer) -> OffsetFetchAnswer:
+    def decode(buffer: Any) -> OffsetFetchAnswer:
         return decode_offset_fetch_v8(buffer.read())
 
 
-def offset_fetch_request(group_ids: list[str]):
+def offset_fetch_request(group_ids: list[str]) -> Any:
     """An OffsetFetch request (``OFFSET_FETCH_VERSION``) for ``group_ids``, every topic of each;
     answered as an :class:`OffsetFetchAnswer` when sent at :data:`VERSION`."""
     request_class = _classes()[0]
@@ -204,30 +204,33 @@ def offset_fetch_request(group_ids: list[str]):
                          min_version=OFFSET_FETCH_VERSION, max_version=OFFSET_FETCH_VERSION)
 
 
-_CLASSES: tuple | None = None
+_CLASSES: tuple[Any, Any] | None = None
 
 
-def _classes():
+def _classes() -> tuple[Any, Any]:
     """The request and header classes (built once, on first use: kafka-python is imported late)."""
     global _CLASSES
     if _CLASSES is None:
         from kafka.protocol.api_header import RequestHeader
         from kafka.protocol.consumer import OffsetFetchRequest
 
-        class NarrowHeader(RequestHeader, init=False):
+        # kafka-python has no type information: its classes are Any to the checker, which knows
+        # neither their class keywords (init) nor their slots (_header)
+        class NarrowHeader(RequestHeader, init=False):  # type: ignore[misc, call-arg]
             __slots__ = ()
 
-            def get_response_class(self):
+            def get_response_class(self) -> Any:
                 if self.request_api_version == VERSION:
                     return NarrowOffsetFetchResponse
                 return super().get_response_class()
 
-        class NarrowOffsetFetchRequest(OffsetFetchRequest, init=False):
+        class NarrowOffsetFetchRequest(OffsetFetchRequest, init=False):  # type: ignore[misc, call-arg]
             __slots__ = ()
 
-            def with_header(self, correlation_id=0, client_id="kafka-python"):
-                self._header = NarrowHeader(request_api_key=self.API_KEY, request_api_version=self.API_VERSION,
-                                            correlation_id=correlation_id, client_id=client_id)
+            def with_header(self, correlation_id: int = 0, client_id: str = "kafka-python") -> None:
+                self._header = NarrowHeader(  # type: ignore[misc]
+                    request_api_key=self.API_KEY, request_api_version=self.API_VERSION, correlation_id=correlation_id,
+                    client_id=client_id)
 
         _CLASSES = (NarrowOffsetFetchRequest, NarrowHeader)
     return _CLASSES
