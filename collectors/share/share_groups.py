@@ -214,6 +214,7 @@ class ShareGroupsCollector:
                 self.windows.record(key, _known(offset.start_offset), _known(offset.lag))
                 partitions.append(self._partition(offset, members, key))
             total = sum_over_partitions([p["lag"] for p in partitions], [p["start_offset"] for p in partitions])
+            total_lag = None if total.value is None else int(total.value)  # a sum of record counts
             status = worst(p["status"] for p in partitions)
             reasons: Reasons = {}
             if total.unknown:
@@ -229,7 +230,7 @@ class ShareGroupsCollector:
                 "group_epoch": described.group_epoch if described else None,
                 "assignment_epoch": described.assignment_epoch if described else None,
                 "partition_count": len(partitions),
-                "total_lag": total.value, "total_lag_partial": total.partial,
+                "total_lag": total_lag, "total_lag_partial": total.partial,
                 "lag_unknown_partitions": total.unknown,
                 "status": status,
                 "error": "; ".join(error for error in errors if error) or None,
@@ -243,7 +244,7 @@ class ShareGroupsCollector:
             group_rows.append({"time": now, "cluster": cluster, "group_id": group_id, "state": group["state"],
                                "members": members, "group_epoch": group["group_epoch"],
                                "assignment_epoch": group["assignment_epoch"], "partitions": len(partitions),
-                               "total_lag": total.value, "lag_unknown_partitions": total.unknown,
+                               "total_lag": total_lag, "lag_unknown_partitions": total.unknown,
                                "status": status, "error": group["error"]})
             partition_rows += [{"time": now, "cluster": cluster, "group_id": group_id, "topic": p["topic"],
                                 "partition": p["partition"], "start_offset": p["start_offset"], "lag": p["lag"],
