@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 from urllib.parse import urlencode
 
 import requests
@@ -47,11 +47,15 @@ from collectors.brokers.prometheus_query import (
     PROMETHEUS_BROKER_LABEL, MetricsHTTPError, prometheus_queries, values_from_prometheus, vector_by_broker,
 )
 from collectors.protocol import BuiltinSections, CollectContext, CollectorResult
+from kpulse.config import ClusterConfig, MetricsConfig
 from kpulse.lake.schema import SCHEMAS
 from kpulse.snapshot import BrokerMetricsSection
 
 SECTION = TABLE = "broker_metrics"
 MAX_SCRAPE_THREADS = 8
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 # --- I/O -------------------------------------------------------------------------------------------
@@ -70,22 +74,32 @@ def _one_line(error: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def _concurrently(function: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
-    items = list(items)
-    if not items:
+def _concurrently(function: Callable[[Item], Result], items: Iterable[Item]) -> list[Result]:
+    listed = list(items)
+    if not listed:
         return []
-    with ThreadPoolExecutor(max_workers=min(MAX_SCRAPE_THREADS, len(items)),
+    with ThreadPoolExecutor(max_workers=min(MAX_SCRAPE_THREADS, len(listed)),
                             thread_name_prefix="kpulse-broker-metrics") as pool:
-        return list(pool.map(function, items))
+        return list(pool.map(function, listed))
 
 
 @dataclass
 class _Scrape:
+    """One broker's exposition, read."""
+
     broker_id: int
-    samples: list[prom_text.Sample] | None = None
-    at: float = 0.0
-    seconds: float | None = None
-    error: str | None = None
+    samples: list[prom_text.Sample]
+    at: float
+    """The middle of the read (clock seconds)."""
+    seconds: float
+    """How long the read took."""
+
+
+@dataclass
+class _ScrapeFailed:
+    broker_id: int
+    error: str
+    """Why nothing was read (one line)."""
 
 
 class BrokerMetricsCollector:
@@ -102,7 +116,7 @@ class BrokerMetricsCollector:
     sections = {SECTION: BrokerMetricsSection}
     tables = {TABLE: SCHEMAS[TABLE]}
 
-    def __init__(self, cluster_config: Any, http_get: Callable[[str, float], str] | None = None,
+    def __init__(self, cluster_config: ClusterConfig, http_get: Callable[[str, float], str] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._cluster = cluster_config
         self._http_get = http_get or http_get_text
@@ -130,10 +144,10 @@ class BrokerMetricsCollector:
         rows = [to_row(b, now=context.now, cluster=self._cluster.name) for b in brokers]
         return CollectorResult(sections=BuiltinSections(broker_metrics=section), rows={TABLE: rows})
 
-    def _from_exporters(self, metrics: Any) -> list[BrokerMetrics]:
+    def _from_exporters(self, metrics: MetricsConfig) -> list[BrokerMetrics]:
         timeout = metrics.timeout_seconds
 
-        def scrape(endpoint: tuple[int, str]) -> _Scrape:
+        def scrape(endpoint: tuple[int, str]) -> _Scrape | _ScrapeFailed:
             broker_id, url = endpoint
             began = self._clock()
             try:
@@ -141,11 +155,11 @@ class BrokerMetricsCollector:
                 ended = self._clock()
                 return _Scrape(broker_id, prom_text.parse(text, READ), (began + ended) / 2, ended - began)
             except Exception as error:  # noqa: BLE001 - one broker's failure is reported, not raised
-                return _Scrape(broker_id, error=_one_line(error))
+                return _ScrapeFailed(broker_id, _one_line(error))
 
         brokers = []
         for result in _concurrently(scrape, sorted(metrics.broker_endpoints.items())):
-            if result.error is not None:
+            if isinstance(result, _ScrapeFailed):
                 brokers.append(failed_broker(result.broker_id, result.error))
                 continue
             previous = self._counters.setdefault(result.broker_id, {})
@@ -155,7 +169,9 @@ class BrokerMetricsCollector:
             brokers.append(broker)
         return brokers
 
-    def _from_prometheus(self, metrics: Any, errors: dict[str, str]) -> list[BrokerMetrics]:
+    def _from_prometheus(self, metrics: MetricsConfig, errors: dict[str, str]) -> list[BrokerMetrics]:
+        if metrics.prometheus_url is None:  # the configuration requires it with this source
+            raise ValueError("metrics.prometheus_url: required when source is prometheus")
         base = metrics.prometheus_url.rstrip("/")
         queries = prometheus_queries(metrics.prometheus_selector)
 
