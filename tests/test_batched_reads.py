@@ -426,8 +426,9 @@ def test_groups_of_a_broker_that_does_not_answer_are_kept_until_listed_elsewhere
 
 def _listing_on_a_clock(brokers: ListGroupsBrokers) -> tuple[GroupListing, list[float]]:
     now = [1000.0]
-    client = BatchedClient(object(), lambda *_a, **_k: NS(_manager=NS()), clock=lambda: now[0])
-    client.manager = lambda timeout, needs: brokers
+    # on purpose: no cluster config, the fake brokers are the connection manager
+    client = BatchedClient(object(), lambda *_a, **_k: NS(_manager=NS()), clock=lambda: now[0])  # type: ignore[arg-type]
+    client.manager = lambda timeout, needs: brokers  # type: ignore[method-assign]
 
     def sleep(seconds: float) -> None:
         now[0] += seconds

@@ -99,7 +99,8 @@ def cluster(source="jmx_exporter", endpoints=None, **metrics) -> ClusterConfig:
 
 
 def collect(collector) -> dict:
-    result = collector.collect(CollectContext(cluster=None, now=NOW))
+    # no cluster on purpose: the collector reads its own config, not the context's
+    result = collector.collect(CollectContext(cluster=None, now=NOW))  # type: ignore[arg-type]
     section = result.sections["broker_metrics"]
     section["by_id"] = {b["broker_id"]: b for b in section["brokers"]}
     section["rows"] = result.rows["broker_metrics"]

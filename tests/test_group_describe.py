@@ -237,8 +237,9 @@ class FakeBrokers:
 
 
 def fake_reader(brokers: FakeBrokers) -> GroupReader:
-    client = BatchedClient(object(), lambda *_a, **_k: NS(_manager=brokers))
-    client.manager = lambda timeout, needs: brokers
+    # on purpose: no cluster config, the fake brokers are the connection manager
+    client = BatchedClient(object(), lambda *_a, **_k: NS(_manager=brokers))  # type: ignore[arg-type]
+    client.manager = lambda timeout, needs: brokers  # type: ignore[method-assign]
     return GroupReader(client)
 
 
@@ -291,7 +292,7 @@ def killed(brokers: FakeBrokers, node: int) -> None:
     """Broker ``node`` refuses connections (killed), still in the broker list until it is fenced."""
     brokers.listed[node] = None
     original = brokers.send
-    brokers.send = lambda request, node_id, request_timeout_ms: (
+    brokers.send = lambda request, node_id, request_timeout_ms: (  # type: ignore[method-assign]  # the fake's, wrapped
         ConnectionRefusedError("refused") if brokers.listed.get(node_id, ()) is None else original(
             request, node_id, request_timeout_ms))
 

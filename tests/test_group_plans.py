@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from kpulse.kafka.group_model import ClassicGroup, ClassicMember, ShareGroup, StreamsGroup, Subtopology
+from kpulse.kafka.group_model import (
+    ClassicGroup, ClassicMember, ShareGroup, StreamsGroup, StreamsGroupStateName, Subtopology,
+)
 from operations.errors import BadInput, Refused
 from operations.group_plans import (
     DeleteGroupPlan, GroupOffset, StreamsGroupResetPlan, input_partitions, refuse_unless_inactive, refuse_wrong_type,
@@ -15,7 +17,7 @@ from operations.group_plans import (
 from operations.offset_plan import PartitionReset, Scope, Strategy
 
 
-def streams_group(group_id: str, *subtopologies: Subtopology, state: str = "Empty") -> StreamsGroup:
+def streams_group(group_id: str, *subtopologies: Subtopology, state: StreamsGroupStateName = "Empty") -> StreamsGroup:
     return StreamsGroup(group_id, state, 3, 3, 0, subtopologies, ())
 
 

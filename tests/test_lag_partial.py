@@ -231,7 +231,7 @@ def test_a_freshness_minute_with_a_partial_worst_lag_under_the_threshold_is_no_d
 
 # --- the dashboard ---------------------------------------------------------------------------------
 
-def partial_snapshot(now: float) -> dict:
+def partial_snapshot(now: float) -> Snapshot:
     """A snapshot of one group whose lag of 1 of its 3 committed partitions is unknown."""
     collector = ConsumerLagCollector(offline_config(), batched=False)
     committed = {("t", 0): 10, ("t", 1): 20, ("t", 2): 30, ("t", 3): None}

@@ -54,7 +54,10 @@ rates (a probe record now and then). The idle ratio is a fraction of time (0..1)
 
 
 def collect(collector: BrokerMetricsCollector) -> dict:
-    section = collector.collect(CollectContext(cluster=None, now=time.time())).sections["broker_metrics"]
+    # no cluster on purpose: the collector reads its own config, not the context's
+    context = CollectContext(cluster=None, now=time.time())  # type: ignore[arg-type]
+    section = collector.collect(context).sections["broker_metrics"]
+    assert isinstance(section, dict)  # the collector's BrokerMetricsSection
     section["by_id"] = {b["broker_id"]: b for b in section["brokers"]}
     return section
 

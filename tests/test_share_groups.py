@@ -98,6 +98,7 @@ class Readings:
 
     def read(self) -> dict:
         section = self.collector.collect(CollectContext(self.cluster, time.time())).sections["share_groups"]
+        assert isinstance(section, dict)  # the collector's ShareGroups section
         assert section["unsupported"] is None
         return section
 

@@ -21,7 +21,9 @@ from collectors.streams.streams_group import (ASSIGNED, COMMITTED, MEMBER_LEFT, 
 from collectors.streams.streams_state import (GROUP_INSTANCE, REBALANCING, Episode, Transition, TransitionTracker,
                                               app_rebalance_episodes, rebalance_episodes, rebalance_summary)
 from kpulse.config.model import ClusterConfig, StreamsAppConfig
-from kpulse.kafka.group_model import GroupListing, GroupReadError, StreamsGroup, StreamsMember, Subtopology
+from kpulse.kafka.group_model import (
+    GroupListing, GroupReadError, StreamsGroup, StreamsGroupStateName, StreamsMember, Subtopology,
+)
 from kpulse.kafka.log_ends import LogEnds
 from kpulse.lake.schema import SCHEMAS
 from tests.support import free_port, official, start_streams_app
@@ -45,7 +47,7 @@ def member(member_id: str, active: dict, target: dict | None = None, epoch: int 
                          is_classic=False)
 
 
-def group(state: str = "Stable", members=(), group_epoch: int = 5, assignment_epoch: int = 5,
+def group(state: StreamsGroupStateName = "Stable", members=(), group_epoch: int = 5, assignment_epoch: int = 5,
           subtopologies=TOPOLOGY, group_id: str = APP) -> StreamsGroup:
     return StreamsGroup(group_id=group_id, state=state, group_epoch=group_epoch, assignment_epoch=assignment_epoch,
                         topology_epoch=0 if subtopologies else None, subtopologies=tuple(subtopologies),
@@ -437,7 +439,7 @@ def exported_state(app) -> tuple:
     from exporters.prometheus import SnapshotExporter
 
     exporter = SnapshotExporter()
-    exporter.update({"cluster_name": "local", "streams_apps": [app]})
+    exporter.update({"cluster_name": "local", "streams_apps": [app]})  # type: ignore[typeddict-item]  # partial on purpose
     registry = CollectorRegistry()
     registry.register(exporter)
     samples = {(s.name, s.labels.get("state")): s.value
