@@ -126,8 +126,9 @@ def topic_form(key: str, name: str, disabled: bool) -> dict[str, Any]:
 
 
 def broker_form(key: str, name: str, disabled: bool) -> dict[str, Any]:
-    snap = frame.snapshot() or {}
-    brokers = sorted({b["id"] for b in snap.get("brokers") or []} | ({int(name)} if name.isascii() and name.isdigit() else set()))
+    snap = frame.snapshot()
+    known = {b["id"] for b in (snap.get("brokers") if snap else None) or []}
+    brokers = sorted(known | ({int(name)} if name.isascii() and name.isdigit() else set()))
     left, right = st.columns(2)
     goal = left.radio("Goal", ["balance over the chosen brokers", f"drain broker {name}"], key=f"{key}-goal",
                       disabled=disabled)
@@ -146,7 +147,7 @@ def plan_reset(operations, cluster: str, name: str, values: dict[str, Any]):
         scope = plans.group_scope(values["scope"], values["topic"], _partitions(values["partitions"]))
         return operation(RESET_OFFSETS).planner(operations, cluster, name, scope, strategy)
     finally:
-        if strategy.name == "from-file":
+        if strategy.name == "from-file" and strategy.value is not None:  # the plan file written for it
             Path(strategy.value).unlink(missing_ok=True)
 
 

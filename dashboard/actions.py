@@ -17,6 +17,7 @@ quotes them as shell words.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
@@ -24,9 +25,13 @@ from dashboard import action_forms, auth, frame, literal
 from dashboard.services import plans
 from dashboard.services.sources import one_line
 from kpulse.errors import KpulseError
-from operations.access import allowed
+from operations.access import User, allowed
 from operations.reassign_plan import ReassignmentPlan
 from operations.registry import for_entity, of_entity, of_plan
+
+if TYPE_CHECKING:
+    from operations.reassign import ReassignmentStatus
+    from operations.service import Operations
 
 CONFIRM_KEY = "kpulse-confirm"
 """Session-state flag: the action key whose confirmation dialog is open."""
@@ -215,7 +220,7 @@ def reassignment_progress(plan: ReassignmentPlan, key: str) -> None:
             finished = state.get("finished")
             user = auth.user()
             operations = frame.operations()
-            status = finished or operations.verify_reassignment(user, plan)
+            status = finished or _verified(operations, user, plan)
             if status.result in ("ok", "cancelled"):
                 state["finished"] = status  # verified once: stop polling the cluster
             total = max(1, len(status.partitions))
@@ -223,9 +228,22 @@ def reassignment_progress(plan: ReassignmentPlan, key: str) -> None:
                                                   f"target · {status.result}"
                                                   + (" · throttles removed" if status.throttles_removed else ""))
             if status.result == "in-progress" and st.button("Cancel the reassignment", key=f"{key}-cancel-moves"):
+                if user is None:
+                    raise KpulseError("nobody is signed in")
                 cancelled = operations.cancel_reassignment(user, plan)
                 state["finished"] = cancelled
                 st.warning(f"reassignment {cancelled.result}: original replicas kept where moves were pending; "
                            "throttles removed")
 
     poll()
+
+
+def _verified(operations: Operations, user: User | None, plan: ReassignmentPlan) -> ReassignmentStatus:
+    """The reassignment's status, verified by a signed-in user (which removes the throttles once the
+    moves are complete); read only for a visitor, for whom the complete moves' throttles wait."""
+    if user is not None:
+        return operations.verify_reassignment(user, plan)
+    status = operations.reassigner(plan.cluster).status(plan)
+    if status.result == "ok":
+        raise KpulseError("the moves are complete; nobody is signed in to remove their throttles")
+    return status

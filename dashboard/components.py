@@ -138,10 +138,12 @@ def searched_list(key: str, table: pd.DataFrame, *, sorts: dict[str, str], searc
     search = search_col.text_input(f"Search {noun}", key=f"{key}-search", placeholder=placeholder)
     sort = sort_col.selectbox("Sort by", list(sorts), key=f"{key}-sort")
     descending = order_col.toggle("worst first", value=True, key=f"{key}-desc")
-    options = dict(search=search, search_column=search_column, sort_by=sorts[sort],
-                   descending=descending and sorts[sort] != search_column)
-    number = pager(f"{key}-page", search_sort_page(table, **options).matching)
-    page = search_sort_page(table, page=number, **options)
+
+    def found(number: int = 1) -> Page:
+        return search_sort_page(table, search=search, search_column=search_column, sort_by=sorts[sort],
+                                descending=descending and sorts[sort] != search_column, page=number)
+
+    page = found(pager(f"{key}-page", found().matching))
     st.caption(f"{page.matching} of {len(table)} {noun} match · page {page.number} of {page.pages} · "
                f"{DEFAULT_PAGE_SIZE} per page")
     return page

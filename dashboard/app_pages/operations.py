@@ -8,7 +8,8 @@ import streamlit as st
 from dashboard import actions, auth, frame, literal
 from dashboard.services import plans
 from operations.access import APPROVE, allowed
-from operations.registry import operation
+from operations.errors import BadInput
+from operations.registry import SavedPlanType, operation
 
 WINDOWS = {"1 hour": 3600, "1 day": 86400, "7 days": 7 * 86400, "30 days": 30 * 86400}
 # (comments, not attribute docstrings: Streamlit's magic would write a bare string to the page)
@@ -32,6 +33,8 @@ with frame.shown_errors("approvals"):
                                                          for r in pending if r.id == i))
         request = next(r for r in pending if r.id == chosen)
         entry = operation(request.action)
+        if not isinstance(entry.plan_type, SavedPlanType):  # a request file written by hand
+            raise BadInput(f"{request.action} does not take approval")
         plan = entry.plan_type.from_dict(request.plan)
         st.caption(entry.summary(plan, literal.markdown))
         for number, (title, table) in enumerate(entry.tables(plan).items()):

@@ -190,7 +190,7 @@ def save_ack(store: AckStore, ack: Ack, now: float, silencer: Silencer | None) -
     try:
         store.add(ack, now)
     except DashboardError:
-        if ack.silence_id is not None:  # not recorded: leave no silence nobody can end from here
+        if ack.silence_id is not None and silencer is not None:  # not recorded: leave no silence nobody can end
             try:
                 silencer.expire(ack)
             except DashboardError:
