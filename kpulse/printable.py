@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 import sys
 from contextlib import contextmanager
-from typing import TextIO
-from collections.abc import Iterator
+from typing import Any, TextIO
+from collections.abc import Iterable, Iterator
 
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 """C0 controls, DEL, C1 controls, and the marks, embeddings, overrides and isolates that change the
@@ -45,11 +45,11 @@ class VisibleStream:
         self.wrapped.write(visible(text, self.KEEP))
         return len(text)
 
-    def writelines(self, lines) -> None:
+    def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.write(line)
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.wrapped, name)
 
 

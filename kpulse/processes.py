@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,7 +132,7 @@ def _alive(process: psutil.Process) -> bool:
         return False
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.25) -> bool:
+def wait_until(predicate: Callable[[], object], timeout: float, interval: float = 0.25) -> bool:
     deadline = time.monotonic() + timeout
     while True:
         if predicate():

@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import date, datetime, UTC
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -217,7 +217,7 @@ def compact_and_downsample(fs: pafs.FileSystem, base: str, table: str, day: date
     schema = SCHEMAS[table]
     folder = Folder(minutes)
 
-    def batches():
+    def batches() -> Iterator[pa.Table]:
         for batch in _batches(fs, directory, listed.files, schema, sort=False):
             folder.add(batch)
             yield batch.sort_by(_sort_keys(schema))
@@ -252,7 +252,7 @@ ACTIONS: dict[str, Callable[..., Done]] = {"compact": compact, "clean": clean, "
 # --- the swap --------------------------------------------------------------------------------------
 
 def _swap_in(fs: pafs.FileSystem, directory: str, schema: pa.Schema, replaces: tuple[str, ...],
-             batches, expected_rows: int) -> str:
+             batches: Iterable[pa.Table], expected_rows: int) -> str:
     """Write ``batches`` as one compacted file replacing ``replaces``; check its rows; rename it
     into place (the swap). Its path."""
     name = f"{COMPACTED_PREFIX}{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}.parquet"
@@ -278,7 +278,7 @@ def _swap_in(fs: pafs.FileSystem, directory: str, schema: pa.Schema, replaces: t
     return final
 
 
-def _delete(fs: pafs.FileSystem, directory: str, names) -> None:
+def _delete(fs: pafs.FileSystem, directory: str, names: Iterable[str]) -> None:
     for name in names:
         try:
             fs.delete_file(f"{directory}/{name}")
@@ -290,7 +290,8 @@ def _sort_keys(schema: pa.Schema) -> list[tuple[str, str]]:
     return [(name, "ascending") for name in SORT_KEYS if name in schema.names] + [("time", "ascending")]
 
 
-def _batches(fs: pafs.FileSystem, directory: str, names, schema: pa.Schema, sort: bool = True):
+def _batches(fs: pafs.FileSystem, directory: str, names: Iterable[str], schema: pa.Schema,
+             sort: bool = True) -> Iterator[pa.Table]:
     """The files' rows as tables of about :data:`ROW_GROUP_ROWS` rows (with ``sort``, each sorted
     by the table's keys and time), in the contract schema (older files' missing columns as null)."""
     pending: list[pa.Table] = []
@@ -358,7 +359,7 @@ class Folder:
         }, schema=schema)
 
 
-def fold(batches, minutes: int) -> pa.Table:
+def fold(batches: Iterable[pa.Table], minutes: int) -> pa.Table:
     """All ``batches`` through one :class:`Folder`. Pure."""
     folder = Folder(minutes)
     for batch in batches:

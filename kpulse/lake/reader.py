@@ -185,7 +185,8 @@ def replaced_by(fs: pafs.FileSystem, path: str) -> frozenset[str]:
 def vanished(fs: pafs.FileSystem, path: str) -> bool:
     """Whether a file listed a moment ago is gone (a compaction or retention deleted it)."""
     try:
-        return fs.get_file_info(path).type == pafs.FileType.NotFound
+        gone: bool = fs.get_file_info(path).type == pafs.FileType.NotFound
+        return gone
     except OSError:
         return False
 
@@ -276,7 +277,7 @@ def read_table(path: str, table: str, *, since: Any = None, until: Any = None,
     return frame
 
 
-def _pandas_types() -> dict:
+def _pandas_types() -> dict[pa.DataType, Any]:
     """Nullable pandas dtypes, so a column's dtype does not depend on whether this read had a null."""
     import pandas as pd
 
@@ -442,7 +443,8 @@ def footer_rows(fs: pafs.FileSystem, path: str) -> int:
     """Rows of one Parquet file, from its footer; :class:`UnreadableFileError` when it cannot be read."""
     try:
         with fs.open_input_file(path) as source:
-            return pq.ParquetFile(source).metadata.num_rows
+            rows: int = pq.ParquetFile(source).metadata.num_rows
+            return rows
     except (OSError, pa.ArrowException) as error:
         raise UnreadableFileError(UnreadableFile(path, one_line(error))) from None
 
@@ -459,7 +461,8 @@ def time_bound(lake: str, table: str, clusters: list[str] | None, *, newest: boo
                           clusters=clusters, unreadable=unreadable, filesystem=filesystem).column("time")
         if len(times) and times.null_count < len(times):
             bound = pc.max(times) if newest else pc.min(times)
-            return bound.cast(pa.int64()).as_py()
+            micros: int = bound.cast(pa.int64()).as_py()
+            return micros
     return None
 
 

@@ -363,7 +363,7 @@ def register_tables(tables: Mapping[str, pa.Schema]) -> None:
     A built-in table may be declared only with its own schema (the built-in collectors declare
     theirs); an add-on's table must begin with ``time`` and ``cluster`` as every table does, and
     cannot be declared again with other columns. Raises :class:`LakeTableError`, registering none."""
-    fresh = {}
+    fresh: dict[str, pa.Schema] = {}
     for name, schema in tables.items():
         known = SCHEMAS.get(name)
         if known is not None:

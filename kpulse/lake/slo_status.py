@@ -140,7 +140,7 @@ def read_newest_status(lake: str, *, filesystem: pafs.FileSystem | None = None) 
 
 
 def _read(lake: str, table: str, skipped: list[reader.UnreadableFile], filesystem: pafs.FileSystem | None,
-          **bounds) -> pd.DataFrame:
+          **bounds: Any) -> pd.DataFrame:
     frame, problems = reader.read_table_with_problems(lake, table, filesystem=filesystem, **bounds)
     skipped.extend(problems)
     return frame

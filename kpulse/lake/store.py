@@ -283,7 +283,7 @@ def _micros_column(values: list[Any]) -> list[int | None]:
     kinds = set(map(type, values))
     if bool in kinds:  # True == 1 as a key: let to_micros refuse it
         return [None if value is None else to_micros(value) for value in values]
-    converted = {value: to_micros(value) for value in set(values) if value is not None}
+    converted: dict[Any, int | None] = {value: to_micros(value) for value in set(values) if value is not None}
     converted[None] = None
     return [converted[value] for value in values]
 
