@@ -8,8 +8,8 @@ requests and reads the answers.
 
 :class:`BatchedClient` builds that client on first use (the constructor connects to nothing) and
 says why it cannot be used: a client that could not be built (a token endpoint that refuses the
-OAUTHBEARER client, ...; tried again after :data:`REBUILD_AFTER_SECONDS`), brokers too old for a request. The readers then return None
-and the lag collector reads through librdkafka as before.
+OAUTHBEARER client, ...; tried again after :data:`REBUILD_AFTER_SECONDS`), brokers too old for a
+request. The readers then return None and the lag collector reads through librdkafka instead.
 """
 
 from __future__ import annotations

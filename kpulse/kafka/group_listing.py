@@ -4,15 +4,14 @@
 (``kpulse/kafka/group_describe.py``, :meth:`GroupListing.read_typed`: every type of group, in
 Kafka's spelling, as ``kafka-groups --list`` prints it).
 
-librdkafka's ListConsumerGroups waits for an answer from every broker it knows. With one broker
-down, every call ran into its timeout (15 s): on the test cluster, six cycles in a row failed and
-the lag collector was down for as long as the broker was, when lag matters most. Here every broker
-is asked at once; a broker that cannot be reached (a refused connection fails at once) is left
+librdkafka's ListConsumerGroups waits for an answer from every broker it knows: with one broker
+down, every call runs into its timeout (15 s), and the lag collector would be down for as long as
+the broker is, when lag matters most. Here every broker is asked at once; a broker that cannot be reached (a refused connection fails at once) is left
 out. Its groups are listed by the brokers their coordinators move to within seconds; meanwhile the
 groups of the last listing that no broker listed now are kept, so that a group does not vanish
 (and lose its status window) because its coordinator was on the broker that died. Once the
 controller has fenced it, the broker is gone from the broker list but its groups may not be listed
-yet (their new coordinator loads them first, which took longer than three listings on a loaded
+yet (their new coordinator loads them first, which can take longer than three listings on a loaded
 machine): it counts as not answering until every group it listed last is listed by another broker,
 or for :data:`MISSING_BROKER_SECONDS` at most (a group deleted meanwhile is not kept forever). The broker list
 is read again at every call (a Metadata request for no topics): a broker that is back, or new, is

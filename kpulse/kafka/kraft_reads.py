@@ -185,8 +185,7 @@ class KraftReader:
 
         One request, not one per topic at once: with a broker down every topic it holds a replica
         of has problem partitions, and more requests in flight than the client allows to one broker
-        (five) failed the read ("Node paused: max_in_flight"), seen on the test cluster with the demo
-        running."""
+        (five) would fail the read ("Node paused: max_in_flight")."""
         from kafka.protocol.admin import DescribeTopicPartitionsRequest as Request
 
         manager = self._manager(timeout, Request)
