@@ -49,7 +49,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from itertools import pairwise
 from typing import NamedTuple
 
-from kpulse.share_contract import SHARE_STATUS_SEVERITY, ShareStatus
+from kpulse.share_contract import SHARE_STATUS_SEVERITY, ShareStatus, ShareStatusName
 
 DEFAULT_WINDOW_SIZE = 10
 DEFAULT_MIN_OBSERVATIONS = 3
@@ -132,7 +132,7 @@ def partition_status(window: Window, has_members: bool,
     return ShareStatus.OK  # Rule 6: otherwise
 
 
-def worst(statuses: Iterable[ShareStatus | str | None]) -> str | None:
+def worst(statuses: Iterable[ShareStatus | ShareStatusName | None]) -> ShareStatusName | None:
     """The worst status of a group's partitions (``None`` ones skipped; ``None`` when none has one)."""
     names = [status.value if isinstance(status, ShareStatus) else status for status in statuses if status]
     return max(names, key=SHARE_STATUS_SEVERITY.__getitem__, default=None)
