@@ -66,7 +66,7 @@ class Grant:
 
 READ_ONLY = (Grant("CLUSTER", "kafka-cluster", "DESCRIBE"), Grant("CLUSTER", "kafka-cluster", "DESCRIBE_CONFIGS"),
              Grant("TOPIC", "*", "DESCRIBE"), Grant("GROUP", "*", "DESCRIBE"))
-"""The read-only monitoring principal of issue 26: no DescribeConfigs on topics, no Write anywhere."""
+"""The read-only monitoring principal: no DescribeConfigs on topics, no Write anywhere."""
 
 
 @dataclass(frozen=True)
