@@ -159,7 +159,8 @@ def _record_crash(config, cluster: str | None, why: str, *, pid: int, died: floa
     if mark is None or mark.pid != pid:
         lost = "it died before its first cycle"
     elif gaps:
-        lost = f"{sum(gap['rows_dropped'] for gap in gaps)} buffered row(s) lost, recorded in lake_gap"
+        dropped = sum(count for gap in gaps if isinstance(count := gap["rows_dropped"], int))
+        lost = f"{dropped} buffered row(s) lost, recorded in lake_gap"
     else:
         lost = "no buffered rows lost"
     lake = LakeWriter(config.lake.path)
