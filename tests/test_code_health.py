@@ -70,3 +70,15 @@ def test_a_snapshot_field_read_under_a_wrong_name_fails_the_checker(planted, tmp
     assert found.returncode == 1 and "brokers_upp" in found.stdout, found.stdout + found.stderr
     right = mypy(planted("dashboard/NAME_right.py", reader.replace("brokers_upp", "brokers_up")), tmp_path)
     assert right.returncode == 0, right.stdout + right.stderr
+
+
+def test_a_snapshot_field_read_with_get_under_a_wrong_name_fails_the_checker(planted, tmp_path):
+    """``.get`` on a TypedDict is checked too (scripts/mypy_typeddict_get.py): mypy alone types an
+    undeclared key's ``.get`` as ``object`` and says nothing."""
+    reader = ('"""Planted."""\n\nfrom kpulse.snapshot import ConsumerGroup\n\n\n'
+              'def lag(group: ConsumerGroup) -> object:\n'
+              '    return group.get("total_lagg")\n')
+    found = mypy(planted("dashboard/NAME.py", reader), tmp_path)
+    assert found.returncode == 1 and "total_lagg" in found.stdout, found.stdout + found.stderr
+    right = mypy(planted("dashboard/NAME_right.py", reader.replace("total_lagg", "total_lag")), tmp_path)
+    assert right.returncode == 0, right.stdout + right.stderr
