@@ -82,3 +82,17 @@ def test_a_snapshot_field_read_with_get_under_a_wrong_name_fails_the_checker(pla
     assert found.returncode == 1 and "total_lagg" in found.stdout, found.stdout + found.stderr
     right = mypy(planted("dashboard/NAME_right.py", reader.replace("total_lagg", "total_lag")), tmp_path)
     assert right.returncode == 0, right.stdout + right.stderr
+
+
+def test_every_module_named_for_strict_mode_exists():
+    """A strict section naming a module that was moved or renamed would silently check nothing."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    strict = [section["module"] for section in config["overrides"] if section.get("disallow_untyped_defs")]
+    assert strict, "no strict section in pyproject.toml"
+    for modules in strict:
+        for module in modules:
+            base = ROOT / module.removesuffix(".*").replace(".", "/")
+            found = base.is_dir() if module.endswith(".*") else base.with_suffix(".py").is_file()
+            assert found, f"{module} is named for strict mode in pyproject.toml but is not in the tree"
