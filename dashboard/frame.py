@@ -179,9 +179,9 @@ def prewarm() -> None:
     """Keep the snapshot's caches warm while the dashboard is in use: a thread parses each new
     snapshot as the collectors write it (every collection interval) and builds the group and topic
     tables pages derive from it, and reads the topic metadata every :data:`METADATA_SECONDS`, so a
-    page load after a new snapshot or period does not wait for that (at 10,000 groups a 34 MB
-    snapshot: 0.3-0.5 s to parse, more under load; at 20,000 partitions the metadata and the Topics
-    page's tables about as long). Only for the configured sources (tests that inject their own
+    page load after a new snapshot or period does not wait for that (parsing a large snapshot
+    and building the Topics page's tables take a noticeable part of a second: docs/performance.md,
+    "The dashboard at scale"). Only for the configured sources (tests that inject their own
     start no thread)."""
     _last_visit[0] = time.time()
     if st.session_state.get(SOURCES_KEY) is None:
@@ -303,8 +303,7 @@ def _topic_catalog(_admin_client: ClusterAdmin, source: str, cluster_name: str, 
 
 def topic_catalog() -> tuple[pd.DataFrame, pd.DataFrame]:
     """(every partition, every topic) as the Topics page's frames (``services.topics``), from the
-    Admin API's metadata, built once per 30 s: at 20,000 partitions building them was most of a
-    rerun (read-only: do not mutate)."""
+    Admin API's metadata, built once per 30 s, not on every rerun (read-only: do not mutate)."""
     src = sources()
     return _topic_catalog(admin(), src.config.source, cluster(), id(src.admin_factory),
                           _bucket(now(), METADATA_SECONDS))

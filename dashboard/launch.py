@@ -1,9 +1,9 @@
 """``kpulse dashboard``: run ``streamlit run dashboard/app.py`` on the config's dashboard host and
 port, headless, telemetry off, no file watching, no traceback in the browser (as a backstop:
 pages already turn errors into one line), and no full garbage collection after every script run
-(``runner.postScriptGC``: with a 10,000-group snapshot and its tables cached, millions of objects,
-each ``gc.collect(2)`` took 0.5-1 s after the page's script had finished, holding the interpreter
-while the browser waited; Python's own collections still run)."""
+(``runner.postScriptGC``: with a large snapshot and its tables cached, millions of objects, a full
+collection after each run holds the interpreter while the browser waits, docs/performance.md;
+Python's own collections still run)."""
 
 from __future__ import annotations
 

@@ -27,8 +27,8 @@ Granularity (``exporter.granularity``, as kminion's ``minion.consumerGroups.gran
 consumer and share groups (:data:`PARTITION_SERIES`), which at 10,000 groups of 10 partitions are
 most of the page.
 
-At that scale building prometheus_client's families on every scrape took 8-10 s (55 MB of text):
-:meth:`SnapshotExporter.text` renders the exposition once per snapshot, in a thread of its own as
+At that scale building prometheus_client's families on every scrape is too slow for a scrape
+interval (docs/performance.md, "The exporter at scale"): :meth:`SnapshotExporter.text` renders the exposition once per snapshot, in a thread of its own as
 soon as the snapshot is in, and every scrape is served the newest rendered bytes (:func:`serve`, the
 server ``kpulse collect`` starts).
 :meth:`SnapshotExporter.collect` still yields the same series as families, for a registry.

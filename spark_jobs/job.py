@@ -19,8 +19,8 @@ it once as a ``lake_gap`` row (``kpulse.lake.reader.record_unreadable``).
 Spark distributes the work (``tasks.py``): one task per day of the recomputed range turns samples into
 per-minute counts, then one task per shard of ``(cluster, slo, entity)`` keys fills no-data
 minutes and rolls up the windows. Inside a task the arithmetic is vectorised with pyarrow and
-NumPy; on two cores Spark SQL's hash aggregation and window operators took 3-5 times as long
-(README, "SLOs"). Tasks write to a staging area; the driver replaces the hours only after
+NumPy, which is faster than Spark SQL's hash aggregation and window operators for these
+transforms (docs/performance.md, "The SLO job"). Tasks write to a staging area; the driver replaces the hours only after
 every task succeeded, so a failed run changes nothing. ``slo_status`` is replaced last, hour by
 hour in time order: its newest time is where the next run starts, and a run killed while it
 replaces them leaves every hour before the one it was moving, so the next run completes it.

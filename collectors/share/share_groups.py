@@ -38,16 +38,16 @@ SHARE = "share"
 DEFAULT_TIMEOUT_SECONDS = 10.0
 DEFAULT_READ_BUDGET_SECONDS = 1.0
 """A 4.3.1 broker answers DescribeShareGroupOffsets only after asking its share coordinator and the
-partitions' leaders: seconds for 50 groups here. A cycle waits at most this long (and no longer than its
+partitions' leaders, which can take seconds. A cycle waits at most this long (and no longer than its
 other collectors run), then shows the last reading."""
 DEFAULT_READ_PACING = 3.0
 """After a reading that took d seconds, the next is asked no sooner than ``DEFAULT_READ_PACING`` x d
 after it ended: the brokers spend at most a quarter of the time answering kpulse's share reads.
-DescribeShareGroupOffsets is the most expensive read kpulse makes: measured on the bench's cluster,
-50 groups x 50 partitions cost the three brokers 1.7 CPU seconds per answer, and asked again as soon
-as answered it held them busy all the time, slowing every other read of the cycle. A reading
-answered in 0.3 s is asked again every cycle (at the default 10 s); one that takes 5 s, every 20 s,
-and the cycles between show the last reading with its time."""
+DescribeShareGroupOffsets is the most expensive read kpulse makes (its cost on the brokers:
+docs/performance.md); asked again as soon as answered it would keep them busy all the time and slow
+every other read of the cycle. A reading answered in 0.3 s is asked again every cycle (at the
+default 10 s); one that takes 5 s, every 20 s, and the cycles between show the last reading with its
+time."""
 OTHERS_POLL_SECONDS = 0.02
 """How often a cycle waiting for the share groups' answer looks whether its other collectors are done."""
 

@@ -153,9 +153,9 @@ def consumer_rows_by_topic(snapshot: Snapshot | None) -> dict[str, list[dict[str
     KIP-848, Streams) by their committed partitions, share groups by the partitions whose start offset the broker reports. ``lag`` sums the lag of
     the group's partitions on that topic whose lag is known (a lower bound when
     ``lag_unknown_partitions`` > 0); ``status`` is the worst of those partitions'; ``page`` links
-    to the group's page. Built once per snapshot: one pass over every group partition (0.15 s at
-    100,000 group partitions; a table per topic for 1,000 topics took 1.4 s more, so the table is
-    made only for the topic shown)."""
+    to the group's page. Built once per snapshot in one pass over every group partition; the
+    table itself is made only for the topic shown (a table for every topic costs more than the
+    pass: docs/performance.md, "The dashboard at scale")."""
     if snapshot is None:
         return {}
     rows: dict[str, dict[str, dict[str, Any]]] = {}

@@ -15,14 +15,13 @@ Cost per cycle does not grow with one request per partition:
   (``kpulse/kafka/log_ends.py``); where that cannot be used, librdkafka's ListOffsets, which it
   splits into one request per partition leader. The partitions go in chunks of
   ``LIST_OFFSETS_CHUNK``, all in flight at once: librdkafka's cost for one call grows with the
-  square of its partition count (10,000 partitions in one call: 0.41 s; in chunks of 1,000:
-  0.14 s of CPU; of 250: 0.11 s). Each chunk is one future, not one per partition (see
+  square of its partition count (the figures per chunk size: docs/performance.md). Each chunk is one future, not one per partition (see
   :func:`list_log_ends`), and a :class:`RequestCache` keeps a chunk's request objects from one
   cycle to the next.
 
 The log ends of the partitions consumed at the previous reading (``expected``) are asked for
-first, from a thread of their own (sending them blocks the caller for librdkafka's leader lookup,
-~0.05-0.1 s at 10,000 partitions), so that ListOffsets is answered while the OffsetFetch requests
+first, from a thread of their own (sending them blocks the caller for librdkafka's leader lookup),
+so that ListOffsets is answered while the OffsetFetch requests
 are; only partitions consumed since are read afterwards. DescribeGroups overlaps the OffsetFetch
 requests too.
 """
