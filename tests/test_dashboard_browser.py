@@ -100,8 +100,9 @@ def running(config_file):
         stop_process(collect)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser():
+    """One Chromium for the module's tests (each opens the pages it reads)."""
     chromium = Browser(DEVTOOLS_PORT)
     yield chromium
     chromium.close()
