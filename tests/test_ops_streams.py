@@ -275,13 +275,18 @@ def test_a_running_streams_protocol_application_is_refused_though_librdkafka_sho
 
 
 def committed_once_it_has(admin, group: str, timeout: float = 90) -> dict:
-    """The group's committed offsets once it has some (a Streams application commits every
-    ``commit.interval.ms``, 30 s by default)."""
+    """The group's committed offsets once it has some on every partition of the input topic and
+    they stand still over more than a commit interval (tests/java/StreamsProtocolApp.java commits
+    every second instead of Kafka Streams' 30 s): every record processed, nothing left to commit."""
     deadline = time.monotonic() + timeout
-    while not (offsets := committed(admin, group)):
-        assert time.monotonic() < deadline, f"{group} committed nothing"
-        time.sleep(0.5)
-    return offsets
+    previous: dict = {}
+    while True:
+        offsets = committed(admin, group)
+        if offsets and offsets == previous and {(IN, 0), (IN, 1)} <= set(offsets):
+            return offsets
+        assert time.monotonic() < deadline, f"{group} committed nothing, or kept committing: {offsets}"
+        previous = offsets
+        time.sleep(1.5)
 
 
 def test_an_offset_reset_of_a_running_streams_protocol_group_is_refused_before_any_commit(

@@ -27,6 +27,7 @@ public final class StreamsProtocolApp {
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 1000);  // its first commit within seconds, not 30 s
 
         StreamsBuilder builder = new StreamsBuilder();
         builder.<String, String>stream(args[2])
