@@ -6,6 +6,7 @@ and a lagging voter (the alerts firing), and restarted to full health."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 import re
 import time
 from types import SimpleNamespace
@@ -290,6 +291,8 @@ def test_a_killed_broker_gives_elr_as_kafka_topics_shows_it_and_fires_fenced_bro
     # min.insync.replicas 3 of 3: one broker lost takes every partition under min ISR, and the
     # controller moves the lost replica from the ISR to the ELR (KIP-966, on by default in 4.x)
     create_topic(admin, topic, 3, 3, config={"min.insync.replicas": "3"})
+    # a dead voter is not caught up for more than kraft.voter_lag_seconds within 5 s, not the module's 20
+    cluster_config = replace(cluster_config, kraft=replace(cluster_config.kraft, voter_lag_seconds=5))
     metadata, metrics = ClusterMetadataCollector(cluster_config), BrokerMetricsCollector(cluster_config)
     survivors = ",".join(n.bootstrap for n in local_cluster.layout.nodes if n.node_id != victim)
     before = snapshot_of(metadata, metrics, cluster_config)
@@ -322,7 +325,7 @@ def test_a_killed_broker_gives_elr_as_kafka_topics_shows_it_and_fires_fenced_bro
 
         def fenced_and_lagging_fire():
             """Both conditions hold in a real snapshot (broker.session.timeout.ms is 4 s on the local
-            cluster: fenced within seconds; the voter not caught up for kraft.voter_lag_seconds, 20 s),
+            cluster: fenced within seconds; the voter not caught up for kraft.voter_lag_seconds, 5 s here),
             and the alerts fire once the rules' holds have passed: the same snapshot evaluated again
             at a time past the longest hold (the state's clock is the snapshot's time), instead of
             waiting out 60 s of wall-clock time with the broker down."""
