@@ -360,11 +360,14 @@ def classic_consumer(bootstrap: str, group: str, topics: list[str], settings: di
     return polling_consumer(bootstrap, group, topics, protocol="classic", settings=settings)
 
 
-def set_share_auto_offset_reset(bootstrap: str, group: str, reset: str = "earliest") -> None:
+def set_share_auto_offset_reset(bootstrap: str, group: str, reset: str = "earliest", **configs: str) -> None:
     """``share.auto.offset.reset`` of share group ``group`` (a share group starts at the log end
-    without it), through ``kafka-configs --entity-type groups``."""
+    without it), and the group's other ``configs`` (``share_record_lock_duration_ms="15000"`` for
+    ``share.record.lock.duration.ms``), through ``kafka-configs --entity-type groups``."""
+    settings = {"share.auto.offset.reset": reset, **{key.replace("_", "."): value for key, value in configs.items()}}
     result = run_tool("kafka-configs", ["--bootstrap-server", bootstrap, "--alter", "--entity-type", "groups",
-                                        "--entity-name", group, "--add-config", f"share.auto.offset.reset={reset}"])
+                                        "--entity-name", group, "--add-config",
+                                        ",".join(f"{key}={value}" for key, value in settings.items())])
     assert result.returncode == 0, result.stdout + result.stderr
 
 

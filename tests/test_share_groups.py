@@ -49,8 +49,10 @@ HUNG_CONSUMER = textwrap.dedent("""\
 @contextmanager
 def hung_share_consumer(bootstrap: str, group: str, topic: str):
     """A confluent-kafka share consumer of ``group`` that polls until it gets records and then hangs
-    (its background thread keeps it a member for ``max.poll.interval.ms``, 5 min); killed at the end."""
-    set_share_auto_offset_reset(bootstrap, group)
+    (its background thread keeps it a member for ``max.poll.interval.ms``, 5 min); killed at the end.
+    The official tool shows the group's lag once the records' acquisition lock has expired unacknowledged
+    (the share partition writes its state then): the group's lock is the broker's minimum, 15 s, not 30 s."""
+    set_share_auto_offset_reset(bootstrap, group, share_record_lock_duration_ms="15000")
     process = subprocess.Popen([sys.executable, "-c", HUNG_CONSUMER, bootstrap, group, topic],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
