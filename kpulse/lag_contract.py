@@ -9,7 +9,7 @@ worst; the order is the severity order (:attr:`PartitionStatus.severity`):
 =======  ==================================================================================
 OK       the consumer keeps up: caught up at least once in the window, or its lag does not grow
 WARN     the lag never went down across the window and grew overall
-REWIND   the committed offset went backwards (usually an operator's offset reset)
+REWIND   the committed offset went back and is not yet back where it was (usually a reset)
 STALL    members present, but the committed offset does not move
 STOP     no members, and the committed offset does not move: nobody consumes
 ERR      STALL or STOP that has lasted (``lag.err_after_seconds``, default 15 min)

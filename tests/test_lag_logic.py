@@ -15,7 +15,7 @@ from collectors.lag.lag_math import (
 )
 from collectors.lag.lag_status import (
     OffsetObservation, PartitionWindow, StatusTracker, caught_up_once, evaluate_partition, lag_growing,
-    no_observation, offset_rewound, offset_unchanged, stalled, stopped, stuck_too_long, too_few_observations,
+    no_observation, offset_unchanged, rewind_not_recovered, stalled, stopped, stuck_too_long, too_few_observations,
     worst_status,
 )
 from kpulse.lag_contract import PartitionStatus
@@ -251,18 +251,25 @@ def _window(committed, log_end, start=0.0, step=10.0):
 @pytest.mark.parametrize("committed, log_end, has_members, expected", [
     # Rule 0: no observation -> None
     pytest.param([], [], True, None, id="no observation has no status"),
-    # Rule 1: the lag is 0 in any observation of the window (caught up at least once) -> OK
-    pytest.param([10, 20, 30], [10, 40, 60], True, OK, id="zero lag beats growing lag"),
-    pytest.param([50, 50, 50], [50, 60, 70], True, OK, id="zero lag beats stall"),
-    pytest.param([50, 50, 50], [50, 60, 70], False, OK, id="zero lag beats stop"),
-    pytest.param([100], [100], True, OK, id="one caught-up observation is enough for OK"),
-    # Rule 2: fewer than min_observations (3) observations -> None
-    pytest.param([100, 110], [150, 170], True, None, id="two lagging observations are too few"),
-    # Rule 3: the committed offset decreased between two consecutive observations -> REWIND
+    # Rule 1: lag > 0 now and the committed offset below the highest of the window (a rewind not yet
+    # recovered) -> REWIND
     pytest.param([100, 120, 90, 110], [200, 210, 220, 230], True, REWIND, id="rewind"),
     pytest.param([100, 90, 95], [150, 150, 160], True, REWIND, id="rewind beats growing lag"),
     pytest.param([100, 80, 80, 80], [150, 160, 170, 180], True, REWIND, id="rewind beats the stall after it"),
     pytest.param([100, 80, 80, 80], [150, 160, 170, 180], False, REWIND, id="rewind beats the stop after it"),
+    pytest.param([100, 200, 50, 60], [100, 250, 260, 270], True, REWIND, id="rewind beats zero lag before it"),
+    pytest.param([100, 50], [150, 150], True, REWIND, id="two observations show a rewind"),
+    pytest.param([100, 120, 90, 130], [200, 210, 220, 230], True, OK, id="past the offset it rewound from: rules 2-8"),
+    pytest.param([100, 120, 90, 120, 120], [110, 130, 140, 170, 180], True, WARN,
+                 id="back at the offset it rewound from: rules 2-8"),
+    pytest.param([100, 120, 90, 100], [200, 210, 220, 100], True, OK, id="no lag now: rules 2-8"),
+    # Rule 2: the lag is 0 in any observation of the window (caught up at least once) -> OK
+    pytest.param([10, 20, 30], [10, 40, 60], True, OK, id="zero lag beats growing lag"),
+    pytest.param([50, 50, 50], [50, 60, 70], True, OK, id="zero lag beats stall"),
+    pytest.param([50, 50, 50], [50, 60, 70], False, OK, id="zero lag beats stop"),
+    pytest.param([100], [100], True, OK, id="one caught-up observation is enough for OK"),
+    # Rule 3: fewer than min_observations (3) observations -> None
+    pytest.param([100, 110], [150, 170], True, None, id="two lagging observations are too few"),
     # Rule 4: committed offset unchanged for longer than err_after_seconds -> ERR
     #   (cases in test_stuck_partition_escalates_to_err: they need the time the offset got stuck)
     # Rule 5: committed offset unchanged across the window, group has active members -> STALL
@@ -301,14 +308,19 @@ def test_stuck_partition_escalates_to_err(stuck_since, now, has_members, expecte
 @pytest.mark.parametrize("rule, committed, log_end, matches", [
     pytest.param(no_observation, [], [], True, id="rule 0: an empty window"),
     pytest.param(no_observation, [100], [150], False, id="rule 0: one observation"),
-    pytest.param(caught_up_once, [100, 110], [150, 110], True, id="rule 1: the last observation caught up"),
-    pytest.param(caught_up_once, [100, 110], [101, 111], False, id="rule 1: one record behind throughout"),
+    pytest.param(rewind_not_recovered, [100, 120, 90, 110], [200, 210, 220, 230], True, id="rule 1: down once"),
+    pytest.param(rewind_not_recovered, [100, 100, 120], [150, 160, 180], False, id="rule 1: repeated, never down"),
+    pytest.param(rewind_not_recovered, [100, 120, 90, 120], [200, 210, 220, 230], False,
+                 id="rule 1: down, then back at the offset it went down from"),
+    pytest.param(rewind_not_recovered, [100, 130, 140, 90, 150, 120], [200] * 6, True,
+                 id="rule 1: a second rewind after the first one recovered"),
+    pytest.param(rewind_not_recovered, [100, 120, 90], [200, 210, 90], False, id="rule 1: down, but no lag now"),
+    pytest.param(caught_up_once, [100, 110], [150, 110], True, id="rule 2: the last observation caught up"),
+    pytest.param(caught_up_once, [100, 110], [101, 111], False, id="rule 2: one record behind throughout"),
     pytest.param(partial(too_few_observations, min_observations=3), [100, 110], [150, 170], True,
-                 id="rule 2: two of three"),
+                 id="rule 3: two of three"),
     pytest.param(partial(too_few_observations, min_observations=3), [100, 110, 120], [150, 170, 190], False,
-                 id="rule 2: three of three"),
-    pytest.param(offset_rewound, [100, 120, 90, 110], [200, 210, 220, 230], True, id="rule 3: down once"),
-    pytest.param(offset_rewound, [100, 100, 120], [150, 160, 180], False, id="rule 3: repeated, never down"),
+                 id="rule 3: three of three"),
     pytest.param(offset_unchanged, [100, 100, 100], [150, 160, 170], True, id="rules 4 to 6: the same offset"),
     pytest.param(offset_unchanged, [100, 90, 100], [150, 160, 170], False,
                  id="rules 4 to 6: back where it started is not unchanged"),

@@ -346,17 +346,19 @@ class LagArrays:
         lags, committed = self._lags[rows], self._committed[rows]
         status = np.zeros(len(rows), np.int8)
         undecided = entries > 0  # Rule 0: no observation, no status
-        caught_up = undecided & ((lags == 0) & used).any(axis=1)  # Rule 1
+        highest = np.where(used, committed, np.iinfo(np.int64).min).max(axis=1)
+        rewound = undecided & (lags[:, -1] > 0) & (committed[:, -1] < highest)  # Rule 1
+        status[rewound] = _REWIND
+        undecided &= ~rewound
+        caught_up = undecided & ((lags == 0) & used).any(axis=1)  # Rule 2
         status[caught_up] = _OK
-        undecided &= ~caught_up & (entries >= self.min_observations)  # Rule 2: too few, no status
+        undecided &= ~caught_up & (entries >= self.min_observations)  # Rule 3: too few, no status
         pairs = used[:, :-1]  # both cells of a pair are used when the left one is
-        fell = ((committed[:, 1:] < committed[:, :-1]) & pairs).any(axis=1)  # Rule 3
-        status[undecided & fell] = _REWIND
-        undecided &= ~fell
         first = np.minimum(width - entries, width - 1)
         r = np.arange(len(rows))
-        first_committed, first_time = committed[r, first], self._observed[rows, first]
-        stuck = undecided & (first_committed == committed[:, -1])  # never fell (rule 3), so: never moved
+        first_time = self._observed[rows, first]
+        lowest = np.where(used, committed, _UNUSED).min(axis=1)
+        stuck = undecided & (lowest == highest)  # never moved
         stuck_since = self._stuck_since[rows]
         since = np.where(np.isnan(stuck_since), first_time, np.minimum(stuck_since, first_time))
         err = stuck & (now - since > self.err_after_seconds)  # Rule 4

@@ -19,10 +19,12 @@ Rules, evaluated top to bottom over the window of one partition; the first that 
 rule  condition                                                                  status
 ====  =========================================================================  ==========
 0     no observation                                                             ``None``
-1     the lag is 0 in any observation of the window (caught up at least once)    OK
-2     fewer than ``min_observations`` (default 3) observations                   ``None``
-3     the committed offset decreased between two consecutive observations        REWIND
-4     committed offset unchanged across the window (lag > 0 by rule 1) and it
+1     the lag is > 0 in the newest observation and the committed offset is
+      below the highest it reached in the window: it went back and has not yet
+      returned to the offset it went back from                                   REWIND
+2     the lag is 0 in any observation of the window (caught up at least once)    OK
+3     fewer than ``min_observations`` (default 3) observations                   ``None``
+4     committed offset unchanged across the window (lag > 0 by rule 2) and it
       has been unchanged for longer than ``err_after_seconds`` (default 900 s)   ERR
 5     committed offset unchanged across the window, group has active members     STALL
 6     committed offset unchanged across the window, group has no members         STOP
@@ -45,8 +47,18 @@ Differences from Burrow, on purpose:
 * WARN: Burrow warns when the lag never decreased, which also flags a perfectly flat non-zero lag
   of a consumer that keeps pace; kpulse also requires that the lag grew (DOMAIN: "lag keeps
   growing"). With polling, a healthy consumer's lag is rarely exactly 0 but goes up and down.
-* Rule 2: a partition seen fewer than ``min_observations`` times has no status (``None``), not OK
-  (no data is not good), unless rule 1 already shows it caught up.
+* REWIND (rule 1) is Burrow's current rule (``checkIfOffsetsRewind`` and ``checkIfRewindRecovered``):
+  a rewind counts only until the consumer is back at (or past) the offset it rewound from; it counts
+  even when the lag was 0 earlier in the window (a consumer at the log end reset to the earliest
+  offset), and only while there is lag now. One difference: Burrow looks at the *first* decrease in
+  the window only, so a second rewind after the consumer recovered from a first one goes unreported
+  until the first leaves the window; kpulse counts any rewind not yet recovered, which comes down to
+  "the committed offset is below the highest of the window". ``tests/test_lag_status_burrow.py``
+  runs Burrow's own table of cases through these rules: REWIND agrees on every case, and each
+  other answer that differs is one of the differences named here.
+* Rule 3: a partition seen fewer than ``min_observations`` times has no status (``None``), not OK
+  (no data is not good), unless rule 1 or 2 already decides (two observations show a rewind; one
+  shows a caught-up consumer). Burrow has no minimum of commits.
 
 Group status is the worst status of its partitions by this severity ranking (``None`` partitions
 are skipped; ``None`` when no partition has a status; names and order: ``kpulse/lag_contract.py``):
@@ -103,25 +115,29 @@ def no_observation(window: Window) -> bool:
     return not window
 
 
+def rewind_not_recovered(window: Window) -> bool:
+    """Rule 1: the lag is > 0 in the newest observation and its committed offset is below the highest
+    of the window: the consumer went back and has not yet returned to the offset it went back from
+    -> REWIND. Once it is back there (or past it), the rewind no longer counts and the later rules
+    judge the window."""
+    newest = window[-1]
+    return newest.lag > 0 and newest.committed < max(observation.committed for observation in window)
+
+
 def caught_up_once(window: Window) -> bool:
-    """Rule 1: the lag is 0 in any observation of the window (caught up at least once) -> OK."""
+    """Rule 2: the lag is 0 in any observation of the window (caught up at least once) -> OK."""
     return any(observation.lag == 0 for observation in window)
 
 
 def too_few_observations(window: Window, min_observations: int) -> bool:
-    """Rule 2: fewer than ``min_observations`` observations -> no status (``None``): no data is not
+    """Rule 3: fewer than ``min_observations`` observations -> no status (``None``): no data is not
     good data."""
     return len(window) < min_observations
 
 
-def offset_rewound(window: Window) -> bool:
-    """Rule 3: the committed offset decreased between two consecutive observations -> REWIND."""
-    return any(later.committed < earlier.committed for earlier, later in pairwise(window))
-
-
 def offset_unchanged(window: Window) -> bool:
     """The committed offset is the same in every observation of the window: the condition that rules
-    4, 5 and 6 share (the lag is > 0 throughout, or rule 1 would have matched)."""
+    4, 5 and 6 share (the lag is > 0 throughout, or rule 2 would have matched)."""
     return all(observation.committed == window[0].committed for observation in window)
 
 
@@ -171,12 +187,12 @@ def evaluate_partition(observations: Window, now: float, has_members: bool, *,
     window = observations
     if no_observation(window):  # Rule 0
         return None
-    if caught_up_once(window):  # Rule 1
-        return PartitionStatus.OK
-    if too_few_observations(window, min_observations):  # Rule 2
-        return None
-    if offset_rewound(window):  # Rule 3
+    if rewind_not_recovered(window):  # Rule 1
         return PartitionStatus.REWIND
+    if caught_up_once(window):  # Rule 2
+        return PartitionStatus.OK
+    if too_few_observations(window, min_observations):  # Rule 3
+        return None
     if stuck_too_long(window, now, stuck_since, err_after_seconds):  # Rule 4
         return PartitionStatus.ERR
     if stalled(window, has_members):  # Rule 5
