@@ -25,7 +25,17 @@ With B = 1 - target the error budget, and over a window w with good_w of valid_w
 - time to exhaustion = remaining * T / BR_1h: how long the rest of the budget lasts at the last
   hour's burn; null when nothing burns or nothing is left.
 - alerts: the SRE workbook's multiwindow, multi-burn-rate conditions below; both windows of a
-  condition must burn faster than its factor.
+  condition must burn faster than its factor. A condition is a share of the SLO window's budget
+  spent within its long window (2 % in 1h, 5 % in 6h, 10 % in 1d, 10 % in 3d), so its factor
+  scales with the window as Sloth scales it: factor = share x T / long window
+  (:func:`burn_rate_factor`; 30 days: 14.4, 6, 3, 1; 28 days: 13.44, 5.6, 2.8, 0.933). The
+  exported Prometheus rules (``rules.py``) use the same factors.
+
+  Difference from Sloth, on purpose: Sloth ships these shares for 28 and 30 days only and refuses
+  any other window unless given a catalog of its own; kpulse applies them to every window it
+  accepts (1h and up). Below 30 days the factors fall, and under 1 a condition is met while the
+  budget burns slower than the window allows: the 3d ticket's at 28 days already (as in Sloth),
+  the 6h page's below 5 days, the 1h page's below about 2. Page on SLOs of 28 days or more.
 
 NaN stands for null throughout; a comparison with NaN is false, so no data never raises an alert.
 """
@@ -46,22 +56,39 @@ BURN_WINDOWS: dict[str, int] = {"5m": 5, "30m": 30, "1h": 60, "2h": 120, "6h": 3
 CURRENT_BURN_WINDOW = "1h"
 
 
+def burn_rate_factor(budget_percent: float, window_minutes: np.ndarray | float,
+                     long_window_minutes: float) -> np.ndarray | float:
+    """The burn rate that spends ``budget_percent`` % of an SLO window's error budget within
+    ``long_window_minutes``: the share of the window's hours to spend, over the long window's hours.
+    Sloth's ``getBurnRateFactor`` (``internal/alert/window.go``), in the same order of operations,
+    so the floats are Sloth's (28 days, 5 % over 6h: 5.6000000000000005)."""
+    hours_to_spend = budget_percent * (window_minutes / 60) / 100
+    return hours_to_spend / (long_window_minutes / 60)
+
+
 @dataclass(frozen=True)
 class AlertCondition:
     name: str
     severity: str
     long_window: str
     short_window: str
-    factor: float
-    """Burn rate both windows must exceed; with a 30-day window, 14.4 spends 2 % of the budget in 1 h."""
+    budget_percent: float
+    """Share of the SLO window's error budget, in %, that burning at :meth:`factor` spends within the
+    long window."""
+
+    def factor(self, window_minutes: np.ndarray | float) -> np.ndarray | float:
+        """Burn rate both windows must exceed for an SLO window of ``window_minutes`` (30 days: the
+        workbook's 14.4, 6, 3, 1)."""
+        return burn_rate_factor(self.budget_percent, window_minutes, BURN_WINDOWS[self.long_window])
 
 
 ALERT_CONDITIONS = (
-    AlertCondition("page_1h_5m", "page", "1h", "5m", 14.4),
-    AlertCondition("page_6h_30m", "page", "6h", "30m", 6.0),
-    AlertCondition("ticket_1d_2h", "ticket", "1d", "2h", 3.0),
-    AlertCondition("ticket_3d_6h", "ticket", "3d", "6h", 1.0),
+    AlertCondition("page_1h_5m", "page", "1h", "5m", 2),
+    AlertCondition("page_6h_30m", "page", "6h", "30m", 5),
+    AlertCondition("ticket_1d_2h", "ticket", "1d", "2h", 10),
+    AlertCondition("ticket_3d_6h", "ticket", "3d", "6h", 10),
 )
+"""The SRE workbook's conditions, as Sloth's default windows (``google-28d.yaml``, ``google-30d.yaml``)."""
 SEVERITIES = ("ticket", "page")
 """Alert levels, least severe first."""
 
@@ -139,11 +166,13 @@ def time_to_exhaustion_seconds(remaining: np.ndarray, current_burn: np.ndarray, 
     return np.where((current_burn > 0) & (remaining > 0), lasts, np.nan)
 
 
-def conditions_met(burn: dict[str, np.ndarray]) -> np.ndarray:
-    """A bit mask per row: bit i set when ``ALERT_CONDITIONS[i]`` is met."""
+def conditions_met(burn: dict[str, np.ndarray], window_minutes: np.ndarray) -> np.ndarray:
+    """A bit mask per row: bit i set when ``ALERT_CONDITIONS[i]`` is met, at the factors of the row's
+    SLO window (``window_minutes``)."""
     mask = np.zeros(len(next(iter(burn.values()))), dtype=np.int64)
     for bit, condition in enumerate(ALERT_CONDITIONS):
-        met = (burn[condition.long_window] > condition.factor) & (burn[condition.short_window] > condition.factor)
+        factor = condition.factor(window_minutes)
+        met = (burn[condition.long_window] > factor) & (burn[condition.short_window] > factor)
         mask |= met.astype(np.int64) << bit
     return mask
 

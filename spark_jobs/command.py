@@ -45,7 +45,7 @@ def run_command(args: argparse.Namespace, config) -> int:
     definitions = load_definitions(args.definitions)
     if args.action == "check":
         print(f"{definitions.source}: {len(definitions.slos)} SLO(s) OK, lateness {definitions.lateness_minutes}m")
-        from spark_jobs.burn import allowed_bad_slices, default_min_events
+        from spark_jobs.burn import ALERT_CONDITIONS, allowed_bad_slices, default_min_events
 
         for slo in definitions.slos:
             if slo.budgeting_method == "Timeslices":
@@ -53,9 +53,11 @@ def run_command(args: argparse.Namespace, config) -> int:
             else:
                 least = slo.min_events or definitions.min_events or int(default_min_events(slo.target))
                 budget = f", pages from {least:,} events"
+            factors = "/".join(f"{round(float(c.factor(slo.window_minutes)), 2):g}" for c in ALERT_CONDITIONS)
             print(f"  {slo.name:<24} {slo.scope:<15} {slo.indicator:<30} {slo.budgeting_method:<11} "
                   f"{slo.target:g} over {slo.window}{budget}"
-                  + (f", {len(slo.overrides)} override(s)" if slo.overrides else ""))
+                  + (f", {len(slo.overrides)} override(s)" if slo.overrides else "")
+                  + f", burn-rate alerts at {factors}")
         return 0
     if args.action == "export-rules":
         from spark_jobs.rules import rules_yaml

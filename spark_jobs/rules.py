@@ -3,7 +3,8 @@ over the metrics kpulse's exporter serves, for users who evaluate SLOs in Promet
 
 Per SLO: ``kpulse_slo:bad_sample`` (1 for a bad sample, 0 for a good one), its average over each
 burn window (``kpulse_slo:error_ratio_rate5m`` ... ``_rate3d``, long windows averaged from the 5m
-series), and the SRE workbook's page and ticket alerts. Differences from the Spark job, by
+series), and the SRE workbook's page and ticket alerts at the factors of the SLO's window (the
+job's, ``burn.AlertCondition.factor``). Differences from the Spark job, by
 construction: samples are Prometheus scrapes rather than minutes, a Streams rebalance is not
 tolerated, and probe availability averages per-scrape ratios.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import yaml
 
 from spark_jobs import burn
@@ -44,6 +46,12 @@ def literal_regex(value: str) -> str:
     return _RE2_SPECIAL.sub(r"\\\1", value)
 
 
+def factor_text(factor: float) -> str:
+    """A burn-rate factor as Sloth writes it in its rules (Go's shortest form: 14.4, 6,
+    0.9333333333333333), so that the rules compare with the SLO job's factor exactly."""
+    return np.format_float_positional(factor, trim="-")
+
+
 def _variants(slo: SloDefinition) -> list[tuple[str, dict, float, dict]]:
     """(selector, params, target, extra labels): one per overridden entity, and one for every other
     entity."""
@@ -73,7 +81,7 @@ def rule_groups(definitions: SloDefinitions) -> list[dict]:
                 clauses = []
                 for c in (c for c in burn.ALERT_CONDITIONS if c.severity == severity):
                     matchers = ",".join(filter(None, [f'slo="{slo.name}"', selector]))
-                    limit = f"({c.factor:g} * {1 - target:.6g})"
+                    limit = f"({factor_text(float(c.factor(slo.window_minutes)))} * {1 - target:.6g})"
                     clauses.append(f"(kpulse_slo:error_ratio_rate{c.long_window}{{{matchers}}} > {limit} and "
                                    f"kpulse_slo:error_ratio_rate{c.short_window}{{{matchers}}} > {limit})")
                 alerts.append({

@@ -89,7 +89,7 @@ def status(minutes: pa.Table, definitions: SloDefinitions, eval_from: int, eval_
     budget_status = burn.budget_status(timeslices, remaining, valid_window, min_events)
     too_few = budget_status == burn.BUDGET_STATUSES.index("too_few_events")
     levels, names = burn.alert_labels()
-    met = np.where(too_few, 0, burn.conditions_met(rates))  # below its minimum of events nothing pages
+    met = np.where(too_few, 0, burn.conditions_met(rates, window_minutes))  # below its minimum of events nothing pages
     exhaustion = burn.time_to_exhaustion_seconds(remaining, rates[burn.CURRENT_BURN_WINDOW], window_minutes)
     exhaustion[too_few] = np.nan
     columns = {
