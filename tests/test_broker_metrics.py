@@ -16,6 +16,7 @@ import pytest
 
 from kpulse import prom_text
 from collectors.brokers.broker_metrics import BrokerMetricsCollector, http_get_text
+from collectors.brokers.prometheus_query import rate_window
 from collectors.brokers.broker_values import (FIRST_SAMPLE, IDLE_NANOS, IDLE_ONE_MINUTE, NOT_CONFIGURED, READ,
                                       counter_rate)
 from collectors.protocol import CollectContext, Collector
@@ -474,6 +475,17 @@ def test_prometheus_values_are_grouped_by_the_broker_id_label_and_narrowed_by_th
     assert section["active_controller_count"] == 1
     assert section["errors"] == {"3": "Prometheus could not scrape this broker (up == 0)"}
     assert all('cluster="prod"' in q and 'broker_id!=""' in q for q in server.queries)
+
+
+def test_the_rate_window_is_the_configured_one_in_every_rate_query_and_in_the_missing_rate_reason(prometheus):
+    assert (rate_window(120), rate_window(60), rate_window(90)) == ("2m", "1m", "90s")
+    for config, window in ((prometheus_cluster, "2m"), (lambda url: cluster(
+            source="prometheus", endpoints={}, prometheus_url=url, prometheus_rate_window_seconds=45), "45s")):
+        server = prometheus(prometheus_series("1"), [])
+        section = collect(BrokerMetricsCollector(config(server.url), http_get_text, FakeClock()))
+        rates = [q for q in server.queries if "rate(" in q]
+        assert rates and all(f"[{window}])" in q for q in rates), rates
+        assert f"in the last {window}" in section["by_id"][1]["reasons"]["bytes_in_per_sec"]
 
 
 def test_prometheus_reports_a_configured_broker_it_has_no_series_for(prometheus):

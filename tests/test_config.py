@@ -245,10 +245,19 @@ def test_invalid_consumer_group_regex_names_the_pattern():
          "matchers without braces, e.g. 'cluster=\"prod\",env=~\"eu-.*\"'"),
         ({"clusters": [{**MINIMAL_CLUSTER, "consumer_groups": {"include": ".*"}}]},
          "clusters[0].consumer_groups.include: expected a list, got str '.*'"),
+        ({"clusters": [{**MINIMAL_CLUSTER, "metrics": {"prometheus_rate_window_seconds": 90.5}}]},
+         "clusters[0].metrics.prometheus_rate_window_seconds: must be a whole number of seconds, got 90.5"),
+        ({"clusters": [{**MINIMAL_CLUSTER, "metrics": {"prometheus_rate_window_seconds": 0}}]},
+         "clusters[0].metrics.prometheus_rate_window_seconds: must be a number of seconds > 0, got 0"),
     ],
 )
 def test_wrong_values_name_their_key_path(data, expected):
     assert config_error(data) == expected
+
+
+def test_the_prometheus_rate_window_defaults_to_two_minutes_and_takes_whole_seconds():
+    assert parse_cluster().metrics.prometheus_rate_window_seconds == 120
+    assert parse_cluster(metrics={"prometheus_rate_window_seconds": 60}).metrics.prometheus_rate_window_seconds == 60
 
 
 # --- secrets from the environment -------------------------------------------------------------

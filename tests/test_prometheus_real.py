@@ -17,7 +17,6 @@ import yaml
 
 from collectors.brokers.broker_metrics import BrokerMetricsCollector
 from collectors.brokers.broker_values import COUNT_FIELDS, VALUE_FIELDS
-from collectors.brokers.prometheus_query import PROMETHEUS_RATE_WINDOW
 from collectors.protocol import CollectContext
 from tests.conftest import start_broker_and_restore_leaders
 from tests.prometheus_server import EVALUATION_SECONDS, SCRAPE_SECONDS, metric_names, running_prometheus, static_job
@@ -28,11 +27,13 @@ pytestmark = pytest.mark.cluster
 CLUSTER = "test"
 """The kpulse cluster name, and the ``cluster`` label of the brokers' targets (as in docker/prometheus)."""
 GROUP, IDLE_GROUP, TOPIC = "prom-real", "prom-real-idle", "prom.real"
-WINDOW_SECONDS = 120
-assert PROMETHEUS_RATE_WINDOW == f"{WINDOW_SECONDS // 60}m"
+WINDOW_SECONDS = 60
+"""The rate window of both sources here: the JMX collector's two cycles, and the Prometheus source's
+``metrics.prometheus_rate_window_seconds`` (the product's default is 120 s, for scrape intervals up to
+a minute; this Prometheus scrapes every 2 s)."""
 
 RATES = ("bytes_in_per_sec", "bytes_out_per_sec", "messages_in_per_sec", "request_handler_idle_ratio")
-"""Counter rates: JMX = delta between two collector cycles, Prometheus = ``rate(...[2m])``."""
+"""Counter rates: JMX = delta between two collector cycles, Prometheus = ``rate(...[1m])``."""
 MOVING_GAUGES = ("network_processor_idle_ratio", "produce_p99_ms", "fetch_p99_ms")
 """Gauges the broker recomputes all the time (a one-minute rate; a decaying histogram's p99)."""
 JUMPING_GAUGES = ("metadata_apply_lag_ms",)
@@ -44,12 +45,12 @@ OWN_MEASURE = ("scrape_seconds",)
 """Different measurements by design: our HTTP GET against Prometheus' scrape_duration_seconds."""
 RATE_TOLERANCE = {"bytes_in_per_sec": (0.05, 100.0), "bytes_out_per_sec": (0.05, 100.0),
                   "messages_in_per_sec": (0.05, 1.0), "request_handler_idle_ratio": (0.0, 0.05)}
-"""(relative, absolute) per rate field. Both sources measure the same counter over 120 s, whose
+"""(relative, absolute) per rate field. Both sources measure the same counter over 60 s, whose
 ends may differ by a scrape interval each (Prometheus' newest sample is up to 2 s old and it
 extrapolates to the window's ends) plus the seconds a re-read takes after a failed scrape: with a
 steady rate, windows of the same length shifted by a few seconds give the same average, and what
-differs is the traffic's unevenness in those seconds (at most 2 x ~5 s of 120 s, 8 %, if all of it
-were a burst): 5 % with the evenly paced producer dominating; the absolute part covers near-zero
+differs is the traffic's unevenness in those seconds (the producer paces its records evenly, ten
+every 0.1 s): 5 % with the evenly paced producer dominating; the absolute part covers near-zero
 rates (a probe record now and then). The idle ratio is a fraction of time (0..1): 0.05."""
 
 
@@ -77,7 +78,8 @@ def both_sources(layout, directory, prometheus) -> tuple[BrokerMetricsCollector,
     """The broker-metrics collector on the JMX endpoints, and on the Prometheus that scrapes them."""
     return (BrokerMetricsCollector(metrics_config(layout, directory, source="jmx_exporter")),
             BrokerMetricsCollector(metrics_config(layout, directory, source="prometheus", prometheus_url=prometheus.url,
-                                                  prometheus_selector=f'cluster="{CLUSTER}",job="kafka"')))
+                                                  prometheus_selector=f'cluster="{CLUSTER}",job="kafka"',
+                                                  prometheus_rate_window_seconds=WINDOW_SECONDS)))
 
 
 @pytest.fixture(scope="module")
@@ -232,8 +234,8 @@ def gauge_mismatches(reads: list[dict], through_prometheus: dict) -> list[str]:
 
 def test_the_prometheus_source_gives_the_jmx_values_within_a_scrape_interval(prometheus, local_cluster, tmp_path):
     """Same collector, two sources: ``jmx_exporter`` (the brokers' endpoints) and ``prometheus``
-    (the real server scraping those endpoints). Rates are compared over the same 120 s (the JMX
-    collector's two cycles span the window of ``rate(...[2m])``), with a steady producer running;
+    (the real server scraping those endpoints). Rates are compared over the same 60 s (the JMX
+    collector's two cycles span the window of ``rate(...[1m])``), with a steady producer running;
     gauges within a scrape interval (see :func:`gauge_mismatches`); every field is one or the other."""
     layout = local_cluster.layout
     assert set(VALUE_FIELDS) == set(RATES) | set(COUNT_FIELDS) | set(MOVING_GAUGES) | set(JUMPING_GAUGES) | set(

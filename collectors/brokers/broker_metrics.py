@@ -44,7 +44,8 @@ from collectors.brokers.broker_values import (
     NOT_CONFIGURED, READ, BrokerMetrics, cluster_level, failed_broker, to_row, values_from_samples,
 )
 from collectors.brokers.prometheus_query import (
-    PROMETHEUS_BROKER_LABEL, MetricsHTTPError, prometheus_queries, values_from_prometheus, vector_by_broker,
+    PROMETHEUS_BROKER_LABEL, MetricsHTTPError, prometheus_queries, rate_window, values_from_prometheus,
+    vector_by_broker,
 )
 from collectors.protocol import BuiltinSections, CollectContext, CollectorResult
 from kpulse.config import ClusterConfig, MetricsConfig
@@ -173,7 +174,8 @@ class BrokerMetricsCollector:
         if metrics.prometheus_url is None:  # the configuration requires it with this source
             raise ValueError("metrics.prometheus_url: required when source is prometheus")
         base = metrics.prometheus_url.rstrip("/")
-        queries = prometheus_queries(metrics.prometheus_selector)
+        window = rate_window(metrics.prometheus_rate_window_seconds)
+        queries = prometheus_queries(metrics.prometheus_selector, window)
 
         def query(promql: str) -> dict[int, float] | str:
             try:
@@ -194,4 +196,4 @@ class BrokerMetricsCollector:
         if not broker_ids and not failed:
             errors["prometheus"] = (f"no series with a {PROMETHEUS_BROKER_LABEL} label matched: label each "
                                     f'Kafka scrape target with {PROMETHEUS_BROKER_LABEL}="<node id>"')
-        return [values_from_prometheus(broker_id, results) for broker_id in sorted(broker_ids)]
+        return [values_from_prometheus(broker_id, results, window) for broker_id in sorted(broker_ids)]

@@ -15,7 +15,13 @@ from collectors.brokers.broker_values import (
 
 PROMETHEUS_BROKER_LABEL = "broker_id"
 PROMETHEUS_RATE_WINDOW = "2m"
-"""Range of ``rate()`` in the prometheus path: at least two scrapes at intervals up to 1 min."""
+"""Range of ``rate()`` in the prometheus path by default (``metrics.prometheus_rate_window_seconds``,
+:func:`rate_window`): at least two scrapes at intervals up to 1 min."""
+
+
+def rate_window(seconds: int) -> str:
+    """A PromQL range of ``seconds`` whole seconds: ``2m`` for 120, else ``90s``."""
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
 
 
 class MetricsHTTPError(RuntimeError):

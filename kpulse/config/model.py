@@ -106,6 +106,9 @@ class MetricsConfig:
     """Base URL of a Prometheus server (``source == "prometheus"``), e.g. ``http://prom:9090``."""
     prometheus_selector: str = ""
     """Label matchers added to every PromQL query, without braces, e.g. ``cluster="prod"``."""
+    prometheus_rate_window_seconds: int = 120
+    """Range of ``rate()`` in the PromQL asked (``source == "prometheus"``): whole seconds, at least
+    two scrape intervals of the brokers' job (120 s suits intervals up to 1 min)."""
     timeout_seconds: float = 5.0
     """Timeout of one scrape or query."""
 

@@ -244,7 +244,7 @@ def _security(reader: _Section) -> SecurityConfig:
 
 def _metrics(reader: _Section) -> MetricsConfig:
     reader.declare("source", "broker_endpoints", "prometheus_url", "prometheus_selector",
-                   "timeout_seconds")
+                   "prometheus_rate_window_seconds", "timeout_seconds")
     source = reader.choice("source", METRICS_SOURCES, "none")
     endpoints = reader.mapping("broker_endpoints")
     broker_endpoints: dict[int, str] = {}
@@ -268,11 +268,16 @@ def _metrics(reader: _Section) -> MetricsConfig:
     if not _valid_matchers(selector):
         raise ConfigError(f"{reader.path('prometheus_selector')}: {selector!r} is not a list of label "
                           "matchers without braces, e.g. 'cluster=\"prod\",env=~\"eu-.*\"'")
+    window = reader.seconds("prometheus_rate_window_seconds", 120.0)
+    if window != int(window):  # a PromQL range is whole seconds here ("90s")
+        raise ConfigError(f"{reader.path('prometheus_rate_window_seconds')}: must be a whole number of seconds, "
+                          f"got {window:g}")
     return MetricsConfig(
         source=source,
         broker_endpoints=MappingProxyType(broker_endpoints),
         prometheus_url=prometheus_url.rstrip("/") if prometheus_url else None,
         prometheus_selector=selector.strip(),
+        prometheus_rate_window_seconds=int(window),
         timeout_seconds=reader.seconds("timeout_seconds", 5.0),
     )
 
