@@ -27,6 +27,9 @@ COMPOSE_FILE = DOCKER_DIR / "compose.yaml"
 PROMETHEUS_FILE = DOCKER_DIR / "prometheus" / "prometheus.yml"
 KPULSE_CONFIG_FILE = DOCKER_DIR / "kpulse.yaml"
 ALERTMANAGER_FILE = DOCKER_DIR / "alertmanager" / "alertmanager.yml"
+GRAFANA_DIR = DOCKER_DIR / "grafana"
+GRAFANA_DATASOURCES = GRAFANA_DIR / "provisioning" / "datasources" / "prometheus.yml"
+GRAFANA_PROVIDERS = GRAFANA_DIR / "provisioning" / "dashboards" / "kpulse.yml"
 AMTOOL = "/usr/bin/amtool"
 POM = ROOT / "localkafka" / "java" / "pom.xml"
 # Every Dockerfile under docker/ is built with the repository root as context (docker/README.md).
@@ -521,6 +524,49 @@ def alertmanager_wiring_problems(kpulse_doc: dict, compose_doc: dict) -> list[st
     return problems
 
 
+def grafana_wiring_problems(compose_doc: dict, datasources_doc: dict, providers_doc: dict, prometheus_doc: dict,
+                            base: Path, service: str = "grafana") -> list[str]:
+    """The Grafana service mounts its provisioning; its Prometheus data source is a compose service
+    with the Prometheus scrape interval as ``timeInterval`` (Grafana's ``$__rate_interval``); each
+    file provider's path is mounted from a directory of dashboards, whose ``$datasource`` defaults
+    to a provisioned data source."""
+    spec = services_of(compose_doc).get(service)
+    if spec is None:
+        return [f"no {service} service"]
+    hosts = _service_hostnames(compose_doc)
+    mounts = {target: source for source, target in (
+        (str(v).split(":")[0], str(v).split(":")[1]) for v in spec.get("volumes") or [] if ":" in str(v))}
+    problems = [] if mounts.get("/etc/grafana/provisioning") == "./grafana/provisioning" else [
+        f"{service} does not mount ./grafana/provisioning at /etc/grafana/provisioning"]
+    scrape = (prometheus_doc.get("global") or {}).get("scrape_interval", "1m")
+    uids = set()
+    for source in datasources_doc.get("datasources") or []:
+        uids.add(source.get("uid"))
+        if source.get("type") == "prometheus":
+            if urlsplit(str(source.get("url"))).hostname not in hosts:
+                problems.append(f"data source {source.get('name')}: {source.get('url')} is not a compose service")
+            if (source.get("jsonData") or {}).get("timeInterval") != scrape:
+                problems.append(f"data source {source.get('name')}: timeInterval is not Prometheus' scrape interval "
+                                f"{scrape}")
+    if not uids:
+        problems.append("no data source provisioned")
+    providers = providers_doc.get("providers") or []
+    if not providers:
+        problems.append("no dashboard provider")
+    for provider in providers:
+        path = str((provider.get("options") or {}).get("path"))
+        source = mounts.get(path)
+        dashboards = sorted((base / source).glob("*.json")) if source else []
+        if not dashboards:
+            problems.append(f"dashboard provider {provider.get('name')}: no dashboards mounted at {path}")
+        for dashboard in dashboards:
+            variables = {v.get("name"): v for v in json.loads(dashboard.read_text()).get("templating", {}).get("list", [])}
+            default = ((variables.get("datasource") or {}).get("current") or {}).get("value")
+            if default not in uids:
+                problems.append(f"{dashboard.name}: $datasource defaults to {default}, not a provisioned data source")
+    return problems
+
+
 def amtool_problems(path: Path) -> list[str]:
     """``amtool check-config`` on ``path``: its output when it fails."""
     result = subprocess.run([AMTOOL, "check-config", str(path)], capture_output=True, text=True, timeout=60)
@@ -534,6 +580,18 @@ def test_every_yaml_file_under_docker_parses():
     paths = sorted([*DOCKER_DIR.rglob("*.yaml"), *DOCKER_DIR.rglob("*.yml")])
     assert COMPOSE_FILE in paths and PROMETHEUS_FILE in paths and KPULSE_CONFIG_FILE in paths
     assert yaml_parse_problems(paths) == []
+
+
+def test_every_json_file_under_docker_parses():
+    paths = sorted(DOCKER_DIR.rglob("*.json"))
+    assert len(paths) >= 6  # kpulse's Grafana dashboards
+    problems = []
+    for path in paths:
+        try:
+            json.loads(path.read_text())
+        except ValueError as error:
+            problems.append(f"{path}: {error}")
+    assert problems == []
 
 
 def test_compose_builds_exist():
@@ -589,7 +647,7 @@ def test_compose_host_ports_do_not_clash():
     assert compose_port_problems(compose()) == []
     published = {port for spec in services_of(compose()).values()
                  for entry in spec.get("ports") or [] for _, port, _ in _published(entry)}
-    assert {8501, 9090, 8080, 29092, 29093, 29094} <= published
+    assert {8501, 9090, 3000, 8080, 29092, 29093, 29094} <= published
 
 
 def test_compose_depends_on_defined_services():
@@ -602,8 +660,8 @@ def test_compose_named_volumes_declared():
 
 
 def test_compose_has_the_expected_services():
-    expected = {"kafka-1", "kafka-2", "kafka-3", "prometheus", "alertmanager", "spark-master", "spark-worker",
-                "kpulse-collect", "kpulse-slo", "kpulse-ui"}
+    expected = {"kafka-1", "kafka-2", "kafka-3", "prometheus", "grafana", "alertmanager", "spark-master",
+                "spark-worker", "kpulse-collect", "kpulse-slo", "kpulse-ui"}
     assert expected <= set(services_of(compose()))
 
 
@@ -649,6 +707,11 @@ def test_kpulse_sends_its_alerts_to_the_compose_alertmanager():
     assert alertmanager_wiring_problems(load_yaml(KPULSE_CONFIG_FILE), compose()) == []
     config = load_yaml(ALERTMANAGER_FILE)
     assert config["route"]["group_by"] == ["alertname", "cluster"]  # the labels kpulse's alerts carry
+
+
+def test_grafana_provisions_the_compose_prometheus_and_kpulses_dashboards():
+    assert grafana_wiring_problems(compose(), load_yaml(GRAFANA_DATASOURCES), load_yaml(GRAFANA_PROVIDERS),
+                                   load_yaml(PROMETHEUS_FILE), DOCKER_DIR) == []
 
 
 @pytest.mark.skipif(not Path(AMTOOL).exists(), reason="amtool is not installed (make test installs it)")
@@ -863,6 +926,26 @@ def test_check_alertmanager_wiring_catches_mismatch():
     assert "am:9093" in problems[0] and "does not mount" in problems[1] and "does not read" in problems[2]
     assert alertmanager_wiring_problems({}, {"services": {}}) == ["kpulse.yaml sends its alerts to no Alertmanager",
                                                                  "no alertmanager service"]
+
+
+def test_check_grafana_wiring_catches_mismatch(tmp_path):
+    (tmp_path / "boards").mkdir()
+    (tmp_path / "boards" / "a.json").write_text(json.dumps({"templating": {"list": [
+        {"name": "datasource", "type": "datasource", "current": {"value": "other-uid"}}]}}))
+    doc = {"services": {"prometheus": {}, "grafana": {"volumes": ["./provisioning:/etc/grafana/provisioning",
+                                                                  "./boards:/dashboards"]}}}
+    datasources = {"datasources": [{"name": "P", "uid": "p", "type": "prometheus", "url": "http://prom:9090",
+                                    "jsonData": {"timeInterval": "15s"}}]}
+    providers = {"providers": [{"name": "k", "options": {"path": "/dashboards"}},
+                               {"name": "empty", "options": {"path": "/nowhere"}}]}
+    problems = grafana_wiring_problems(doc, datasources, providers, {"global": {"scrape_interval": "10s"}}, tmp_path)
+    assert problems == [
+        "grafana does not mount ./grafana/provisioning at /etc/grafana/provisioning",
+        "data source P: http://prom:9090 is not a compose service",
+        "data source P: timeInterval is not Prometheus' scrape interval 10s",
+        "a.json: $datasource defaults to other-uid, not a provisioned data source",
+        "dashboard provider empty: no dashboards mounted at /nowhere"]
+    assert grafana_wiring_problems({"services": {}}, {}, {}, {}, tmp_path) == ["no grafana service"]
 
 
 @pytest.mark.skipif(not Path(AMTOOL).exists(), reason="amtool is not installed (make test installs it)")
