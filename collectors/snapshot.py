@@ -28,7 +28,8 @@ from kpulse.snapshot import (AlertmanagerDelivery, Broker, BrokerMetricsSection,
                              ClusterMetadataSection, CollectorState, ConsumerGroup, FiringAlert, Snapshot)
 
 _METRIC_FIELDS = ("request_handler_idle_ratio", "network_processor_idle_ratio", "bytes_in_per_sec",
-                  "bytes_out_per_sec", "messages_in_per_sec", "produce_p99_ms", "fetch_p99_ms",
+                  "bytes_out_per_sec", "messages_in_per_sec", "bytes_in_total", "bytes_out_total",
+                  "messages_in_total", "produce_p99_ms", "fetch_p99_ms",
                   "metadata_error_count", "fenced_broker_count", "active_broker_count", "metadata_apply_lag_ms")
 _KRAFT_CLUSTER_FIELDS = ("fenced_broker_count", "active_broker_count", "metadata_error_count")
 """The cluster's KRaft controller figures, from broker metrics (``collectors/brokers/broker_values.py``)."""
@@ -108,7 +109,8 @@ def _cluster(metadata: ClusterMetadataSection | None, metrics_section: BrokerMet
         keys = ("controller_id", "brokers_up", "brokers_total", "under_replicated_partitions", "offline_partitions",
                 "under_min_isr_partitions", "preferred_leader_imbalance", "topic_count", "partition_count")
         cluster = {key: None for key in keys}
-        cluster.update(brokers=[], problem_partitions=[], quorum=None, reasons={key: why for key in (*keys, "quorum")})
+        cluster.update(brokers=[], problem_partitions=[], quorum=None, topics=None,
+                       reasons={key: why for key in (*keys, "quorum", "topics")})
     else:
         cluster = {key: value for key, value in metadata.items() if key != "broker_load"}
         cluster["reasons"] = dict(metadata.get("reasons", {}))

@@ -135,6 +135,29 @@ class KraftQuorum(TypedDict):
                                                          "for longer fires VoterLagging."]
 
 
+class TopicPartitionState(TypedDict):
+    """One partition of a topic: its replicas from the metadata, its offsets from ListOffsets
+    (kafka_exporter's ``kafka_topic_partition_*`` series)."""
+
+    partition: Annotated[int, "Partition number."]
+    leader: Annotated[int | None, "Leader's broker id; null without a leader."]
+    replicas: Annotated[list[int], "Replica broker ids, the preferred leader first."]
+    isr: Annotated[list[int], "In-sync replica broker ids."]
+    log_start_offset: Annotated[int | None, "Oldest offset (ListOffsets earliest); null when it could not be read "
+                                            "(reasons.log_start_offset says why)."]
+    log_end_offset: Annotated[int | None, "Newest offset, the next one written (ListOffsets latest, read "
+                                          "uncommitted: the high watermark); null when it could not be read "
+                                          "(reasons.log_end_offset says why)."]
+    reasons: NotRequired[Annotated[Reasons, "Why an offset above is null; present only then."]]
+
+
+class TopicState(TypedDict):
+    """One topic of the cluster metadata, with every partition."""
+
+    name: Annotated[str, "Topic name."]
+    partitions: Annotated[list[TopicPartitionState], "Its partitions, by number."]
+
+
 class ClusterHealth(TypedDict):
     """Partition health from the Admin API, the controller from the brokers' metrics."""
 
@@ -159,6 +182,10 @@ class ClusterHealth(TypedDict):
                                                    "(healthy: 1); from broker metrics."]
     problem_partitions: Annotated[list[ProblemPartition], "The first partitions with a problem, by topic and "
                                                           "partition."]
+    topics: NotRequired[Annotated[list[TopicState] | None, "Every topic the principal may describe, internal ones "
+                                                           "included, by name, with every partition's replicas and "
+                                                           "offsets; null when the metadata was not collected. "
+                                                           "Optional: snapshots written without it still validate."]]
     quorum: NotRequired[Annotated[KraftQuorum | None, "The KRaft metadata quorum; null when it could not be read "
                                                       "(reasons.quorum says why). "
                                                       "Optional: snapshots written without it still validate."]]
@@ -207,6 +234,15 @@ class Broker(TypedDict):
                                                                "of the last metadata record this node applied, ms; "
                                                                "null on broker-only nodes. Optional: snapshots "
                                                                "written without it still validate."]]
+    bytes_in_total: NotRequired[Annotated[int | None, "The broker's BytesInPerSec count: produced bytes since it "
+                                                      "started, replication excluded (a counter). Optional: "
+                                                      "snapshots written without it still validate."]]
+    bytes_out_total: NotRequired[Annotated[int | None, "The broker's BytesOutPerSec count: bytes fetched by "
+                                                       "consumers since it started (a counter). Optional: snapshots "
+                                                       "written without it still validate."]]
+    messages_in_total: NotRequired[Annotated[int | None, "The broker's MessagesInPerSec count: produced messages "
+                                                         "since it started (a counter). Optional: snapshots written "
+                                                         "without it still validate."]]
     error: Annotated[str | None, "Why its metrics could not be read (one line); null when they were."]
     reasons: Annotated[Reasons, "Why a metric above is null."]
 
@@ -529,6 +565,14 @@ class Probe(TypedDict):
     duplicated: Annotated[int, "Reads of a record already read."]
     per_partition: Annotated[list[ProbePartition], "Each probe partition."]
     error: Annotated[str | None, "Why the probe could not run, or a summary of the produce errors; else null."]
+    produced_total: NotRequired[Annotated[int, "Probe records acknowledged since the collection loop started (a "
+                                               "counter). Optional: snapshots written without it still validate."]]
+    consumed_total: NotRequired[Annotated[int, "Probe records read back since the collection loop started. "
+                                               "Optional: snapshots written without it still validate."]]
+    lost_total: NotRequired[Annotated[int, "Probe records lost since the collection loop started. Optional: "
+                                           "snapshots written without it still validate."]]
+    duplicated_total: NotRequired[Annotated[int, "Duplicate reads of probe records since the collection loop "
+                                                 "started. Optional: snapshots written without it still validate."]]
     not_authorized: NotRequired[Annotated[str | None, "kpulse's principal may not run the probe: the ACL it lacks "
                                                       "(not authorized: Write on topic kpulse-probe); the "
                                                       "availabilities are then null and no probe row is written "
@@ -656,6 +700,7 @@ class ClusterMetadataSection(TypedDict):
     preferred_leader_imbalance: Annotated[int, "Partitions not led by their preferred replica."]
     broker_load: Annotated[list[BrokerLoad], "Each broker's load."]
     problem_partitions: Annotated[list[ProblemPartition], "The first partitions with a problem."]
+    topics: Annotated[list[TopicState], "Every topic with every partition's replicas and offsets."]
     quorum: Annotated[KraftQuorum | None, "The KRaft quorum; null when not read (reasons.quorum)."]
     kraft_from_admin: NotRequired[Annotated[dict[str, int | None], "With metrics.source none: controller_id and "
                                                                    "active_controller_count from DescribeQuorum's "

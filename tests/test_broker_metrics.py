@@ -182,6 +182,9 @@ def test_first_cycle_has_no_rates_and_takes_the_idle_ratio_from_the_one_minute_g
     for rate in ("bytes_in_per_sec", "bytes_out_per_sec", "messages_in_per_sec"):
         assert broker[rate] is None
         assert broker["reasons"][rate] == FIRST_SAMPLE
+    # the counters themselves (broker-wide, not a topic's) are there from the first read: Prometheus rates them
+    assert (broker["bytes_in_total"], broker["bytes_out_total"], broker["messages_in_total"]) == (1000, 2000, 10)
+    assert isinstance(broker["bytes_in_total"], int)
     assert broker["request_handler_idle_ratio"] == 0.9
     assert broker["network_processor_idle_ratio"] == 0.8
     assert (broker["partition_count"], broker["leader_count"]) == (12, 4)
@@ -411,9 +414,13 @@ def prometheus_series(broker: str, cluster_label: str = "prod", **overrides) -> 
         "kafka_server_replicamanager_partitioncount": 30.0, "kafka_server_replicamanager_leadercount": 10.0,
         "kafka_controller_kafkacontroller_offlinepartitionscount": 0.0,
         "kafka_controller_kafkacontroller_activecontrollercount": 1.0 if broker == "1" else 0.0,
+        "kafka_server_brokertopicmetrics_bytesinpersec_total": 123_456.0,
+        "kafka_server_brokertopicmetrics_bytesoutpersec_total": 654_321.0,
+        "kafka_server_brokertopicmetrics_messagesinpersec_total": 1_234.0,
         **overrides,
     }
     series = [(name, labels, value) for name, value in values.items() if value is not None]
+    series.append(("kafka_server_brokertopicmetrics_bytesinpersec_total", {**labels, "topic": "orders"}, 9e12))
     for request, quantile, value in (("Produce", "0.99", 15.0), ("Produce", "0.50", 2.0),
                                      ("FetchConsumer", "0.99", 500.0)):
         series.append(("kafka_network_requestmetrics_totaltimems",
@@ -463,6 +470,7 @@ def test_prometheus_values_are_grouped_by_the_broker_id_label_and_narrowed_by_th
     one = section["by_id"][1]
     assert one["bytes_in_per_sec"] == 2048.0  # the broker-wide series, not topic "orders"
     assert (one["bytes_out_per_sec"], one["messages_in_per_sec"]) == (4096.0, 20.0)
+    assert (one["bytes_in_total"], one["bytes_out_total"], one["messages_in_total"]) == (123_456, 654_321, 1_234)
     assert one["request_handler_idle_ratio"] == pytest.approx(0.3)  # rate of idle ns / 1e9
     assert section["by_id"][2]["request_handler_idle_ratio"] == 0.9  # no rate yet: the gauge
     assert section["by_id"][2]["bytes_in_per_sec"] is None

@@ -1,5 +1,5 @@
-"""The metadata collector agrees with the official kafka-topics on a real cluster, healthy and
-with a broker killed."""
+"""The metadata collector agrees with the official kafka-topics (and, for every partition's
+oldest and newest offset, kafka-get-offsets) on a real cluster, healthy and with a broker killed."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collectors.cluster.cluster_metadata import ClusterMetadataCollector
 from collectors.protocol import CollectContext
 from kpulse.config import parse_config
 from tests.conftest import kpulse, start_broker_and_restore_leaders
-from tests.support import described_partitions
+from tests.support import admin_for, described_partitions, fill_topic, official
 
 pytestmark = pytest.mark.cluster
 
@@ -45,6 +45,40 @@ def test_a_healthy_cluster_has_no_problem_partitions_and_every_broker_up(cluster
     assert ours == official_counts(bootstrap)
     assert ours[:2] == (0, 0)
     assert sum(b["leader_count"] for b in section["broker_load"]) == section["partition_count"]
+
+
+def official_offsets(bootstrap: str, time_spec: str) -> dict[tuple[str, int], int]:
+    """``kafka-get-offsets --time <spec>`` over every topic, internal ones included."""
+    text = official("kafka-get-offsets", "--bootstrap-server", bootstrap, "--time", time_spec)
+    assert not text.startswith("EXIT"), text
+    return {(topic, int(number)): int(offset) for topic, number, offset in (line.rsplit(":", 2) for line in text.split())}
+
+
+def test_every_partition_of_every_topic_has_its_replicas_and_offsets_as_the_official_tools_give_them(
+        cluster_config, bootstrap):
+    from confluent_kafka import TopicPartition
+
+    fill_topic(bootstrap, "meta.offsets", {0: 10, 1: 4})
+    trimmed = TopicPartition("meta.offsets", 0, 6)
+    admin = admin_for(bootstrap)  # kept: a future of an admin client gone is never answered
+    admin.delete_records([trimmed], request_timeout=15)[trimmed].result(timeout=20)
+
+    section = collect(ClusterMetadataCollector(cluster_config), cluster_config)
+    ours = {(topic["name"], p["partition"]): p for topic in section["topics"] for p in topic["partitions"]}
+    described = {(row["Topic"], int(row["Partition"])): row for row in described_partitions(bootstrap, "", None)}
+
+    assert set(ours) == set(described) and ("__consumer_offsets", 0) in ours  # internal topics too
+    assert {key: (p["leader"], p["replicas"], p["isr"]) for key, p in ours.items()} == {
+        key: (int(row["Leader"]), [int(b) for b in row["Replicas"].split(",")], [int(b) for b in row["Isr"].split(",")])
+        for key, row in described.items()}
+    ends, starts = official_offsets(bootstrap, "-1"), official_offsets(bootstrap, "-2")
+    assert set(ends) == set(starts) == set(ours)
+    assert all(p["log_start_offset"] is not None and p["log_end_offset"] is not None and "reasons" not in p
+               for p in ours.values())
+    # nothing writes to the cluster meanwhile but the offsets commits: the test's own topic is steady
+    assert [(ours[("meta.offsets", n)]["log_start_offset"], ours[("meta.offsets", n)]["log_end_offset"])
+            for n in (0, 1)] == [(starts[("meta.offsets", n)], ends[("meta.offsets", n)]) for n in (0, 1)] == [
+        (6, 10), (0, 4)]
 
 
 def test_after_killing_a_broker_the_counts_equal_what_kafka_topics_lists(cluster_config, bootstrap):

@@ -36,6 +36,9 @@ RATES = ("bytes_in_per_sec", "bytes_out_per_sec", "messages_in_per_sec", "reques
 """Counter rates: JMX = delta between two collector cycles, Prometheus = ``rate(...[1m])``."""
 MOVING_GAUGES = ("network_processor_idle_ratio", "produce_p99_ms", "fetch_p99_ms")
 """Gauges the broker recomputes all the time (a one-minute rate; a decaying histogram's p99)."""
+COUNTERS = ("bytes_in_total", "bytes_out_total", "messages_in_total")
+"""The brokers' traffic counters themselves: Prometheus' sample was scraped while the JMX polls ran,
+so it lies between the first and the last count they read."""
 JUMPING_GAUGES = ("metadata_apply_lag_ms",)
 """Gauges that jump within a second (the time since the last applied metadata record: 0 to ~500 ms
 as the controller writes a record every 500 ms): a Prometheus sample up to a scrape old need not
@@ -178,7 +181,7 @@ class SteadyProducer:
 
 
 MOVING_TOLERANCE = {"network_processor_idle_ratio": (0.0, 0.005), "produce_p99_ms": (0.02, 1.0),
-                    "fetch_p99_ms": (0.02, 1.0)}
+                    "fetch_p99_ms": (0.02, 1.0), **{name: (0.0, 0.0) for name in COUNTERS}}
 """(relative, absolute) beyond the range the JMX polls saw: the broker recomputes these between two
 polls, so the value at the instant Prometheus scraped can lie a little outside what the polls caught
 (CI saw an idle ratio 0.0012 below a two-read range, and a fetch p99 of 501.7 ms beside 502.0 ms).
@@ -199,12 +202,13 @@ def gauge_mismatches(reads: list[dict], through_prometheus: dict) -> list[str]:
     """Gauge fields where Prometheus' value is not one the endpoints served while ``reads`` (JMX
     readings polled over more than a scrape interval, just before the Prometheus query) were taken:
     counts equal in every read and in Prometheus; moving gauges within the reads' [min, max] widened
-    by :data:`MOVING_TOLERANCE`; jumping gauges filled on the same nodes with a healthy value."""
+    by :data:`MOVING_TOLERANCE`, counters (:data:`COUNTERS`) within it; jumping gauges filled on the
+    same nodes with a healthy value."""
     problems = []
     for broker_id in sorted(reads[0]["by_id"]):
         seen = [read["by_id"][broker_id] for read in reads if broker_id in read["by_id"]]
         prom = through_prometheus["by_id"][broker_id]
-        for name in (*sorted(COUNT_FIELDS), *MOVING_GAUGES):
+        for name in (*sorted(COUNT_FIELDS), *MOVING_GAUGES, *COUNTERS):
             values = [one[name] for one in seen]
             if name in COUNT_FIELDS:
                 ok = len(set(values)) == 1 and prom[name] == values[0]
@@ -238,8 +242,8 @@ def test_the_prometheus_source_gives_the_jmx_values_within_a_scrape_interval(pro
     collector's two cycles span the window of ``rate(...[1m])``), with a steady producer running;
     gauges within a scrape interval (see :func:`gauge_mismatches`); every field is one or the other."""
     layout = local_cluster.layout
-    assert set(VALUE_FIELDS) == set(RATES) | set(COUNT_FIELDS) | set(MOVING_GAUGES) | set(JUMPING_GAUGES) | set(
-        OWN_MEASURE)
+    assert set(VALUE_FIELDS) == set(RATES) | set(COUNT_FIELDS) | set(MOVING_GAUGES) | set(COUNTERS) | set(
+        JUMPING_GAUGES) | set(OWN_MEASURE)
     jmx, through_prometheus = both_sources(layout, tmp_path, prometheus)
     gauges_only = BrokerMetricsCollector(metrics_config(layout, tmp_path, source="jmx_exporter"))
     admin = admin_for(layout.bootstrap_servers)

@@ -27,6 +27,12 @@ TRAFFIC_COUNTERS = {
     "bytes_out_per_sec": "kafka_server_brokertopicmetrics_bytesoutpersec_total",
     "messages_in_per_sec": "kafka_server_brokertopicmetrics_messagesinpersec_total",
 }
+TRAFFIC_TOTALS = {
+    "bytes_in_total": TRAFFIC_COUNTERS["bytes_in_per_sec"],
+    "bytes_out_total": TRAFFIC_COUNTERS["bytes_out_per_sec"],
+    "messages_in_total": TRAFFIC_COUNTERS["messages_in_per_sec"],
+}
+"""The same counters' counts since the broker started: exported as counters, for Prometheus' ``rate()``."""
 COUNT_GAUGES = {
     "under_replicated_partitions": "kafka_server_replicamanager_underreplicatedpartitions",
     "under_min_isr_partitions": "kafka_server_replicamanager_underminisrpartitioncount",
@@ -46,7 +52,8 @@ KRAFT_GAUGES = {
 CONTROLLER_GAUGES = ("offline_partitions", "active_controller", "metadata_error_count", "fenced_broker_count",
                      "active_broker_count", "metadata_apply_lag_ms")
 """Exported by controller-role nodes only (``kafka.controller:type=KafkaController``)."""
-LAKE_EXCLUDED = ("metadata_error_count", "fenced_broker_count", "active_broker_count", "metadata_apply_lag_ms")
+LAKE_EXCLUDED = ("metadata_error_count", "fenced_broker_count", "active_broker_count", "metadata_apply_lag_ms",
+                 *TRAFFIC_TOTALS)
 """Fields in the snapshot and the exporter but not (yet) in the ``broker_metrics`` lake table, whose
 contract is unchanged: their history is Prometheus' (the exporter's ``kpulse_kraft_*`` series)."""
 REQUEST_TIME = "kafka_network_requestmetrics_totaltimems"
@@ -74,6 +81,13 @@ class BrokerMetrics:
     bytes_out_per_sec: float | None = None
     """Fetched bytes per second by consumers (replication not included)."""
     messages_in_per_sec: float | None = None
+    bytes_in_total: int | None = None
+    """The BytesInPerSec counter itself: produced bytes since the broker started (the exporter's
+    counter ``kpulse_broker_produced_bytes_total``)."""
+    bytes_out_total: int | None = None
+    """The BytesOutPerSec counter: bytes fetched by consumers since the broker started."""
+    messages_in_total: int | None = None
+    """The MessagesInPerSec counter: produced messages since the broker started."""
     under_replicated_partitions: int | None = None
     under_min_isr_partitions: int | None = None
     partition_count: int | None = None
@@ -111,6 +125,8 @@ class BrokerMetrics:
 
 
 COUNT_FIELDS = frozenset(COUNT_GAUGES)
+INTEGER_FIELDS = COUNT_FIELDS | frozenset(TRAFFIC_TOTALS)
+"""Fields read as whole numbers: the gauges that count, and the counters' counts."""
 VALUE_FIELDS = tuple(f.name for f in dataclasses.fields(BrokerMetrics)
                      if f.name not in ("broker_id", "error", "reasons"))
 LAKE_FIELDS = tuple(name for name in VALUE_FIELDS if name not in LAKE_EXCLUDED)
@@ -154,7 +170,7 @@ def ratio(value: float) -> float:
 def _value(value: float | None, name: str) -> float | int | None:
     if value is None or math.isnan(value):
         return None
-    return int(round(value)) if name in COUNT_FIELDS else value
+    return int(round(value)) if name in INTEGER_FIELDS else value
 
 
 def values_from_samples(broker_id: int, samples: list[prom_text.Sample], at: float,
@@ -184,6 +200,8 @@ def values_from_samples(broker_id: int, samples: list[prom_text.Sample], at: flo
     for name, metric in TRAFFIC_COUNTERS.items():
         value, why = rate(metric)
         set_value(broker, name, value, why)
+    for name, metric in TRAFFIC_TOTALS.items():
+        set_value(broker, name, prom_text.first(samples, metric, topic=None), f"not exported by this broker ({metric})")
     network_idle = prom_text.first(samples, NETWORK_IDLE)
     set_value(broker, "network_processor_idle_ratio", None if network_idle is None else ratio(network_idle),
          f"not exported by this broker ({NETWORK_IDLE})")

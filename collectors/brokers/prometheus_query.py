@@ -10,7 +10,7 @@ from typing import Any
 
 from collectors.brokers.broker_values import (
     CONTROLLER_GAUGES, CONTROLLER_ONLY, COUNT_GAUGES, IDLE_NANOS, IDLE_ONE_MINUTE, KRAFT_GAUGES, LATENCY_P99,
-    NETWORK_IDLE, REQUEST_TIME, TRAFFIC_COUNTERS, BrokerMetrics, failed_broker, ratio, set_value,
+    NETWORK_IDLE, REQUEST_TIME, TRAFFIC_COUNTERS, TRAFFIC_TOTALS, BrokerMetrics, failed_broker, ratio, set_value,
 )
 
 PROMETHEUS_BROKER_LABEL = "broker_id"
@@ -48,6 +48,8 @@ def prometheus_queries(selector: str, window: str = PROMETHEUS_RATE_WINDOW) -> d
     no_topic = 'topic=""'  # the broker-wide series, not one topic's
     for name, metric in TRAFFIC_COUNTERS.items():
         queries[name] = by_broker(f"rate({metric}{sel(no_topic)}[{window}])")
+    for name, metric in TRAFFIC_TOTALS.items():
+        queries[name] = by_broker(f"{metric}{sel(no_topic)}")
     for name, metric in {**COUNT_GAUGES, **KRAFT_GAUGES}.items():
         queries[name] = by_broker(f"{metric}{sel()}")
     for name, request in LATENCY_P99.items():
@@ -77,7 +79,7 @@ def values_from_prometheus(broker_id: int, results: Mapping[str, dict[int, float
             isinstance(r, dict) and broker_id in r for r in results.values()):
         return failed_broker(broker_id,
                              f'Prometheus has no series with {PROMETHEUS_BROKER_LABEL}="{broker_id}"')
-    for name in ("scrape_seconds", "network_processor_idle_ratio", *TRAFFIC_COUNTERS, *COUNT_GAUGES,
+    for name in ("scrape_seconds", "network_processor_idle_ratio", *TRAFFIC_COUNTERS, *TRAFFIC_TOTALS, *COUNT_GAUGES,
                  *KRAFT_GAUGES, *LATENCY_P99):
         value, failure = lookup(name)
         if name in TRAFFIC_COUNTERS:

@@ -1,6 +1,9 @@
 """The cluster metadata collector: brokers, partition health and load, from the Admin API; the
 KRaft quorum (DescribeQuorum) and the eligible leader replicas of the problem partitions
-(DescribeTopicPartitions), through kafka-python (``kpulse/kafka/kraft_reads.py``).
+(DescribeTopicPartitions), through kafka-python (``kpulse/kafka/kraft_reads.py``); every topic's
+partitions with their replicas and their oldest and newest offsets (``topics``: kafka_exporter's
+per-partition series), the offsets from one ListOffsets per leader for each
+(``kpulse/kafka/partition_offsets.py``).
 
 ELR and LastKnownElr are read for the problem partitions shown (at most
 :data:`PROBLEM_PARTITIONS_SHOWN`) only, one DescribeTopicPartitions for all their topics, page by
@@ -29,9 +32,11 @@ from kpulse.kafka.authorization import summary as refused_summary
 from kpulse.kafka.batched_client import BatchedClient, one_line
 from kpulse.kafka.clients import LazyAdmin, list_topics
 from kpulse.kafka.kraft_reads import KraftReader, NotSupported
+from kpulse.kafka.partition_offsets import OffsetsRead, PartitionOffsets
 from kpulse.lake.schema import SCHEMAS
 from kpulse.config import ClusterConfig
-from kpulse.snapshot import ClusterMetadataSection, KraftQuorum, MetadataBroker, PartitionProblemName, ProblemPartition
+from kpulse.snapshot import (ClusterMetadataSection, KraftQuorum, MetadataBroker, PartitionProblemName,
+                             ProblemPartition, TopicPartitionState, TopicState)
 
 if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
@@ -49,11 +54,15 @@ class ClusterMetadataCollector:
 
     def __init__(self, cluster_config: ClusterConfig, admin_factory: Callable[[dict[str, str]], Any] | None = None,
                  clock: Callable[[], float] = time.monotonic, request_timeout: float = 10.0,
-                 kraft_reader: KraftReader | None = None, wall_clock: Callable[[], float] = time.time) -> None:
+                 kraft_reader: KraftReader | None = None, wall_clock: Callable[[], float] = time.time,
+                 partition_offsets: PartitionOffsets | None = None) -> None:
         self._cluster = cluster_config
         self._admin = LazyAdmin(cluster_config, admin_factory)
         self._kraft = kraft_reader or KraftReader(BatchedClient(cluster_config, client_id="kpulse-metadata",
                                                                 fallback_note=None))
+        client = self._kraft.client
+        self._offsets = partition_offsets or (PartitionOffsets(client) if isinstance(client, BatchedClient) else None)
+        """Reads every partition's oldest and newest offset; None: not read (a reader without a Kafka client)."""
         self._wall_clock = wall_clock
         self._clock = clock
         self._timeout = request_timeout
@@ -105,6 +114,7 @@ class ClusterMetadataCollector:
                 for p in heapq.nsmallest(PROBLEM_PARTITIONS_SHOWN,
                                          {*summary.offline, *summary.under_min_isr, *summary.under_replicated})],
             "quorum": None,
+            "topics": _topics(partitions, self._read_offsets(admin, partitions)),
         }
         if refused:
             section["reasons"]["under_min_isr_partitions"] = _min_isr_unknown(refused, len(summary.under_min_isr))
@@ -127,6 +137,15 @@ class ClusterMetadataCollector:
 
     def close(self) -> None:
         self._kraft.client.close()
+
+    def _read_offsets(self, admin: AdminClient, partitions: list[PartitionState]) -> OffsetsRead | str:
+        """Every partition's oldest and newest offset, or why none could be read (one line)."""
+        if self._offsets is None:
+            return "not read: no Kafka client for ListOffsets"
+        try:
+            return self._offsets.read(admin, [(p.topic, p.partition) for p in partitions], self._timeout)
+        except Exception as error:  # noqa: BLE001 - the rest of the section stands
+            return f"ListOffsets failed: {one_line(error)}"
 
     def _quorum(self, reasons: dict[str, str], nodes: list[int]) -> KraftQuorum | None:
         """The quorum with the configured VoterLagging thresholds, or None with ``reasons["quorum"]``."""
@@ -210,6 +229,31 @@ class ClusterMetadataCollector:
             self._min_isr_read_at = now
             self._min_isr = {t: self._min_isr.get(t) for t in topics}
             self._min_isr_refused = {t: why for t, why in self._min_isr_refused.items() if t in self._min_isr}
+
+
+def _topics(partitions: list[PartitionState], offsets: OffsetsRead | str) -> list[TopicState]:
+    """Every topic, by name, with its partitions by number: replicas from the metadata, offsets from
+    ``offsets`` (or null, each with why)."""
+    by_topic: dict[str, list[TopicPartitionState]] = {}
+    unread = offsets if isinstance(offsets, str) else None
+    read = offsets if isinstance(offsets, OffsetsRead) else OffsetsRead()
+    starts, ends = read.log_start, read.log_end
+    for state in sorted(partitions):
+        key = (state.topic, state.partition)
+        start, end = starts.get(key), ends.get(key)
+        row: TopicPartitionState = {"partition": state.partition,
+                                    "leader": state.leader if state.leader >= 0 else None,
+                                    "replicas": list(state.replicas), "isr": list(state.isr),
+                                    "log_start_offset": start, "log_end_offset": end}
+        if start is None or end is None:
+            reasons: dict[str, str] = {}
+            if start is None:
+                reasons["log_start_offset"] = unread or read.log_start_errors.get(key, "not read")
+            if end is None:
+                reasons["log_end_offset"] = unread or read.log_end_errors.get(key, "not read")
+            row["reasons"] = reasons
+        by_topic.setdefault(state.topic, []).append(row)
+    return [{"name": name, "partitions": rows} for name, rows in by_topic.items()]
 
 
 def _kraft_read(read: Callable[[], T], reasons: dict[str, str], key: str, request: str) -> T | None:

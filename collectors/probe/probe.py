@@ -37,6 +37,7 @@ Snapshot section ``probe``::
 
     {"topic", "produce_availability", "consume_availability", "latency_p50_ms", "latency_p99_ms",
      "latency_max_ms", "produced", "produce_errors", "consumed", "lost", "duplicated",
+     "produced_total", "consumed_total", "lost_total", "duplicated_total",   # since the loop started
      "per_partition": [{"partition", "broker_id", "produced", "produce_errors", "consumed", "lost",
                         "duplicated", "latency_p50_ms", "latency_p99_ms", "latency_max_ms",
                         "consume_availability", "error"}],
@@ -52,7 +53,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from collectors.probe.probe_ledger import PartitionStats, ProbeLedger, plan_probe_topic, summarize
 from collectors.protocol import BuiltinSections, CollectContext, CollectorResult
@@ -76,6 +77,16 @@ a refused probe does not spend seconds of every cycle (and broker requests) on b
 
 
 # --- the collector (I/O) -----------------------------------------------------------------------------
+
+class ProbeCounts(TypedDict):
+    """Probe records since the collector was built (the ``kpulse.snapshot.Probe`` fields of the same
+    names): counters, for Prometheus' ``increase()``."""
+
+    produced_total: int
+    consumed_total: int
+    lost_total: int
+    duplicated_total: int
+
 
 class ProbeCollector:
     """See the module docstring. Factories take a librdkafka config dict (defaults: confluent-kafka
@@ -107,6 +118,8 @@ class ProbeCollector:
         """Its consumer's group id: it only assigns partitions and commits nothing, but librdkafka
         looks up the group's coordinator (Describe on the group)."""
         self.ledger = ProbeLedger()
+        self.counts: ProbeCounts = {"produced_total": 0, "consumed_total": 0, "lost_total": 0, "duplicated_total": 0}
+        """Records since this collector was built (the collection loop started): the exporter's counters."""
         self._sequence = 0
         self._admin: AdminClient | None = None
         self._producer: Producer | None = None
@@ -246,7 +259,7 @@ class ProbeCollector:
             refusal = _setup_refusal(error, self.topic)
             if refusal is not None:
                 return self._refused_result(refusal, remember=True)
-            section: Probe = {"topic": self.topic, **summarize([]), "per_partition": [],
+            section: Probe = {"topic": self.topic, **summarize([]), **self._counted(), "per_partition": [],
                               "error": _one_line(error), "not_authorized": None}
             return CollectorResult(sections=BuiltinSections(probe=section), rows={TABLE: []})
         self.ledger.start_cycle()
@@ -262,18 +275,25 @@ class ProbeCollector:
         leaders = {p: (leader if leader >= 0 else None) for p, (leader, _) in partitions.items()}
         per_partition = [_partition_view(s, leaders.get(s.partition)) for s in stats]
         totals = summarize(stats)
+        self.counts["produced_total"] += totals["produced"]
+        self.counts["consumed_total"] += totals["consumed"]
+        self.counts["lost_total"] += totals["lost"]
+        self.counts["duplicated_total"] += totals["duplicated"]
         failed = [p for p in per_partition if p["error"]]
         summary = None
         if failed:
             first = failed[0]
             summary = (f"{totals['produce_errors']} produce error(s) on {len(failed)} partition(s); first: partition "
                        f"{first['partition']} (leader {first['broker_id']}): {first['error']}")
-        section = {"topic": self.topic, **totals, "per_partition": per_partition, "error": summary,
-                   "not_authorized": None}
+        section = {"topic": self.topic, **totals, **self._counted(), "per_partition": per_partition,
+                   "error": summary, "not_authorized": None}
         rows = [{"time": context.now, "cluster": self._cluster.name,
                  **{k: v for k, v in p.items() if k not in ("error", "consume_availability")}}
                 for p in per_partition]
         return CollectorResult(sections=BuiltinSections(probe=section), rows={TABLE: rows})
+
+    def _counted(self) -> ProbeCounts:
+        return self.counts.copy()
 
     def _refused_result(self, refusal: str, remember: bool = False) -> CollectorResult:
         """The cycle's section when the principal may not probe: null availabilities and the ACL it
@@ -281,8 +301,8 @@ class ProbeCollector:
         within :data:`REFUSED_RETRY_SECONDS` say the same without asking the cluster again."""
         if remember:
             self._refused = (time.monotonic() + REFUSED_RETRY_SECONDS, refusal)
-        section: Probe = {"topic": self.topic, **summarize([]), "per_partition": [], "error": refusal,
-                          "not_authorized": refusal}
+        section: Probe = {"topic": self.topic, **summarize([]), **self._counted(), "per_partition": [],
+                          "error": refusal, "not_authorized": refusal}
         return CollectorResult(sections=BuiltinSections(probe=section), rows={TABLE: []})
 
     def _produce(self, producer: Producer, partitions: list[int]) -> None:
