@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from dashboard import action_forms, auth, frame, literal
+from dashboard import action_forms, auth, components, frame, literal
 from dashboard.services import plans
 from dashboard.services.sources import one_line
 from kpulse.errors import KpulseError
@@ -108,7 +108,7 @@ def show(key: str, state: dict, operations, read_only: bool) -> None:
     for number, (title, table) in enumerate(entry.tables(plan).items()):
         if number == 0 or not table.empty:
             st.markdown(title)
-            st.dataframe(table, hide_index=True, width="stretch", key=f"{key}-plan-{number}")
+            components.table(table, plans.plan_columns(table), key=f"{key}-plan-{number}")
     for warning in getattr(plan, "warnings", ()):
         st.warning(literal.markdown(warning))
     for note in entry.notes(plan):
@@ -191,7 +191,7 @@ def result(key: str, done: plans.Done, plan, operations) -> None:
     table = plans.outcome_table(done)
     if not table.empty:
         st.markdown("Verification (read back from the cluster)")
-        st.dataframe(table, hide_index=True, width="stretch", key=f"{key}-outcome")
+        components.table(table, plans.plan_columns(table), key=f"{key}-outcome")
     if getattr(done.outcome, "local_state_note", None):
         st.info(literal.markdown(done.outcome.local_state_note))
     if of_plan(plan).polled and done.outcome is not None and done.result in POLLED_RESULTS:

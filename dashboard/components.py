@@ -1,12 +1,14 @@
-"""Shared drawing: coloured health tiles, Plotly charts, the freshness banner, the pager and the
-searchable, sortable, paged list above it.
+"""Shared drawing: coloured health tiles, Plotly charts, the freshness banner, every table (from
+its columns' spec, ``dashboard/services/columns.py``), the pager and the searchable, sortable,
+paged list above it.
 Pages compose these; nothing here reads data. Chart titles and the names in a chart (legend,
 categories, hover) are text: Plotly would read ``<a href>`` and ``<b>`` in them."""
 
 from __future__ import annotations
 
 from html import escape
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pandas as pd
 import plotly.express as px
@@ -14,6 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import literal
+from dashboard.services.columns import Column
 from dashboard.services.health import CRIT, INFO, OK, UNKNOWN, WARN, Freshness, Tile, refused_age
 from dashboard.services.paging import DEFAULT_PAGE_SIZE, Page, search_sort_page
 
@@ -119,6 +122,28 @@ def _shown(frame: pd.DataFrame, *columns: str | None) -> pd.DataFrame:
     text = [c for c in columns if c is not None and c in frame]
     return frame.assign(**{c: frame[c].map(lambda v: literal.html_text(v) if isinstance(v, str) else v)
                            for c in text})
+
+
+def table(frame: pd.DataFrame, columns: Sequence[Column], *, key: str | None = None,
+          row_style: Callable[[pd.Series], list[str]] | None = None) -> None:
+    """``frame`` as a table a person reads: only ``columns``, in their order, each under its header
+    and unit, formatted, with its help on hovering over the header; the key columns pinned at the
+    left; a missing value an empty cell (not "None"). ``row_style``: a pandas Styler rule per row."""
+    shown = frame[[column.name for column in columns]]
+    st.dataframe(shown.style.apply(row_style, axis=1) if row_style else shown, hide_index=True, width="stretch",
+                 key=key, placeholder="", column_order=[column.name for column in columns],
+                 column_config={column.name: _column_config(column) for column in columns})
+
+
+def _column_config(column: Column) -> Any:
+    common: dict[str, Any] = {"label": column.label, "help": column.help, "pinned": True if column.key else None}
+    if column.kind == "number":
+        return st.column_config.NumberColumn(**common, format=column.format, step=column.step)
+    if column.kind == "datetime":
+        return st.column_config.DatetimeColumn(**common, format=column.format)
+    if column.kind == "link":
+        return st.column_config.LinkColumn(**common, display_text=column.link_text)
+    return st.column_config.Column(**common)
 
 
 def pager(key: str, matching: int, page_size: int = DEFAULT_PAGE_SIZE) -> int:

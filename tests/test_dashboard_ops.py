@@ -18,6 +18,7 @@ from operations.access import User, UsersFile
 from tests.dashboard_ops import (
     CLUSTER, COUNTS, START, TOPIC, group_key, labels, prepare_topic, sign_in, start, write_setup,
 )
+from tests.dashboard_tables import page_problems
 from tests.support import APP_FILE, admin_for, commit, committed, create_topic, produce
 
 
@@ -86,6 +87,7 @@ def test_operator_plans_then_only_the_typed_name_executes_the_reset(app, setup):
     assert list(plan["lag before"]) == [c - START for c in COUNTS.values()]
     assert list(plan["lag after"]) == list(COUNTS.values())
     assert list(plan["replayed"]) == [START] * len(COUNTS) and list(plan["skipped"]) == [0] * len(COUNTS)
+    assert page_problems(app, "groups") == []  # the plan's headers read as words, with units (issue 28)
     assert committed(admin, group) == before  # planning changed nothing
 
     app.button(key=f"{key}-execute").click().run()
@@ -105,6 +107,7 @@ def test_operator_plans_then_only_the_typed_name_executes_the_reset(app, setup):
     assert committed(admin, group) == expected
     outcome = table_with(app, "after (read back)")
     assert list(outcome["after (read back)"]) == [0] * len(COUNTS)
+    assert page_problems(app, "groups") == []
 
     from kpulse.config import load_config
     from operations.audit import AuditLog
@@ -167,6 +170,7 @@ def test_an_approval_cluster_files_a_request_that_another_operator_approves(boot
     other = sign_in(start(config, monkeypatch), "otto", "otto-secret-1")
     other.switch_page("app_pages/operations.py").run()
     assert list(table_with(other, "requested by")["target"]) == [f"group {group}"]
+    assert page_problems(other, "operations") == []  # the request, its plan and the audit log
     next(b for b in other.button if b.label == "Approve and run…").click().run()
     assert committed(admin, group) == before  # the approval dialog is open: nothing ran yet
     other.text_input(key="ops-approving-typed").input(group)
@@ -196,6 +200,7 @@ def test_an_admin_rebalances_a_topic_with_a_progress_bar_until_the_throttles_are
     assert not app.error, [e.value for e in app.error]
     moves = table_with(app, "target replicas")
     assert len(moves) >= 1 and all("3" in target for target in moves["target replicas"])
+    assert page_problems(app, "brokers") == []
     assert {tuple(p.replicas) for p in admin.list_topics(topic, timeout=10).topics[topic].partitions.values()} == {
         (1, 2), (2, 1)}  # planning moved nothing
 

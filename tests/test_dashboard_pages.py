@@ -99,16 +99,19 @@ def test_brokers_page_shows_the_kraft_quorum_controller_figures_and_elr_of_probl
 
 def test_brokers_table_shows_byte_rates_and_latencies_with_their_units(app):
     """Not raw floats such as 3926.1377 (issue 17): byte rates in bytes (KB, MB) per second,
-    latencies in ms with one decimal, idle ratios in percent."""
+    latencies in ms with one decimal, idle ratios in percent; the unit in the header (issue 28)."""
     import json
 
     open_page(app, "brokers")
     columns = json.loads(app.dataframe[0].proto.columns)
     formats = {name: columns.get(name, {}).get("type_config", {}).get("format") for name in
                ("bytes_in_per_sec", "bytes_out_per_sec", "produce_p99_ms", "fetch_p99_ms", "request_handler_idle")}
-    assert formats == {"bytes_in_per_sec": "bytes", "bytes_out_per_sec": "bytes", "produce_p99_ms": "%.1f ms",
-                       "fetch_p99_ms": "%.1f ms", "request_handler_idle": "percent"}
-    assert columns["bytes_in_per_sec"]["label"] == "bytes in /s"
+    assert formats == {"bytes_in_per_sec": "bytes", "bytes_out_per_sec": "bytes", "produce_p99_ms": "%.1f",
+                       "fetch_p99_ms": "%.1f", "request_handler_idle": "percent"}
+    labels = {name: columns[name]["label"] for name in ("bytes_in_per_sec", "produce_p99_ms", "fetch_p99_ms",
+                                                        "request_handler_idle")}
+    assert labels == {"bytes_in_per_sec": "Bytes in (B/s)", "produce_p99_ms": "Produce p99 (ms)",
+                      "fetch_p99_ms": "Fetch p99 (ms)", "request_handler_idle": "Request handler idle (%)"}
     # and the byte-rate charts' axes: SI-prefixed bytes per second (3.9kB/s), not bare numbers
     charts = {json.loads(chart.proto.spec)["layout"]["title"]["text"]: json.loads(chart.proto.spec)["layout"]
               for chart in app.get("plotly_chart")}

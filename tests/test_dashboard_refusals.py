@@ -182,7 +182,7 @@ def test_the_broker_metrics_left_null_say_why_once_per_reason():
          "reasons": {"request_handler_idle_ratio": NO_METRICS, "produce_p99_ms": "connection refused"}}]}
     assert brokers.metric_reasons(snapshot) == [
         f"request handler idle unknown for brokers 1, 2: {NO_METRICS}",
-        f"bytes in /s unknown for broker 1: {NO_METRICS}",
+        f"bytes in unknown for broker 1: {NO_METRICS}",
         "produce p99 unknown for broker 2: connection refused"]
 
 
@@ -334,5 +334,5 @@ def test_the_brokers_page_says_why_broker_metrics_are_empty(tmp_path, monkeypatc
 
     app = start(write_setup(tmp_path, no_metrics), monkeypatch, "brokers")
     captions = [c.value for c in app.caption]
-    assert literal.markdown(f"request handler idle, bytes in /s unknown for brokers 1, 2, 3: {NO_METRICS}") in captions, \
+    assert literal.markdown(f"request handler idle, bytes in unknown for brokers 1, 2, 3: {NO_METRICS}") in captions, \
         captions

@@ -113,7 +113,7 @@ def dashboard(secure_cluster, tmp_path_factory):
 @pytest.fixture(scope="module")
 def browser():
     chromium = Browser(DEVTOOLS_PORT)
-    chromium.viewport(2200, 1200)  # every column of the group list in view, its "why not read" last
+    chromium.viewport(2200, 1200)  # every column of the group list in view, its "Why not read" last
     yield chromium
     chromium.close()
 
@@ -158,11 +158,11 @@ def test_reader_topics_keep_their_rows_with_the_describe_configs_reason(dashboar
                  ["Topics", "topics match", f"Partitions of {UNDER_MIN_ISR_TOPIC}",
                   f"Configs not read: not authorized: DescribeConfigs on topic {UNDER_MIN_ISR_TOPIC}"])
     assert "min ISR unknown for 3 of 3 topics on this page" in text
-    rows = {row["topic"]: row for row in table_with(browser, "why configs not read")}
+    rows = {row["Topic"]: row for row in table_with(browser, "Why configs not read")}
     assert set(rows) == {"orders", UNDER_MIN_ISR_TOPIC, PROBE_TOPIC}
     for topic, row in rows.items():
-        assert row["why configs not read"] == f"not authorized: DescribeConfigs on topic {topic}"
-        assert row["min ISR"] == "" and int(row["partitions"]) > 0, row
+        assert row["Why configs not read"] == f"not authorized: DescribeConfigs on topic {topic}"
+        assert row["Min ISR"] == "" and int(row["Partitions"]) > 0, row
 
 
 def test_reader_brokers_page_says_why_broker_metrics_are_missing(dashboard, browser):
@@ -176,10 +176,10 @@ def test_lister_groups_page_shows_the_group_it_may_not_describe_with_why(dashboa
                  ["Consumer groups", "groups match",
                   "kpulse may not read this group: not authorized: Describe on group team-b-audit"])
     assert "1 of 2 groups kpulse may not read" in text
-    rows = {row["group"]: row for row in table_with(browser, "why not read")}
-    assert rows["team-b-audit"]["why not read"] == "not authorized: Describe on group team-b-audit"
-    assert rows["team-b-audit"]["lag (offsets)"] == ""  # unknown, not 0
-    assert rows["team-a-billing"]["why not read"] == "" and int(rows["team-a-billing"]["lag (offsets)"]) > 0
+    rows = {row["Group"]: row for row in table_with(browser, "Why not read")}
+    assert rows["team-b-audit"]["Why not read"] == "not authorized: Describe on group team-b-audit"
+    assert rows["team-b-audit"]["Total lag (records)"] == ""  # unknown, not 0
+    assert rows["team-a-billing"]["Why not read"] == "" and int(rows["team-a-billing"]["Total lag (records)"]) > 0
 
 
 def test_partial_sees_its_group_list_and_quorum_limits_said(dashboard, browser):

@@ -59,9 +59,7 @@ def firing_list() -> None:
             return
         st.caption("One row per rule (grouped as Alertmanager does): open a group below for its entities.")
         table = table.assign(age=[human_age(s) for s in table["age_seconds"]])
-        st.dataframe(table[["severity", "rule", "affected", "entities", "age", "summary", "ack", "ack_by", "ack_until",
-                            "acknowledged", "silenced"]],
-                     hide_index=True, width="stretch")
+        components.table(table, alerts.GROUP_TABLE, key="alerts-groups")
 
 
 def ack_form(key: str, rule: str, entity: str, what: str) -> None:
@@ -124,8 +122,7 @@ with frame.shown_errors():
             listed = components.searched_list(f"alerts-entities-{rule}", listing, sorts=ENTITY_SORTS,
                                               search_column="entity", noun="entities",
                                               placeholder="part of an entity, e.g. a group id")
-            st.dataframe(listed.rows[["severity", "entity", "age", "summary", "ack", "ack_by", "ack_until"]],
-                         hide_index=True, width="stretch")
+            components.table(listed.rows, alerts.ENTITY_TABLE, key="alerts-entities")
             ack_form("alerts-group-ack", rule, EVERY_ENTITY, f"all {group.affected}")
             listed_entities = listed.rows["entity"]
         keys = [alerts.alert_key({"rule": rule, "entity": entity}) for entity in listed_entities]

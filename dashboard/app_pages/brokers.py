@@ -19,20 +19,7 @@ with frame.shown_errors():
     snap = frame.snapshot()
     metrics = frame.read("broker_metrics", window)
     table = brokers.broker_table(snap, metrics)
-    st.dataframe(table, hide_index=True, width="stretch",
-                 column_config={"preferred_leaders": st.column_config.NumberColumn("preferred leaders"),
-                                "request_handler_idle": st.column_config.NumberColumn("request handler idle",
-                                                                                      format="percent"),
-                                "network_idle": st.column_config.NumberColumn("network idle", format="percent"),
-                                "under_replicated": st.column_config.NumberColumn("under-replicated partitions"),
-                                "metadata_errors": st.column_config.NumberColumn("metadata errors"),
-                                "error": st.column_config.TextColumn("error"),
-                                "bytes_in_per_sec": st.column_config.NumberColumn("bytes in /s", format="bytes"),
-                                "bytes_out_per_sec": st.column_config.NumberColumn("bytes out /s", format="bytes"),
-                                "produce_p99_ms": st.column_config.NumberColumn("produce p99", format="%.1f ms"),
-                                "fetch_p99_ms": st.column_config.NumberColumn("fetch p99", format="%.1f ms"),
-                                "metadata_apply_lag_ms": st.column_config.NumberColumn("metadata apply lag",
-                                                                                       format="%.0f ms")})
+    components.table(table, brokers.BROKER_TABLE_COLUMNS, key="brokers-table")
     for line in brokers.metric_reasons(snap):
         st.caption(literal.markdown(line))
     skew = brokers.balance(table)
@@ -67,12 +54,7 @@ with frame.shown_errors():
         st.caption(literal.markdown(line))
     quorum = brokers.quorum_table(snap)
     if len(quorum):
-        st.dataframe(quorum, hide_index=True, width="stretch", key="brokers-quorum",
-                     column_config={"lag": st.column_config.NumberColumn("lag (records)"),
-                                    "caught_up_age_seconds": st.column_config.NumberColumn("last caught up",
-                                                                                           format="%.1f s ago"),
-                                    "last_fetch_age_seconds": st.column_config.NumberColumn("last fetch",
-                                                                                            format="%.1f s ago")})
+        components.table(quorum, brokers.QUORUM_TABLE, key="brokers-quorum")
         components.bar_chart(quorum.assign(node=quorum["node"].map(lambda n: f"node {n}")), x="node", y="lag",
                              color="role", title="Metadata log lag behind the quorum leader (records)",
                              key="brokers-quorum-lag")
@@ -84,7 +66,7 @@ with frame.shown_errors():
         st.caption("ELR: replicas out of the ISR that can still be elected leader without losing committed data; "
                    "LastKnownElr: the candidates of an unclean recovery once a partition is offline "
                    "(kafka-topics --describe prints both). The first 200, by topic and partition.")
-        st.dataframe(problems, hide_index=True, width="stretch", key="brokers-problems")
+        components.table(problems, brokers.PROBLEM_TABLE, key="brokers-problems")
     else:
         st.caption("No offline, under-min-ISR or under-replicated partition in the latest collection.")
     if len(table):

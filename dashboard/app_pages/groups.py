@@ -15,12 +15,6 @@ from kpulse.expected_idle import CONFIG, Mark, reason
 from operations.access import MARK_EXPECTED_IDLE, allowed
 
 WINDOWS = {"15 min": 900, "1 hour": 3600, "6 hours": 21600}
-HEADERS = {"group_id": st.column_config.TextColumn("group"),
-           "total_lag": st.column_config.NumberColumn("lag (offsets)"),
-           "max_lag_seconds": st.column_config.NumberColumn("lag seconds", format="%.0f"),
-           "lag_seconds_threshold": st.column_config.NumberColumn("lag threshold", format="%.0f s"),
-           "expected_idle": st.column_config.CheckboxColumn("expected idle"),
-           "problem": st.column_config.TextColumn("why not read")}
 
 
 def expected_idle_slot(cluster: str, group_id: str, why: str | None) -> None:
@@ -110,8 +104,7 @@ def group_list() -> None:
             st.caption(note)
         if note := unread_caption(int(table["problem"].notna().sum()), len(table), "groups"):
             st.caption(note)
-        st.dataframe(page.rows.drop(columns=groups.HIDDEN_COLUMNS), hide_index=True, width="stretch",
-                     column_config=HEADERS)
+        components.table(page.rows, groups.LIST_COLUMNS, key="groups-list")
 
 
 st.session_state[FULL_RUN_KEY] = True
@@ -138,15 +131,14 @@ with frame.shown_errors():
             st.info(idle_notice(why, marks.get(chosen)), icon=":material/notifications_off:")
         expected_idle_slot(frame.cluster(), chosen, why)
         if note := groups.partial_note(group):
-            st.caption(f"Partial: {note}. Each partition's why_null says why its value is unknown.")
+            st.caption(f"Partial: {note}. Each partition's Why empty column says why its value is unknown.")
         if group.get("partitions") or (group and not problem):
-            st.dataframe(groups.partitions_of(group), hide_index=True, width="stretch")
+            components.table(groups.partitions_of(group), groups.PARTITION_TABLE, key="groups-partitions")
         if caption := groups.membership_caption(group):
             st.caption(caption)
         members = groups.members_frame(group)
         if members is not None:
-            st.dataframe(members, hide_index=True, width="stretch",
-                         column_config={"reconciling": st.column_config.CheckboxColumn("reconciling")})
+            components.table(members, groups.MEMBER_TABLE, key="groups-members")
         window = WINDOWS[st.segmented_control("History", list(WINDOWS), default="1 hour", key="groups-window")
                          or "1 hour"]
         history = groups.lag_history(frame.read("consumer_group", window,

@@ -5,7 +5,7 @@ import time
 
 import streamlit as st
 
-from dashboard import actions, auth, frame, literal
+from dashboard import actions, auth, components, frame, literal
 from dashboard.services import plans
 from operations.access import APPROVE, allowed
 from operations.errors import BadInput
@@ -26,7 +26,7 @@ with frame.shown_errors("approvals"):
     if not pending:
         st.caption(f"No request waits for approval on cluster {literal.markdown(cluster)}.")
     else:
-        st.dataframe(plans.approvals_table(pending), hide_index=True, width="stretch", key="ops-approvals")
+        components.table(plans.approvals_table(pending), plans.APPROVAL_TABLE, key="ops-approvals")
         chosen = st.selectbox("Request", [r.id for r in pending], key="ops-request",
                               format_func=lambda i: next(literal.visible(f"{r.id} · {r.action} {r.target} by "
                                                                          f"{r.requested_by}")
@@ -40,7 +40,7 @@ with frame.shown_errors("approvals"):
         for number, (title, table) in enumerate(entry.tables(plan).items()):
             if number == 0 or not table.empty:
                 st.markdown(title)
-                st.dataframe(table, hide_index=True, width="stretch", key=f"ops-request-plan-{number}")
+                components.table(table, plans.plan_columns(table), key=f"ops-request-plan-{number}")
         if user is None or not allowed(user, APPROVE):
             st.caption("Approving needs the operator role.")
         elif request.requested_by == user.name:
@@ -77,7 +77,7 @@ with frame.shown_errors("audit log"):
     st.subheader("Audit log")
     table = plans.audit_table(rows)
     st.caption(f"{len(table)} record(s) on cluster {literal.markdown(cluster)} · newest first")
-    st.dataframe(table.drop(columns=["action_id"]), hide_index=True, width="stretch", key="ops-audit")
+    components.table(table, plans.AUDIT_TABLE, key="ops-audit")
     if len(table):
         chosen = st.selectbox("Details of", list(table["action_id"]), key="ops-audit-row",
                               format_func=lambda i: " · ".join(literal.visible(str(v)) for v in table.loc[

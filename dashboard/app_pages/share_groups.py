@@ -32,10 +32,7 @@ with frame.shown_errors():
         st.caption(f"⚠ {partial} of {len(table)} share groups have partial lag sums (see the partial column).")
     if note := unread_caption(int(table["problem"].notna().sum()), len(table), "share groups"):
         st.caption(note)
-    st.dataframe(page.rows.drop(columns=["status_rank"]), hide_index=True, width="stretch",
-                 column_config={"group_id": st.column_config.TextColumn("share group"),
-                                "total_lag": st.column_config.NumberColumn("lag (records not acknowledged)"),
-                                "problem": st.column_config.TextColumn("why not read")})
+    components.table(page.rows, share_groups.LIST_TABLE, key="share-list")
 
     names = list(page.rows["group_id"])
     wanted = frame.entity_param("sharegroup")
@@ -57,11 +54,11 @@ with frame.shown_errors():
         if problem := group_problem(chosen, group.get("error")):
             st.warning(f"kpulse may not read this group: {literal.markdown(problem)}", icon=":material/warning:")
         if note := share_groups.partial_note(group):
-            st.caption(f"Partial: {note}. Each partition's why_null says why its value is unknown.")
+            st.caption(f"Partial: {note}. Each partition's Why empty column says why its value is unknown.")
         st.markdown("**Members and assignments**")
-        st.dataframe(share_groups.members_frame(group), hide_index=True, width="stretch")
+        components.table(share_groups.members_frame(group), share_groups.MEMBER_TABLE, key="share-members")
         st.markdown("**Partitions: start offset and lag**")
-        st.dataframe(share_groups.partitions_frame(group), hide_index=True, width="stretch")
+        components.table(share_groups.partitions_frame(group), share_groups.PARTITION_TABLE, key="share-partitions")
         window = WINDOWS[st.segmented_control("History", list(WINDOWS), default="1 hour", key="share-window")
                          or "1 hour"]
         history = share_groups.lag_history(frame.read("share_group", window,

@@ -22,12 +22,7 @@ with frame.shown_errors():
         c.metric("Ticket", ticket)
         page = components.searched_list("slos", frame.slo_table(), sorts=slos.SORTS, search_column="name",
                                         noun="SLOs", placeholder="part of an SLO or entity name")
-        st.dataframe(page.rows.drop(columns=slos.RANK_COLUMNS), hide_index=True, width="stretch",
-                     column_config={"sli": st.column_config.NumberColumn(format="%.4f"),
-                                    "objective": st.column_config.NumberColumn(format="%.4f"),
-                                    "error_budget_remaining": st.column_config.NumberColumn("budget left",
-                                                                                            format="percent"),
-                                    "coverage": st.column_config.NumberColumn(format="percent")})
+        components.table(page.rows, slos.STATUS_TABLE, key="slos-list")
         labels = list(page.rows["name"])
     if not latest.empty and labels:
         chosen = st.selectbox("Burn-down", labels, key="slos-chosen")

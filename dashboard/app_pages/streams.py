@@ -31,16 +31,15 @@ def streams_group(application_id: str, group: StreamsGroupDetail) -> None:
     if lag_error := group_problem(application_id, group.get("lag_error")):
         st.error("Input lag not read: " + literal.markdown(lag_error))
     st.markdown("**Members** (tasks as subtopology:[partitions]; still reconciling first, highlighted)")
-    st.dataframe(members_frame.style.apply(streams.reconciling_style, axis=1), hide_index=True, width="stretch",
-                 key="streams-members")
+    components.table(members_frame, streams.MEMBER_TABLE, key="streams-members", row_style=streams.reconciling_style)
     st.markdown("**Subtopologies**")
-    st.dataframe(streams.subtopologies_frame(group), hide_index=True, width="stretch", key="streams-subtopologies")
+    components.table(streams.subtopologies_frame(group), streams.SUBTOPOLOGY_TABLE, key="streams-subtopologies")
     scope = ("partitions of the members' active tasks, as kafka-streams-groups --describe --offsets"
              if group.get("input_scope") == "assigned" else
              "no members: partitions with a committed offset on the source topics, as "
              "kafka-streams-groups --reset-offsets --to-current --all-input-topics")
     st.markdown(f"**Input lag per partition** ({literal.markdown(scope)})")
-    st.dataframe(streams.input_lag_frame(group), hide_index=True, width="stretch", key="streams-input-lag")
+    components.table(streams.input_lag_frame(group), streams.INPUT_LAG_TABLE, key="streams-input-lag")
 
 
 st.title("Streams apps")
@@ -51,13 +50,7 @@ with frame.shown_errors():
     apps = streams.apps_frame(snap)
     if note := unread_caption(int(apps["problem"].notna().sum()), len(apps), "Streams applications"):
         st.caption(note)
-    st.dataframe(apps, hide_index=True, width="stretch",
-                 column_config={"application_id": st.column_config.TextColumn("application"),
-                                "group_state": st.column_config.TextColumn("group state"),
-                                "expected_instances": st.column_config.NumberColumn("expected instances"),
-                                "input_lag": st.column_config.NumberColumn("input lag (offsets)"),
-                                "rebalancing_seconds": st.column_config.NumberColumn("rebalancing s", format="%.0f"),
-                                "problem": st.column_config.TextColumn("why not read")})
+    components.table(apps, streams.APP_TABLE, key="streams-apps")
     names = list(apps["application_id"])
     if not names:
         st.info("No Kafka Streams application seen yet (configured apps, Streams groups, or groups with "
@@ -76,7 +69,7 @@ with frame.shown_errors():
             streams_group(chosen, group)
         if entry.get("instances") or entry.get("protocol") != "streams":
             st.markdown("**Instances** (from their metrics endpoints)")
-            st.dataframe(streams.instances_frame(entry), hide_index=True, width="stretch", key="streams-instances")
+            components.table(streams.instances_frame(entry), streams.INSTANCE_TABLE, key="streams-instances")
         window = WINDOWS[st.segmented_control("Timeline", list(WINDOWS), default="1 hour", key="streams-window")
                          or "1 hour"]
         now = frame.now()
@@ -92,8 +85,7 @@ with frame.shown_errors():
         window_seconds.metric("REBALANCING in this window", f"{streams.rebalancing_seconds(periods):.0f} s")
         components.timeline_chart(periods, title="State per instance", key="streams-timeline")
         with st.expander("Recent transitions"):
-            st.dataframe(streams.transitions_frame(entry), hide_index=True, width="stretch",
-                         key="streams-transitions")
+            components.table(streams.transitions_frame(entry), streams.TRANSITION_TABLE, key="streams-transitions")
         with frame.shown_errors("internal topics"):
             internal = topics.internal_topics(set(frame.topic_names()), chosen)
             st.markdown("**Internal topics** (repartition and changelog: deleted by a reset)")

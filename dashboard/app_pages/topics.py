@@ -10,12 +10,6 @@ from dashboard.services import brokers, topics
 from dashboard.services.paging import DEFAULT_PAGE_SIZE, search_sort_page
 
 SORTS = {"name": "topic", "partitions": "partitions", "under-replicated": "under_replicated", "offline": "offline"}
-HEADERS = {"replication_factor": st.column_config.NumberColumn("replication factor"),
-           "under_replicated": st.column_config.NumberColumn("under-replicated partitions"),
-           "offline": st.column_config.NumberColumn("offline partitions"),
-           "min_isr": st.column_config.NumberColumn("min ISR"),
-           "size_bytes": st.column_config.NumberColumn("size", format="bytes"),
-           "configs_problem": st.column_config.TextColumn("why configs not read")}
 
 st.title("Topics")
 with frame.shown_errors():
@@ -39,7 +33,7 @@ with frame.shown_errors():
     listed = topics.with_sizes(topics.with_min_isr(page.rows, configs), sizes)[topics.LISTED_COLUMNS]
     if note := topics.configs_caption(listed):
         st.caption(note)
-    st.dataframe(listed, hide_index=True, width="stretch", column_config=HEADERS)
+    components.table(listed, topics.LIST_TABLE, key="topics-list")
 
     names = list(page.rows["topic"])
     wanted = frame.entity_param("topic")
@@ -54,16 +48,15 @@ with frame.shown_errors():
         numbers = list(partitions.loc[partitions["topic"] == chosen, "partition"])
         offsets = frame.admin().offsets(chosen, numbers)
         st.subheader(f"Partitions of {literal.markdown(chosen)}")
-        st.dataframe(topics.partition_detail(partitions, chosen, offsets, chosen_configs.min_isr(chosen)),
-                     hide_index=True, width="stretch")
+        components.table(topics.partition_detail(partitions, chosen, offsets, chosen_configs.min_isr(chosen)),
+                         topics.DETAIL_TABLE, key="topics-partitions")
         problems = brokers.problem_partition_table(frame.snapshot(), chosen)
         if len(problems):
             st.subheader(f"Problem partitions of {literal.markdown(chosen)}")
             st.caption("From the latest collection. ELR: out-of-ISR replicas still electable without data loss; "
                        "LastKnownElr: the candidates once the partition is offline (as kafka-topics --describe "
                        "prints them).")
-            st.dataframe(problems.drop(columns=["topic"]), hide_index=True, width="stretch",
-                         key="topics-problems")
+            components.table(problems, brokers.TOPIC_PROBLEM_TABLE, key="topics-problems")
         st.subheader(f"Groups consuming {literal.markdown(chosen)}")
         consumers = frame.topic_consumers(chosen)
         if consumers is None:
@@ -71,16 +64,13 @@ with frame.shown_errors():
                        "latest collection.")
         else:
             st.caption("Lag on this topic's partitions only, worst first; where some partitions' lag is unknown "
-                       "(`lag_unknown_partitions`), the sum is a lower bound. Each row opens its group's page, "
+                       "(Lag unknown above 0), the sum is a lower bound. Each row opens its group's page, "
                        "with its history.")
-            st.dataframe(consumers, hide_index=True, width="stretch", key="topics-consumers",
-                         column_config={"lag_unknown_partitions": st.column_config.NumberColumn("lag unknown on"),
-                                        "max_lag_seconds": st.column_config.NumberColumn("max lag", format="%.1f s"),
-                                        "page": st.column_config.LinkColumn("group page", display_text="open")})
+            components.table(consumers, topics.CONSUMER_TABLE, key="topics-consumers")
         st.subheader("Configs")
         if why := chosen_configs.problems.get(chosen):
             st.warning(f"Configs not read: {literal.markdown(why)}", icon=":material/warning:")
         else:
-            st.dataframe(topics.config_frame(chosen_configs.configs.get(chosen) or {}), hide_index=True,
-                         width="stretch")
+            components.table(topics.config_frame(chosen_configs.configs.get(chosen) or {}), topics.CONFIG_TABLE,
+                             key="topics-configs")
         actions.slot("topic", frame.cluster(), chosen)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from alerting.grouping import AlertGroup, group_alerts
 from dashboard.services.acks import EVERY_ENTITY, Ack, effective
+from dashboard.services.columns import Column, table
 from kpulse.snapshot import Snapshot
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1}
@@ -73,6 +74,23 @@ GROUP_COLUMNS = ["severity", "rule", "affected", "entities", "critical", "since"
 ``summary`` the entity's summary (of the first, "and N more", for many); ``ack*`` the group's own
 acknowledgement (of its one entity, for a group of one); ``acknowledged`` / ``silenced`` count its
 entities that are."""
+
+
+_NEITHER = "Empty: neither acknowledged nor silenced."
+_ACK = (Column("ack", "Acknowledged or silenced", help=_NEITHER), Column("ack_by", "By", help=_NEITHER),
+        Column("ack_until", "Until", "UTC", kind="datetime", format="YYYY-MM-DD HH:mm", help=_NEITHER))
+GROUP_TABLE = table(
+    Column("rule", "Rule", key=True), Column("severity", "Severity"),
+    Column("affected", "Affected", help="The entity, or how many are affected."),
+    Column("entities", "Entities"), Column("age", "Firing for", help="Since the oldest of its entities fired."),
+    Column("summary", "Summary"), *_ACK,
+    Column("acknowledged", "Entities acknowledged", help="Of its entities, those acknowledged or silenced."),
+    Column("silenced", "Entities silenced"))
+"""The alert groups (:func:`grouped`, with the page's ``age`` in words) as the page shows them."""
+ENTITY_TABLE = table(
+    Column("entity", "Entity", key=True), Column("severity", "Severity"), Column("age", "Firing for"),
+    Column("summary", "Summary"), *_ACK)
+"""One group's entities (:func:`group_members`, with the page's ``age`` in words) as the page shows them."""
 
 
 def alert_groups(firing: pd.DataFrame) -> list[AlertGroup]:

@@ -8,6 +8,7 @@ from typing import Literal, TypedDict
 
 import pandas as pd
 
+from dashboard.services.columns import Column, table
 from kpulse.snapshot import ClusterHealth, KraftQuorum, ProblemPartition, QuorumReplica, Snapshot
 
 BrokerField = Literal["id", "up", "partition_count", "leader_count", "preferred_leader_count",
@@ -28,6 +29,29 @@ the short headings the page has always had (``under_replicated`` comes from the 
 BROKER_COLUMNS = ["broker", "up", "partitions", "leaders", "preferred_leaders", "request_handler_idle",
                   "network_idle", "bytes_in_per_sec", "bytes_out_per_sec", "under_replicated", "produce_p99_ms",
                   "fetch_p99_ms", "metadata_apply_lag_ms", "metadata_errors", "error"]
+_NOT_READ = " Empty: not read; the lines under the table say why."
+BROKER_TABLE_COLUMNS = table(
+    Column("broker", "Broker", key=True), Column("up", "Up"),
+    Column("under_replicated", "Under-replicated partitions",
+           help="Under-replicated partitions it leads, from its newest metrics." + _NOT_READ),
+    Column("request_handler_idle", "Request handler idle", "%", kind="number", format="percent",
+           help="Idle share of its request handler threads: below 20 % warning, below 10 % critical." + _NOT_READ),
+    Column("network_idle", "Network idle", "%", kind="number", format="percent",
+           help="Idle share of its network processor threads." + _NOT_READ),
+    Column("bytes_in_per_sec", "Bytes in", "B/s", kind="number", format="bytes", help="From producers." + _NOT_READ),
+    Column("bytes_out_per_sec", "Bytes out", "B/s", kind="number", format="bytes",
+           help="To consumers and followers." + _NOT_READ),
+    Column("produce_p99_ms", "Produce p99", "ms", kind="number", format="%.1f",
+           help="99th percentile of its Produce request time." + _NOT_READ),
+    Column("fetch_p99_ms", "Fetch p99", "ms", kind="number", format="%.1f",
+           help="99th percentile of its consumer Fetch request time." + _NOT_READ),
+    Column("partitions", "Partitions", help="Replicas it hosts."), Column("leaders", "Leaders"),
+    Column("preferred_leaders", "Preferred leaders", help="Partitions whose preferred (first) replica it is."),
+    Column("metadata_apply_lag_ms", "Metadata apply lag", "ms", kind="number", format="%.0f",
+           help="How far behind the metadata log its applied metadata is." + _NOT_READ),
+    Column("metadata_errors", "Metadata errors", help="Errors loading or applying metadata." + _NOT_READ),
+    Column("error", "Error", help="Why the broker could not be read."))
+"""The broker table as the page shows it: health first."""
 
 
 def broker_table(snapshot: Snapshot | None, latest_metrics: pd.DataFrame) -> pd.DataFrame:
@@ -40,7 +64,10 @@ def broker_table(snapshot: Snapshot | None, latest_metrics: pd.DataFrame) -> pd.
     for broker in (snapshot.get("brokers") if snapshot else None) or []:
         rows.append({**{column: broker.get(field) for column, field in BROKER_TABLE.items()},
                      "under_replicated": urp.get(broker.get("id"))})
-    return pd.DataFrame(rows, columns=BROKER_COLUMNS)
+    frame = pd.DataFrame(rows, columns=BROKER_COLUMNS)
+    for column in ("partitions", "leaders", "preferred_leaders", "under_replicated", "metadata_errors"):
+        frame[column] = pd.array(pd.to_numeric(frame[column], errors="coerce"), dtype="Int64")  # a count, not 3.0
+    return frame
 
 
 def balance(table: pd.DataFrame) -> dict[str, float | None]:
@@ -58,6 +85,7 @@ def balance_frame(table: pd.DataFrame) -> pd.DataFrame:
     """Long form (broker, kind, count) for a grouped bar chart of partitions and leaders."""
     long = table.melt(id_vars=["broker"], value_vars=["partitions", "leaders"], var_name="kind", value_name="count")
     long["broker"] = long["broker"].astype(str)
+    long["count"] = long["count"].astype("float64")  # a broker's unknown count: a gap, not pandas' NA, for Plotly
     return long
 
 
@@ -72,18 +100,38 @@ def series(metrics: pd.DataFrame, column: str) -> pd.DataFrame:
 
 QUORUM_COLUMNS = ["node", "role", "log_end_offset", "lag", "caught_up_age_seconds", "last_fetch_age_seconds"]
 PROBLEM_COLUMNS = ["topic", "partition", "problems", "leader", "replicas", "isr", "elr", "last_known_elr"]
+QUORUM_TABLE = table(
+    Column("node", "Node", key=True), Column("role", "Role"),
+    Column("lag", "Lag", "records", help="How far its metadata log is behind the quorum leader's. Empty: not read."),
+    Column("log_end_offset", "Log end offset", help="Of its metadata log. Empty: not read."),
+    Column("caught_up_age_seconds", "Last caught up", "s ago", kind="number", format="%.1f",
+           help="When it last caught up with the leader. Empty: not reported."),
+    Column("last_fetch_age_seconds", "Last fetch", "s ago", kind="number", format="%.1f",
+           help="When it last fetched from the leader. Empty: not reported."))
+"""The KRaft quorum's voters and observers (:func:`quorum_table`) as the page shows them."""
+_IDS = " — : not read (the line above the table says why)."
+PROBLEM_TABLE = table(
+    Column("topic", "Topic", key=True), Column("partition", "Partition", key=True),
+    Column("problems", "Problems"), Column("leader", "Leader", help="Empty: no leader (offline)."),
+    Column("replicas", "Replicas"), Column("isr", "ISR", help="The in-sync replicas."),
+    Column("elr", "ELR", help="Eligible leader replicas: out of the ISR, still electable without losing committed "
+                              "data." + _IDS),
+    Column("last_known_elr", "Last known ELR", help="The candidates of an unclean recovery once the partition is "
+                                                    "offline." + _IDS))
+"""The problem partitions (:func:`problem_partition_table`) as the Brokers page shows them."""
+TOPIC_PROBLEM_TABLE = PROBLEM_TABLE[1:]
+"""The same on one topic's page: without the topic."""
 
 
-METRIC_LABELS = {"request_handler_idle": "request handler idle", "network_idle": "network idle",
-                 "bytes_in_per_sec": "bytes in /s", "bytes_out_per_sec": "bytes out /s",
-                 "produce_p99_ms": "produce p99", "fetch_p99_ms": "fetch p99",
-                 "metadata_apply_lag_ms": "metadata apply lag", "metadata_errors": "metadata errors"}
-"""The broker table's metric columns, as the page heads them."""
+METRIC_LABELS = {column.name: column.header.lower() for column in BROKER_TABLE_COLUMNS if column.name in (
+    "request_handler_idle", "network_idle", "bytes_in_per_sec", "bytes_out_per_sec", "produce_p99_ms", "fetch_p99_ms",
+    "metadata_apply_lag_ms", "metadata_errors")}
+"""The broker table's metric columns, named as the page heads them (without the unit, in table order)."""
 
 
 def metric_reasons(snapshot: Snapshot | None) -> list[str]:
     """Why the broker table's metrics are empty, one line per reason and set of brokers, the columns
-    in table order ("request handler idle, bytes in /s unknown for brokers 1, 2: broker metrics are not
+    in table order ("request handler idle, bytes in unknown for brokers 1, 2: broker metrics are not
     configured (metrics.source: none)"): each broker's ``reasons``, else its ``error``, else "not
     collected". Only the fields a broker's entry holds."""
     lines: dict[tuple[str, tuple[int, ...]], list[str]] = {}
@@ -190,4 +238,6 @@ def problem_partition_table(snapshot: Snapshot | None, topic: str | None = None)
              "leader": p.get("leader"), "replicas": ids(p.get("replicas")), "isr": ids(p.get("isr")),
              "elr": ids(p.get("elr")), "last_known_elr": ids(p.get("last_known_elr"))}
             for p in problems if topic is None or p["topic"] == topic]
-    return pd.DataFrame(rows, columns=PROBLEM_COLUMNS)
+    frame = pd.DataFrame(rows, columns=PROBLEM_COLUMNS)
+    frame["leader"] = pd.array(pd.to_numeric(frame["leader"], errors="coerce"), dtype="Int64")
+    return frame

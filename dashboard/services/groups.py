@@ -18,6 +18,7 @@ from typing import TypeAlias
 
 import pandas as pd
 
+from dashboard.services.columns import EMPTY_WHY, EMPTY_WHY_NOT_READ, Column, table
 from dashboard.services.unread import group_problem
 from kpulse.lag_contract import STATUS_SEVERITY
 from kpulse.snapshot import ConsumerGroup, Snapshot
@@ -39,6 +40,24 @@ STATUS_ORDER = STATUS_SEVERITY
 """Burrow's order (worst last, ``kpulse/lag_contract.py``); unknown status sorts before OK."""
 SORTS = {"lag seconds": "max_lag_seconds", "status": "status_rank", "lag (offsets)": "total_lag",
          "group id": "group_id"}
+LIST_COLUMNS = table(
+    Column("group_id", "Group", key=True),
+    Column("status", "Status", help="The worst of its partitions' statuses over the last readings, as Burrow "
+                                    "evaluates them: OK, WARN, REWIND, STALL, STOP, ERR."),
+    Column("max_lag_seconds", "Lag", "s", kind="number", format="%.0f",
+           help="How far behind the worst partition is, in time. " + EMPTY_WHY_NOT_READ),
+    Column("lag_seconds_threshold", "Threshold", "s", kind="number", format="%.0f",
+           help="The group is behind when its lag in seconds is over this (the config's "
+                "`consumer_groups.lag_seconds_threshold`)."),
+    Column("total_lag", "Total lag", "records", kind="number",
+           help="Log end minus committed offset, summed over the group's partitions. " + EMPTY_WHY_NOT_READ),
+    Column("type", "Type"), Column("state", "State"), Column("members", "Members"),
+    Column("partitions", "Partitions", help="Partitions the group has offsets for."),
+    Column("expected_idle", "Expected idle", help="Shown, but fires no group alert."),
+    Column("partial", "Partial", help="Which sums leave partitions out (their lag unknown): those sums are lower "
+                                      "bounds."),
+    Column("problem", "Why not read", help="Why kpulse could not read the group: its values are empty."))
+"""The group list as the page shows it (:func:`groups_frame`; :data:`HIDDEN_COLUMNS` are not shown)."""
 
 
 def groups_frame(snapshot: Snapshot | None) -> pd.DataFrame:
@@ -153,6 +172,18 @@ def group_partitions(snapshot: Snapshot | None, group_id: str) -> pd.DataFrame |
     return None
 
 
+PARTITION_TABLE = table(
+    Column("topic", "Topic", key=True), Column("partition", "Partition", key=True),
+    Column("status", "Status"),
+    Column("lag", "Lag", "records", help="Log end minus committed offset. " + EMPTY_WHY),
+    Column("lag_seconds", "Lag", "s", kind="number", format="%.1f",
+           help="How far behind the partition is, in time (interpolated from the log end's timestamps). " + EMPTY_WHY),
+    Column("committed_offset", "Committed offset", help=EMPTY_WHY),
+    Column("log_end_offset", "Log end offset", help=EMPTY_WHY),
+    Column("why_null", "Why empty", help="Why this partition's empty values are unknown."))
+"""Per-partition lag of one group (:func:`partitions_of`) as the page shows it."""
+
+
 def partitions_of(group: GroupEntry) -> pd.DataFrame:
     """Per-partition lag of one group (its snapshot entry)."""
     rows = [{"topic": p.get("topic"), "partition": p.get("partition"),
@@ -170,6 +201,14 @@ def partitions_of(group: GroupEntry) -> pd.DataFrame:
 TYPE_NAMES = {"classic": "classic group", "consumer": "KIP-848 consumer group", "streams": "Streams group (KIP-1071)"}
 MEMBER_COLUMNS = ["member_id", "client_id", "client_host", "member_epoch", "assignment", "target_assignment",
                   "reconciling"]
+MEMBER_TABLE = table(
+    Column("member_id", "Member", key=True), Column("reconciling", "Reconciling",
+                                                    help="Not yet at its target assignment."),
+    Column("client_id", "Client"), Column("client_host", "Host"), Column("member_epoch", "Member epoch"),
+    Column("assignment", "Assignment",
+           help="topic:partitions, as kafka-consumer-groups --members --verbose prints it."),
+    Column("target_assignment", "Target assignment", help="Empty for a classic group's member."))
+"""A group's members (:func:`members_frame`) as the page shows them."""
 
 
 def membership_caption(group: GroupEntry) -> str | None:

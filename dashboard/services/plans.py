@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from dashboard.services.columns import Column, of_frame, table
 from kpulse.printable import CONTROL
 from operations.access import User
 from operations.offset_plan import STRATEGIES, Scope, Strategy
@@ -125,6 +126,41 @@ def execute(operations, user: User, plan, options: dict | None = None) -> Done:
 # --- the Operations page -------------------------------------------------------------------------
 
 AUDIT_COLUMNS = ["time", "cluster", "actor", "action", "target", "result", "approved_by", "error"]
+AUDIT_TABLE = table(
+    Column("time", "Time", "UTC", kind="datetime", format="YYYY-MM-DD HH:mm:ss", key=True),
+    Column("actor", "Actor"), Column("action", "Action"), Column("target", "Target"), Column("result", "Result"),
+    Column("approved_by", "Approved by"), Column("error", "Error"), Column("cluster", "Cluster"))
+"""The audit log (:func:`audit_table`) as the Operations page shows it."""
+APPROVAL_TABLE = table(
+    Column("id", "Request", key=True),
+    Column("requested", "Requested", "UTC", kind="datetime", format="YYYY-MM-DD HH:mm:ss"),
+    Column("action", "Action"), Column("target", "Target"), Column("requested by", "Requested by"),
+    Column("status", "Status"), Column("cluster", "Cluster"))
+"""The approval requests (:func:`approvals_table`) as the Operations page shows them."""
+_RECORDS = "records"
+PLAN_COLUMNS: dict[str, Column] = {column.name: column for column in (
+    Column("topic", "Topic", key=True), Column("partition", "Partition", key=True),
+    Column("current offset", "Current offset"), Column("new offset", "New offset"),
+    Column("lag before", "Lag before", _RECORDS), Column("lag after", "Lag after", _RECORDS),
+    Column("replayed", "Replayed", _RECORDS, help="Records read again: the new offset is before the current one."),
+    Column("skipped", "Skipped", _RECORDS, help="Records never read: the new offset is after the current one."),
+    Column("log start", "Log start offset"), Column("log end", "Log end offset"),
+    Column("start offset", "Start offset"), Column("new start offset", "New start offset"),
+    Column("offset", "Offset"), Column("belongs to application", "Belongs to application"),
+    Column("leader", "Leader"), Column("preferred", "Preferred leader"),
+    Column("electable now", "Electable now", help="The preferred replica is in sync."),
+    Column("current replicas", "Current replicas"), Column("target replicas", "Target replicas"),
+    Column("adding", "Adding"), Column("removing", "Removing"),
+    Column("before", "Before"), Column("new", "New"), Column("after", "After"),
+    Column("after (read back)", "After (read back)", help="Read back from the cluster after the change."),
+    Column("target", "Target replicas"), Column("replicas", "Replicas"), Column("done", "Done"),
+    Column("moving", "Moving"), Column("error", "Error"))}
+"""The columns of the operations' plan and outcome tables (``operations/registry.py``), by their names."""
+
+
+def plan_columns(frame: pd.DataFrame) -> tuple[Column, ...]:
+    """The columns of an operation's plan or outcome table (:data:`PLAN_COLUMNS`), key columns first."""
+    return of_frame(frame.columns, PLAN_COLUMNS)
 
 
 def audit_table(rows: pd.DataFrame) -> pd.DataFrame:

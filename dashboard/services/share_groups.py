@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from dashboard.services.columns import EMPTY_WHY, EMPTY_WHY_NOT_READ, Column, table
 from dashboard.services.unread import group_problem
 from kpulse.share_contract import SHARE_STATUS_SEVERITY
 from kpulse.snapshot import ShareGroups, ShareGroupState, Snapshot
@@ -31,6 +32,26 @@ SORTS = {"status": "status_rank", "lag (records not acknowledged)": "total_lag",
 """Sort choice -> column of :func:`groups_frame`."""
 PARTITION_COLUMNS = ["topic", "partition", "start_offset", "lag", "status", "why_null"]
 MEMBER_COLUMNS = ["member_id", "client_id", "host", "rack_id", "member_epoch", "assignment"]
+_NOT_ACKNOWLEDGED = "Records not yet acknowledged, as the broker counts them (kafka-share-groups --describe). "
+LIST_TABLE = table(
+    Column("group_id", "Share group", key=True),
+    Column("status", "Status", help="Over the last readings: STALLED = members but nothing acknowledged, "
+                                    "NOT_CONSUMING = no members while records wait."),
+    Column("total_lag", "Lag", "records", help=_NOT_ACKNOWLEDGED + EMPTY_WHY_NOT_READ),
+    Column("state", "State"), Column("members", "Members", help=EMPTY_WHY_NOT_READ),
+    Column("partitions", "Partitions", help="Partitions the broker reports offsets for."),
+    Column("partial", "Partial", help="The sum leaves partitions out (their lag unknown): a lower bound."),
+    Column("problem", "Why not read", help="Why kpulse could not read the group: its values are empty."))
+"""The share group list (:func:`groups_frame`) as the page shows it."""
+MEMBER_TABLE = table(
+    Column("member_id", "Member", key=True), Column("client_id", "Client"), Column("host", "Host"),
+    Column("rack_id", "Rack", help="Empty: the member names no rack."), Column("member_epoch", "Member epoch"),
+    Column("assignment", "Assignment", help="topic:partitions."))
+PARTITION_TABLE = table(
+    Column("topic", "Topic", key=True), Column("partition", "Partition", key=True), Column("status", "Status"),
+    Column("lag", "Lag", "records", help=_NOT_ACKNOWLEDGED + EMPTY_WHY),
+    Column("start_offset", "Start offset", help="The share-partition start offset. " + EMPTY_WHY),
+    Column("why_null", "Why empty", help="Why this partition's empty values are unknown."))
 ShownGroup = ShareGroupState | Mapping[str, None]
 """The share group a page shows: the snapshot's, or ``{}`` for one the snapshot does not hold (every
 field then reads as None)."""

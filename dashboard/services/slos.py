@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dashboard.services.columns import Column, table
 from kpulse.lake.slo_status import (BURN_RATE_COLUMNS, EXHAUSTED, MAX_AGE_SECONDS, TOO_FEW_EVENTS, budget_text,
                                     coverage_text, newest_status)
 
@@ -17,6 +18,42 @@ BUDGET_COLUMNS = ["error_budget_remaining", "budget", "budget_status", "coverage
 STATUS_COLUMNS = ["slo", "entity", "scope", "indicator", "budgeting_method", "objective", "window", "sli",
                   *BUDGET_COLUMNS, "good_events", "valid_events", *BURN_RATE_COLUMNS,
                   "time_to_exhaustion_seconds", "alert", "alert_conditions", "time"]
+_EMPTY = " Empty: no valid data in the window."
+_SHARE = 0.00001
+"""Percentages of an SLI or objective to three decimals (99.987 %)."""
+STATUS_TABLE = table(
+    Column("slo", "SLO", key=True), Column("entity", "Entity", key=True),
+    Column("alert", "Alert", help="The most severe burn-rate condition met: page or ticket. Empty: none."),
+    Column("error_budget_remaining", "Budget left", "%", kind="number", format="percent",
+           help="Share of the error budget left; below 0 once overspent." + _EMPTY),
+    Column("budget", "Budget", help="The budget in minutes or events."),
+    Column("budget_status", "Budget status", help="`ok`, `exhausted`, `too_few_events` (an Occurrences SLO below "
+                                                  "its minimum of events: never pages) or `no_data`."),
+    Column("sli", "SLI", "%", kind="number", format="percent", step=_SHARE,
+           help="Good over valid, over the window." + _EMPTY),
+    Column("objective", "Objective", "%", kind="number", format="percent", step=_SHARE),
+    Column("window", "Window"),
+    *(Column(name, "Burn rate " + ("over the window" if name == "burn_rate_window"
+                                   else name.removeprefix("burn_rate_")), "×", kind="number", format="%.2f",
+             help="Error ratio over that time divided by the error budget: 1 spends the budget exactly in the "
+                  "window." + _EMPTY)
+      for name in BURN_RATE_COLUMNS),
+    Column("time_to_exhaustion_seconds", "Time to exhaustion", "s", kind="number", format="%.0f",
+           help="The budget left at the 1-hour burn rate. Empty: not burning, or no budget left."),
+    Column("alert_conditions", "Alert conditions", help="The burn-rate conditions met (`page_1h_5m`: the 1-hour and "
+                                                        "5-minute burn rates both over the page factor). Empty: none."),
+    Column("coverage", "Coverage", "%", kind="number", format="percent", step=0.000001,
+           help="Share of the window's minutes with data."),
+    Column("observed_minutes", "Observed", "min", help="Minutes of the window with data."),
+    Column("bad_slices", "Bad", "min", help="Timeslices: bad minutes in the window. Empty for Occurrences."),
+    Column("allowed_bad_slices", "Allowed bad", "min", kind="number", format="%.1f",
+           help="Timeslices: bad minutes the window may hold. Empty for Occurrences."),
+    Column("good_events", "Good events", help="Good events (or minutes) over the window."),
+    Column("valid_events", "Valid events", help="Valid events (or minutes) over the window."),
+    Column("min_events", "Min events", help="Occurrences: valid events the window needs before the SLO can page."),
+    Column("scope", "Scope"), Column("indicator", "Indicator"), Column("budgeting_method", "Budgeting method"),
+    Column("time", "Evaluated", "UTC", kind="datetime", format="YYYY-MM-DD HH:mm"))
+"""The SLO list (:func:`status_table`) as the page shows it: what pages first, the details after."""
 READ_BACK_SECONDS = MAX_AGE_SECONDS
 """How far before the freshness limit the page reads ``slo_status``: a key's newest row counts
 while it is at most ``MAX_AGE_SECONDS`` older than its cluster's newest evaluation."""

@@ -10,11 +10,25 @@ import pandas as pd
 
 from collectors.streams.streams_group import MEMBER_RECONCILING, MEMBER_STABLE, member_instance
 from collectors.streams.streams_state import GROUP_INSTANCE, is_rebalancing
+from dashboard.services.columns import EMPTY_WHY_NOT_READ, Column, table
 from dashboard.services.unread import group_problem
 from kpulse.snapshot import Rebalances, Snapshot, StreamsApp, StreamsGroupDetail
 
 APP_COLUMNS = ["application_id", "protocol", "state", "group_state", "members", "instances", "expected_instances",
                "input_lag", "rebalances", "rebalancing_seconds", "problem"]
+APP_TABLE = table(
+    Column("application_id", "Application", key=True), Column("protocol", "Protocol"), Column("state", "State"),
+    Column("group_state", "Group state"),
+    Column("input_lag", "Input lag", "records", help="Lag of its input partitions, summed. " + EMPTY_WHY_NOT_READ),
+    Column("members", "Members", help=EMPTY_WHY_NOT_READ), Column("instances", "Instances",
+                                                                help="Instances seen on their metrics endpoints."),
+    Column("expected_instances", "Expected instances", help="From the config; empty when it names none."),
+    Column("rebalances", "Rebalances", help="Rebalances among the recent transitions."),
+    Column("rebalancing_seconds", "Rebalancing", "s", kind="number", format="%.0f",
+           help="Time spent rebalancing recently."),
+    Column("problem", "Why not read", help="Why kpulse could not read the application's group: its values are "
+                                           "empty."))
+"""The application list (:func:`apps_frame`) as the page shows it."""
 ShownApp = StreamsApp | Mapping[str, None]
 """The application a page shows: the snapshot's, or ``{}`` for one the snapshot does not hold (every
 field then reads as None)."""
@@ -34,7 +48,7 @@ def apps_frame(snapshot: Snapshot | None) -> pd.DataFrame:
                      "rebalances": rebalances.get("count"), "rebalancing_seconds": rebalances.get("total_seconds"),
                      "problem": group_problem(app.get("application_id"), app.get("group_error"))})
     frame = pd.DataFrame(rows, columns=APP_COLUMNS)
-    for column in ("members", "expected_instances", "input_lag"):
+    for column in ("members", "expected_instances", "input_lag", "rebalances"):
         frame[column] = pd.array(frame[column], dtype="Int64")
     return frame
 
@@ -42,6 +56,14 @@ def apps_frame(snapshot: Snapshot | None) -> pd.DataFrame:
 def app(snapshot: Snapshot | None, application_id: str) -> StreamsApp | None:
     apps = (snapshot.get("streams_apps") if snapshot else None) or []
     return next((a for a in apps if a.get("application_id") == application_id), None)
+
+
+INSTANCE_TABLE = table(
+    Column("instance", "Instance", key=True), Column("state", "State"), Column("up", "Up"),
+    Column("alive_threads", "Alive threads"), Column("failed_threads", "Failed threads"),
+    Column("threads", "Thread states"), Column("endpoint", "Metrics endpoint"),
+    Column("error", "Error", help="Why its metrics endpoint could not be read: its values are empty."))
+"""An application's instances (:func:`instances_frame`) as the page shows them."""
 
 
 def instances_frame(app_entry: ShownApp) -> pd.DataFrame:
@@ -92,6 +114,19 @@ def rebalancing_seconds(periods: pd.DataFrame) -> float:
 
 MEMBER_COLUMNS = ["reconciling", "member_id", "process_id", "client_id", "client_host", "user_endpoint", "member_epoch",
                   "active", "standby", "warmup", "target_active", "target_standby", "target_warmup", "protocol"]
+_TASKS = "As subtopology:[partitions]."
+MEMBER_TABLE = table(
+    Column("member_id", "Member", key=True),
+    Column("reconciling", "Reconciling", help="Not yet at its target tasks."),
+    Column("active", "Active tasks", help=_TASKS), Column("target_active", "Target active tasks", help=_TASKS),
+    Column("standby", "Standby tasks", help=_TASKS), Column("target_standby", "Target standby tasks", help=_TASKS),
+    Column("warmup", "Warm-up tasks", help=_TASKS), Column("target_warmup", "Target warm-up tasks", help=_TASKS),
+    Column("member_epoch", "Member epoch"), Column("process_id", "Process"), Column("client_id", "Client"),
+    Column("client_host", "Host"),
+    Column("user_endpoint", "Endpoint", help="Its interactive-queries endpoint (`application.server`). Empty: it sets "
+                                             "none."),
+    Column("protocol", "Protocol"))
+"""A Streams group's members (:func:`members_frame`) as the page shows them."""
 
 
 def tasks_text(tasks: Mapping[str, list[int]] | None) -> str:
@@ -120,6 +155,12 @@ def reconciling_style(row: pd.Series) -> list[str]:
     return ["background-color: #fbd38d" if row.get("reconciling") else ""] * len(row)
 
 
+SUBTOPOLOGY_TABLE = table(
+    Column("subtopology", "Subtopology", key=True), Column("source_topics", "Source topics"),
+    Column("repartition_source_topics", "Repartition source topics"),
+    Column("repartition_sink_topics", "Repartition sink topics"), Column("changelog_topics", "Changelog topics"))
+
+
 def subtopologies_frame(group: StreamsGroupDetail | None) -> pd.DataFrame:
     rows = [{"subtopology": s.get("subtopology_id"), "source_topics": ", ".join(s.get("source_topics") or []),
              "repartition_source_topics": ", ".join(s.get("repartition_source_topics") or []),
@@ -130,11 +171,26 @@ def subtopologies_frame(group: StreamsGroupDetail | None) -> pd.DataFrame:
                                        "repartition_sink_topics", "changelog_topics"])
 
 
+INPUT_LAG_TABLE = table(
+    Column("topic", "Topic", key=True), Column("partition", "Partition", key=True),
+    Column("lag", "Lag", "records", help="Log end minus committed offset. Empty: not known; the **Error** column "
+                                         "says why."),
+    Column("committed_offset", "Committed offset"), Column("log_end_offset", "Log end offset"),
+    Column("error", "Error", help="Why this partition's values are not known."))
+
+
 def input_lag_frame(group: StreamsGroupDetail | None) -> pd.DataFrame:
     rows = [{"topic": p.get("topic"), "partition": p.get("partition"), "committed_offset": p.get("committed_offset"),
              "log_end_offset": p.get("log_end_offset"), "lag": p.get("lag"), "error": p.get("error")}
             for p in (group.get("input_partitions") if group else None) or []]
     return pd.DataFrame(rows, columns=["topic", "partition", "committed_offset", "log_end_offset", "lag", "error"])
+
+
+TRANSITION_TABLE = table(
+    Column("time", "Time", "UTC", kind="datetime", format="YYYY-MM-DD HH:mm:ss", key=True),
+    Column("instance", "Instance", key=True), Column("from", "From"), Column("to", "To"),
+    Column("inferred", "Inferred", help="Not seen but deduced: a rebalance between two readings (a rebalance count "
+                                        "or a target assignment epoch moved), recorded with no duration."))
 
 
 def transitions_frame(app_entry: ShownApp | None) -> pd.DataFrame:

@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from dashboard.services.columns import Column, table
 from kpulse.lag_contract import STATUS_SEVERITY
 from kpulse.share_contract import SHARE_STATUS_SEVERITY
 from kpulse.snapshot import Snapshot
@@ -22,7 +23,30 @@ TOPIC_COLUMNS = ["topic", "partitions", "replication_factor", "under_replicated"
 LISTED_COLUMNS = [*TOPIC_COLUMNS, "min_isr", "size_bytes", "configs_problem"]
 """The Topics page's list: :data:`TOPIC_COLUMNS`, then :func:`with_min_isr`'s and :func:`with_sizes`'s
 columns, the reason a topic's configs were not read last."""
+LIST_TABLE = table(
+    Column("topic", "Topic", key=True), Column("partitions", "Partitions"),
+    Column("under_replicated", "Under-replicated partitions", help="Partitions whose ISR is smaller than their "
+                                                                  "replica set."),
+    Column("offline", "Offline partitions", help="Partitions without a leader."),
+    Column("replication_factor", "Replication factor", help="The largest replica set of its partitions."),
+    Column("min_isr", "Min ISR", help="The topic's `min.insync.replicas`. Empty: its configs were not read; the "
+                                      "**Why configs not read** column says why."),
+    Column("size_bytes", "Size", "bytes", kind="number", format="bytes",
+           help="One copy of the data, from the brokers' log dirs. Empty: the log dirs were not read."),
+    Column("internal", "Internal"),
+    Column("configs_problem", "Why configs not read", help="Why kpulse could not read the topic's configs."))
+"""The Topics page's list (:data:`LISTED_COLUMNS`) as it shows it."""
 PARTITION_COLUMNS = ["topic", "partition", "leader", "replicas", "isr", "under_replicated", "offline"]
+DETAIL_TABLE = table(
+    Column("partition", "Partition", key=True), Column("leader", "Leader", help="Empty: no leader (offline)."),
+    Column("replicas", "Replicas"), Column("isr", "ISR", help="The in-sync replicas."),
+    Column("under_replicated", "Under-replicated"), Column("offline", "Offline"),
+    Column("under_min_isr", "Under min ISR", help="Empty: the topic's min ISR is unknown (its configs were not "
+                                                  "read)."),
+    Column("earliest_offset", "Earliest offset", help="Empty: not read."),
+    Column("latest_offset", "Latest offset", help="Empty: not read."),
+    Column("messages", "Messages", help="Latest minus earliest offset. Empty: an offset was not read."))
+"""One topic's partitions (:func:`partition_detail`) as the page shows them."""
 STREAMS_INTERNAL_SUFFIXES = ("-repartition", "-changelog")
 
 
@@ -117,9 +141,15 @@ def partition_detail(partitions: pd.DataFrame, topic: str, offsets: dict[int, di
     rows["latest_offset"] = pd.array([offsets.get(p, {}).get("latest") for p in rows["partition"]], dtype="Int64")
     rows["messages"] = rows["latest_offset"] - rows["earliest_offset"]
     rows["under_min_isr"] = [None if min_isr is None else len(isr) < min_isr for isr in rows["isr"]]
+    rows["leader"] = pd.array([None if leader is None or pd.isna(leader) or leader < 0 else int(leader)
+                               for leader in rows["leader"]], dtype="Int64")
     for column in ("replicas", "isr"):
         rows[column] = rows[column].map(lambda ids: ", ".join(map(str, ids)))
     return rows.drop(columns=["topic"]).reset_index(drop=True)
+
+
+CONFIG_TABLE = table(Column("config", "Config", key=True), Column("value", "Value"), Column("source", "Source"),
+                     Column("default", "Default", help="Not set on the topic: the broker's or Kafka's default."))
 
 
 def config_frame(configs: dict[str, dict[str, Any]]) -> pd.DataFrame:
@@ -138,6 +168,19 @@ def internal_topics(topic_names: Iterable[str], application_id: str) -> list[str
 
 CONSUMER_COLUMNS = ["group_id", "type", "state", "members", "partitions", "lag", "lag_unknown_partitions",
                     "max_lag_seconds", "status", "page"]
+CONSUMER_TABLE = table(
+    Column("group_id", "Group", key=True),
+    Column("status", "Status", help="The worst of its partitions' statuses on this topic."),
+    Column("lag", "Lag", "records", help="Summed over its partitions of this topic whose lag is known: a lower bound "
+                                         "when **Lag unknown** is above 0."),
+    Column("lag_unknown_partitions", "Lag unknown", "partitions", help="Its partitions of this topic whose lag is "
+                                                                     "unknown (left out of the sum)."),
+    Column("max_lag_seconds", "Max lag", "s", kind="number", format="%.1f",
+           help="Its worst partition of this topic, in time. Empty: not known (or a share group: no time lag)."),
+    Column("type", "Type"), Column("state", "State"), Column("members", "Members"),
+    Column("partitions", "Partitions", help="Its partitions of this topic."),
+    Column("page", "Group page", kind="link", link_text="open"))
+"""The groups consuming one topic (:func:`consumers_frame`) as its page shows them."""
 
 
 def _group_page(kind: str | None, group_id: Any) -> str:
