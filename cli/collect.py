@@ -56,7 +56,7 @@ def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
     from exporters.prometheus import SnapshotExporter, serve
     from exporters.slo_status import SloStatusExporter
 
-    exporter = SnapshotExporter(granularity=config.exporter.granularity)
+    exporter = SnapshotExporter(granularity=config.exporter.granularity, compatibility=config.exporter.compatibility)
     service.exporter = exporter
     service.loop_state = loop_state(config, cluster)
     if config.exporter.enabled:

@@ -12,7 +12,7 @@ cluster's newest evaluation, with that row's ``kpulse_slo_evaluation_timestamp_s
     kpulse_slo_burn_rate{window="5m"|"30m"|"1h"|"2h"|"6h"|"1d"|"3d"|"window"},
     kpulse_slo_time_to_exhaustion_seconds,
     kpulse_slo_alert{severity="page"|"ticket"}  1 when that level is the one met, else 0,
-    kpulse_slo_bad_minutes, kpulse_slo_allowed_bad_minutes   Timeslices: the budget in minutes,
+    kpulse_slo_bad_timeslices, kpulse_slo_allowed_bad_timeslices   Timeslices: the budget in one-minute slices,
     kpulse_slo_coverage                          observed minutes / window minutes,
     kpulse_slo_events, kpulse_slo_min_events     valid events in the window (Occurrences: and the
                                                  minimum before it can page),
@@ -48,9 +48,9 @@ ROW_GAUGES = {
         "minutes of the whole window; Occurrences: over the observed events); negative when overspent"),
     "time_to_exhaustion_seconds": ("kpulse_slo_time_to_exhaustion_seconds",
                                    "Seconds until the budget is spent at the 1h burn rate"),
-    "bad_slices": ("kpulse_slo_bad_minutes", "Timeslices: bad minutes in the SLO window"),
-    "allowed_bad_slices": ("kpulse_slo_allowed_bad_minutes",
-                           "Timeslices: bad minutes the whole window allows, (1 - objective) x window minutes"),
+    "bad_slices": ("kpulse_slo_bad_timeslices", "Timeslices: bad one-minute slices in the SLO window"),
+    "allowed_bad_slices": ("kpulse_slo_allowed_bad_timeslices", "Timeslices: bad one-minute slices the whole window "
+                           "allows, (1 - objective) x the window's minutes"),
     "coverage": ("kpulse_slo_coverage", "Minutes of the SLO window with data / the window's minutes"),
     "valid_events": ("kpulse_slo_events", "Valid events (Occurrences) or observed minutes (Timeslices) in the window"),
     "min_events": ("kpulse_slo_min_events", "Occurrences: valid events the window needs before the SLO can page"),

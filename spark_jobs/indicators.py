@@ -167,7 +167,7 @@ def _probe_produce_availability_promql(s: str, params) -> str:
 
 
 def _probe_latency_promql(s: str, params) -> str:
-    return f"kpulse_probe_latency_p99_ms{s} > bool {params['latency_p99_ms_threshold']:g}"
+    return f"kpulse_probe_latency_p99_seconds{s} > bool {params['latency_p99_ms_threshold'] / 1000:g}"
 
 
 INDICATORS: Mapping[str, Indicator] = MappingProxyType({

@@ -219,7 +219,10 @@ def exposition(snapshot) -> str:
 
 
 def test_the_exporter_uses_kafka_exporter_names_and_leaves_nulls_out():
-    snapshot = {"cluster_name": "prod", "cluster": {"brokers_up": 3, "under_replicated_partitions": None},
+    topic = {"name": "t", "partitions": [{"partition": n, "leader": 1, "replicas": [1], "isr": [1],
+                                          "log_start_offset": 0, "log_end_offset": end} for n, end in ((0, 20), (1, 5))]}
+    snapshot = {"cluster_name": "prod", "cluster": {"brokers_up": 3, "under_replicated_partitions": None,
+                                                    "topics": [topic]},
                 "brokers": [], "streams_apps": [], "probe": None, "alerts": [],
                 "collectors": [{"name": "consumer_lag", "up": False, "duration_seconds": 0.5, "error": "x"}],
                 "consumer_groups": [{"group_id": "billing", "members": 0, "total_lag": 12, "max_lag_seconds": 4.5,

@@ -54,8 +54,8 @@ def test_slos_page_shows_the_slo_jobs_evaluations(tmp_path, monkeypatch):
     served = {(family.name, sample.labels["slo"], sample.labels["entity"]): sample.value
               for family in families(latest_rows(str(lake))) for sample in family.samples
               if not {"window", "severity", "status"} & set(sample.labels)}
-    gauges = {"error_budget_remaining": "kpulse_slo_error_budget_remaining", "bad_slices": "kpulse_slo_bad_minutes",
-              "allowed_bad_slices": "kpulse_slo_allowed_bad_minutes", "coverage": "kpulse_slo_coverage"}
+    gauges = {"error_budget_remaining": "kpulse_slo_error_budget_remaining", "bad_slices": "kpulse_slo_bad_timeslices",
+              "allowed_bad_slices": "kpulse_slo_allowed_bad_timeslices", "coverage": "kpulse_slo_coverage"}
     compared = 0
     for row in table.to_dict("records"):
         for column, gauge in gauges.items():

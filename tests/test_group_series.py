@@ -76,7 +76,7 @@ def test_a_streams_group_exports_its_state_members_epochs_and_input_lag():
     assert samples[("kpulse_streams_group_epoch", a)] == 5
     assert samples[("kpulse_streams_group_assignment_epoch", a)] == 4
     assert samples[("kpulse_streams_group_topology_epoch", a)] == 2
-    assert samples[("kpulse_streams_group_lag_sum", a)] == 42
+    assert samples[("kpulse_streams_group_lag", a)] == 42
 
 
 def test_a_classic_protocol_streams_app_has_no_streams_group_series():

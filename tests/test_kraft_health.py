@@ -379,10 +379,10 @@ def test_the_exporter_has_a_series_per_kraft_figure_and_leaves_null_out():
     kraft = {key: value for key, value in got.items() if key[0].startswith("kpulse_kraft_")}
     c = (("cluster", "prod"),)
     assert kraft == {
-        ("kpulse_kraft_metadata_error_count", (("broker", "1"), *c)): 0,
-        ("kpulse_kraft_metadata_apply_lag_ms", (("broker", "1"), *c)): 812.0,
+        ("kpulse_kraft_metadata_errors_total", (("broker", "1"), *c)): 0,
+        ("kpulse_kraft_metadata_apply_lag_seconds", (("broker", "1"), *c)): pytest.approx(0.812),
         ("kpulse_kraft_fenced_brokers", c): 1, ("kpulse_kraft_active_brokers", c): 2,
-        ("kpulse_kraft_quorum_leader", (*c, ("node", "2"))): 1,
+        ("kpulse_kraft_quorum_leader_info", (*c, ("node", "2"))): 1,
         ("kpulse_kraft_quorum_leader_epoch", c): 7, ("kpulse_kraft_quorum_high_watermark", c): 500,
         ("kpulse_kraft_quorum_replica_lag", (*c, ("node", "2"), ("role", "voter"))): 0,
         ("kpulse_kraft_quorum_replica_lag", (*c, ("node", "1"), ("role", "voter"))): 25,

@@ -97,8 +97,9 @@ def test_the_exporter_shows_how_many_partitions_the_lag_sums_left_out():
     _, result = evaluate(collector, reading(committed, {("t", 0): 10, ("t", 1): 220}, {("t", 1): DEAD_LEADER}), 100.0)
     text = metrics_text(observe("test", 100.0, result.sections, [CollectorStatus("consumer_lag", True, 0.1)]))
     group = 'cluster="test",consumergroup="g"'
-    assert f"kafka_consumergroup_lag_sum{{{group}}} 0.0" in text  # t/0 caught up, t/1 unknown: not a complete 0
-    assert f"kpulse_consumergroup_lag_sum_unknown_partitions{{{group}}} 1.0" in text
+    assert f"kpulse_consumergroup_lag{{{group}}} 0.0" in text  # t/0 caught up, t/1 unknown: not a complete 0
+    assert f'kafka_consumergroup_lag_sum{{{group},topic="t"}} 0.0' in text  # kafka_exporter's, per topic
+    assert f"kpulse_consumergroup_lag_unknown_partitions{{{group}}} 1.0" in text
     assert f"kpulse_consumergroup_lag_seconds{{{group}}} 0.0" in text
     assert f"kpulse_consumergroup_lag_seconds_unknown_partitions{{{group}}} 1.0" in text
 
@@ -436,8 +437,8 @@ def test_a_killed_broker_makes_the_group_sums_partial_and_the_time_lag_goes_on(b
         assert group["lag_unknown_partitions"] >= 1 and group["max_lag_seconds_partial"] is True
         text = metrics_text(observe("test", now, sections, [CollectorStatus("consumer_lag", True, 0.1)]))
         labels = 'cluster="test",consumergroup="lagpartial-g"'
-        assert f"kafka_consumergroup_lag_sum{{{labels}}} {float(group['total_lag'])}" in text
-        assert (f"kpulse_consumergroup_lag_sum_unknown_partitions{{{labels}}} "
+        assert f"kpulse_consumergroup_lag{{{labels}}} {float(group['total_lag'])}" in text
+        assert (f"kpulse_consumergroup_lag_unknown_partitions{{{labels}}} "
                 f"{float(group['lag_unknown_partitions'])}") in text
     finally:
         stop.set()

@@ -202,7 +202,7 @@ def test_collect_serves_the_share_group_series_and_writes_the_share_tables(local
     assert process.returncode == 0, err
     for (topic, partition), (start, lag) in official_partitions(bootstrap, LEFT).items():
         labels = f'cluster="test",partition="{partition}",sharegroup="{LEFT}",topic="{topic}"'
-        assert (f"kpulse_sharegroup_lag{{{labels}}} {float(lag)}" in text) is (lag is not None)
+        assert (f"kpulse_sharegroup_partition_lag{{{labels}}} {float(lag)}" in text) is (lag is not None)
         assert (f"kpulse_sharegroup_start_offset{{{labels}}} {float(start)}" in text) is (start is not None)
     assert f'kpulse_sharegroup_members{{cluster="test",sharegroup="{LIVE}"}} 1.0' in text
     assert f'kpulse_sharegroup_state{{cluster="test",sharegroup="{LIVE}",state="Stable"}} 1.0' in text

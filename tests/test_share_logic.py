@@ -334,15 +334,15 @@ def test_share_group_series_from_a_snapshot_section_with_a_hostile_group_name():
     def key(name, **labels):
         return name, tuple(sorted((dict(g) | labels).items()))
 
-    assert samples[key("kpulse_sharegroup_lag", topic="orders", partition="0")] == 9
+    assert samples[key("kpulse_sharegroup_partition_lag", topic="orders", partition="0")] == 9
     assert samples[key("kpulse_sharegroup_start_offset", topic="orders", partition="0")] == 12
-    assert key("kpulse_sharegroup_lag", topic="orders", partition="1") not in samples  # null is absent, not 0
+    assert key("kpulse_sharegroup_partition_lag", topic="orders", partition="1") not in samples  # null is absent, not 0
     assert samples[key("kpulse_sharegroup_members")] == 2
     assert {labels[-1][1]: value for (name, labels), value in samples.items()
             if name == "kpulse_sharegroup_state"} == {"Empty": 0, "Stable": 1, "Dead": 0}
     assert {dict(labels)["status"]: value for (name, labels), value in samples.items()
             if name == "kpulse_sharegroup_status"} == {"OK": 0, "WARN": 0, "STALLED": 1, "NOT_CONSUMING": 0}
-    assert samples[key("kpulse_sharegroup_lag_sum")] == 9
+    assert samples[key("kpulse_sharegroup_lag")] == 9
 
 
 def test_a_state_this_release_does_not_know_is_exported_as_itself():

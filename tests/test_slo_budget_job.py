@@ -84,8 +84,8 @@ def test_the_slos_page_the_overview_and_the_exporter_show_the_same_budget(spark,
         for sample in family.samples:
             key = (sample.labels["slo"], sample.labels["entity"])
             served[(family.name, key, sample.labels.get("status"))] = sample.value
-    gauges = {"error_budget_remaining": "kpulse_slo_error_budget_remaining", "bad_slices": "kpulse_slo_bad_minutes",
-              "allowed_bad_slices": "kpulse_slo_allowed_bad_minutes", "coverage": "kpulse_slo_coverage",
+    gauges = {"error_budget_remaining": "kpulse_slo_error_budget_remaining", "bad_slices": "kpulse_slo_bad_timeslices",
+              "allowed_bad_slices": "kpulse_slo_allowed_bad_timeslices", "coverage": "kpulse_slo_coverage",
               "min_events": "kpulse_slo_min_events", "valid_events": "kpulse_slo_events"}
     assert len(page) == 3
     for key, row in page.iterrows():

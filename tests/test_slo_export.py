@@ -40,8 +40,8 @@ def test_the_newest_status_is_served_as_gauges_and_no_data_is_left_out(spark, tm
     assert lines[f"kpulse_slo_evaluation_timestamp_seconds{{{health}}}"] == at(30).timestamp()
     assert lines[f"kpulse_slo_objective{{{health}}}"] == 0.99
     # 5 bad minutes of the 14.4 a day at 0.99 allows; at the last hour's burn (5 of 30 minutes bad) the rest lasts
-    assert lines[f"kpulse_slo_bad_minutes{{{health}}}"] == 5
-    assert lines[f"kpulse_slo_allowed_bad_minutes{{{health}}}"] == 14.4
+    assert lines[f"kpulse_slo_bad_timeslices{{{health}}}"] == 5
+    assert lines[f"kpulse_slo_allowed_bad_timeslices{{{health}}}"] == 14.4
     assert lines[f"kpulse_slo_error_budget_remaining{{{health}}}"] == pytest.approx(1 - 5 / 14.4)
     assert lines[f"kpulse_slo_time_to_exhaustion_seconds{{{health}}}"] == pytest.approx(
         (1 - 5 / 14.4) * 86400 / ((5 / 30) / 0.01))

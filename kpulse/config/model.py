@@ -31,6 +31,8 @@ MetricsSourceName = Literal["jmx_exporter", "prometheus", "none"]
 METRICS_SOURCES: tuple[MetricsSourceName, ...] = get_args(MetricsSourceName)
 EXPORTER_GRANULARITIES = ("partition", "group")
 """``exporter.granularity``: ``group`` leaves out the groups' per-partition series (as kminion's)."""
+EXPORTER_COMPATIBILITIES = ("kafka_exporter", "kafka_lag_exporter")
+"""``exporter.compatibility``: the peers whose series the exporter also serves, under their names."""
 REDACTED = "***"
 
 
@@ -364,6 +366,9 @@ class ExporterConfig:
     granularity: str = "partition"
     """One of :data:`EXPORTER_GRANULARITIES`: ``partition`` exports a series per group partition
     (lag, committed offset, time lag), ``group`` only the group-level ones (``exporters/prometheus.py``)."""
+    compatibility: tuple[str, ...] = ("kafka_exporter",)
+    """Some of :data:`EXPORTER_COMPATIBILITIES`: the peers whose series are served besides kpulse's own,
+    with their names and labels (kafka_exporter's by default; kafka-lag-exporter's on request)."""
 
     @property
     def enabled(self) -> bool:

@@ -22,8 +22,8 @@ from kpulse.config import envsubst
 from kpulse.config.errors import ConfigError, child_path
 from kpulse.lag_contract import DEFAULT_LAG_SECONDS_THRESHOLD
 from kpulse.config.model import (
-    EXPORTER_GRANULARITIES, METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, AlertingConfig, AlertmanagerConfig,
-    ClusterConfig, ConsumerGroupsConfig,
+    EXPORTER_COMPATIBILITIES, EXPORTER_GRANULARITIES, METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, AlertingConfig,
+    AlertmanagerConfig, ClusterConfig, ConsumerGroupsConfig,
     DashboardConfig, ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig, LakeConfig,
     KraftConfig, MetricsConfig, ProbeConfig, RetentionConfig, SecurityConfig, StreamsAppConfig,
     DEFAULT_VOTER_LAG_RECORDS, DEFAULT_VOTER_LAG_SECONDS,
@@ -57,7 +57,7 @@ def parse_config(
     kafka_sink = _kafka_sink(lake.section("kafka_sink", ("cluster", "topic_prefix", "message_timeout_seconds")),
                              [c.name for c in clusters])
     intervals = reader.section("intervals", ("collect_seconds", "slo_seconds"))
-    exporter = reader.section("exporter", ("port", "host", "granularity"))
+    exporter = reader.section("exporter", ("port", "host", "granularity", "compatibility"))
     dashboard = reader.section("dashboard", ("port", "host", "users_file", "url"))
     users_file = dashboard.path_or_uri("users_file", local_only=True)
     dashboard_url = dashboard.string("url", non_empty=True)
@@ -76,6 +76,7 @@ def parse_config(
             port=exporter.integer("port", 9308, minimum=0, maximum=65535),
             host=exporter.string("host", "127.0.0.1", non_empty=True),
             granularity=exporter.choice("granularity", EXPORTER_GRANULARITIES, "partition"),
+            compatibility=_compatibility(exporter),
         ),
         dashboard=DashboardConfig(
             port=dashboard.integer("port", 8501, minimum=1, maximum=65535),
@@ -87,6 +88,17 @@ def parse_config(
         alerting=AlertingConfig(alertmanager=_alertmanager(alerting.section(
             "alertmanager", ("urls", "timeout_seconds", "resend_interval_seconds", "retries")))),
     )
+
+
+def _compatibility(reader: _Section) -> tuple[str, ...]:
+    """``exporter.compatibility``: a list of :data:`EXPORTER_COMPATIBILITIES` (``[]``: kpulse's own
+    series only), each once."""
+    chosen = reader.strings("compatibility", default=("kafka_exporter",))
+    for index, name in enumerate(chosen):
+        if name not in EXPORTER_COMPATIBILITIES:
+            raise ConfigError(f"{child_path(reader.path('compatibility'), index)}: {name!r} is not one of "
+                              f"{', '.join(EXPORTER_COMPATIBILITIES)}")
+    return tuple(dict.fromkeys(chosen))
 
 
 def _alertmanager(reader: _Section) -> AlertmanagerConfig:
