@@ -188,6 +188,11 @@ def test_a_healthy_cluster_is_fully_available_with_a_partition_led_by_every_brok
         sections = [run_cycle(collector, config) for _ in range(2)]
     finally:
         collector.close()
+    (first, _), (second, _) = sections
+    counted = ("produced", "consumed", "lost", "duplicated")
+    # counters since the collector was built (the exporter's kpulse_probe_*_records_total): each cycle's added
+    assert [second[f"{name}_total"] - first[f"{name}_total"] for name in counted] == [second[name] for name in counted]
+    assert second["produced_total"] >= 5 * 3  # every cycle's records since the first
     for section, rows in sections:
         assert section["error"] is None, section
         assert section["produce_availability"] == 1.0
