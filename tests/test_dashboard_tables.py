@@ -20,11 +20,11 @@ from dashboard.services.sources import Sources
 from kpulse.config import load_config
 from operations.registry import OPERATIONS
 from tests.dashboard_lake import STREAMS_GROUP
+from tests.dashboard_share import share_section
 from tests.dashboard_tables import page_problems, shown_columns, table_problems
-from tests.test_dashboard_share_groups import share_section
-from tests.test_dashboard_unreadable_values import (FakeAdmin, FakeLogDirs, add_unread_groups, kafka_error, start,
+from tests.dashboard_unread import (FakeAdmin, FakeLogDirs, add_unread_groups, kafka_error, start,
                                                     unread_streams_apps, write_setup)
-from tests.test_ops_registry import SAMPLE_PLANS
+from tests.plan_samples import SAMPLE_PLANS
 
 REFUSED_TOPIC = "team_b.audit"
 IDLE = ("group-0004", "group-0009")

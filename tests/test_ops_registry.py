@@ -17,35 +17,12 @@ import pytest
 from operations.access import ACTION_ROLES, CHANGES_CLUSTER, User, allowed, authorize
 from operations.approvals import ApprovalStore
 from operations.errors import NotAuthorized, Refused
-from operations.group_plans import (
-    DeleteGroupPlan, DeleteOffsetsPlan, GroupOffset, ShareResetPlan, StreamsGroupResetPlan,
-)
-from operations.election_plan import ElectionPlan, LeaderMove
-from operations.offset_plan import PartitionReset, ResetPlan, Scope, Strategy
-from operations.reassign_plan import PartitionMove, ReassignmentPlan
 from operations.registry import APPROVABLE, OPERATIONS, for_entity, of_entity, of_plan, operation
 from operations.roles import ROLES, VIEWER
 from operations.service import Operations
-from operations.streams_reset_plan import StreamsResetPlan
+from tests.plan_samples import SAMPLE_PLANS
 
 ROOT = Path(__file__).resolve().parent.parent
-RESET_ROW = PartitionReset(topic="orders", partition=0, current=5, log_start=0, log_end=9, new=0)
-SAMPLE_PLANS = {
-    ResetPlan: ResetPlan("c", "billing", "Empty", Strategy("to-earliest"), Scope(all_topics=True), (RESET_ROW,), 1.0),
-    StreamsResetPlan: StreamsResetPlan("c", "app", "Empty", Strategy("to-earliest"), (RESET_ROW,), (),
-                                       ("app-store-changelog",), ("out",), 1.0),
-    ElectionPlan: ElectionPlan("c", (("orders", None),), (LeaderMove("orders", 0, 2, 1, True),), 1.0),
-    ReassignmentPlan: ReassignmentPlan("c", "drain broker 3", (PartitionMove("orders", 0, (1, 3), (1, 2)),), 1.0),
-    StreamsGroupResetPlan: StreamsGroupResetPlan("c", "app", "Empty", Strategy("to-earliest"), Scope(all_topics=True),
-                                                 (RESET_ROW,), ("app-store-changelog",), 1.0),
-    ShareResetPlan: ShareResetPlan("c", "queue", "Empty", Strategy("to-latest"), Scope(topics=(("orders", (0,)),)),
-                                   (RESET_ROW,), 1.0),
-    DeleteOffsetsPlan: DeleteOffsetsPlan("c", "billing", "consumer", "Empty", ("orders",),
-                                         (GroupOffset("orders", 0, 5),), 1.0),
-    DeleteGroupPlan: DeleteGroupPlan("c", "app", "streams", "Empty", (GroupOffset("orders", 0, 5),),
-                                     ("app-store-changelog",), 1.0),
-}
-"""One plan of each type, on cluster ``c``, that changes something."""
 RUN_OPTIONS = {"throttle_bytes": 1000}
 
 
