@@ -32,6 +32,7 @@ from collectors.registry import default_registry
 from collectors.snapshot import Outcome, compose, observe
 from kpulse.config import ClusterConfig
 from kpulse.expected_idle import ExpectedIdleError, ExpectedIdleFile, Mark, default_file
+from kpulse.kafka.kafka_python import preload as preload_kafka_python
 from kpulse.lake.rows import Columns
 from kpulse.lake.schema import register_tables
 from kpulse.lake.store import EARLY_FLUSH_SHARE, SNAPSHOT_DIR, LakeWriter, gap_row, resolve
@@ -116,6 +117,7 @@ class CollectionService:
         self._saved_alerts: list | None = None
         self._pool: ThreadPoolExecutor | None = None
         """The collectors' threads, started at the first cycle and kept (see ``run_isolated``)."""
+        preload_kafka_python()  # before those threads import it at once (kpulse/kafka/kafka_python.py)
         self.expected_idle = expected_idle or default_file()
         """The groups marked expected-idle on the dashboard (``kpulse/expected_idle.py``), read every cycle."""
         self._idle_marks: dict[str, dict[str, Mark]] = {}
