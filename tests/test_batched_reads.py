@@ -226,6 +226,30 @@ def test_log_ends_by_leader_equal_librdkafkas_and_unreadable_partitions_say_why(
 
 
 @pytest.mark.cluster
+def test_partition_offsets_through_librdkafka_equal_those_by_leader_when_kafka_python_cannot_be_used(
+        cluster_config, bootstrap, filled_topic):
+    """The metadata collector's log starts and ends (kafka_exporter's topic series): by leader through
+    kafka-python, and the same through librdkafka's ListOffsets when the client cannot be built."""
+    from kpulse.kafka.partition_offsets import PartitionOffsets
+
+    def unbuildable(*_args, **_kwargs):
+        raise RuntimeError("NoBrokersAvailable")
+
+    wanted = [("cotest.ends", 0), ("cotest.ends", 1), ("cotest.ends", 2)]
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    by_leader, fallback = BatchedClient(cluster_config), BatchedClient(cluster_config, client_factory=unbuildable)
+    try:
+        ours = PartitionOffsets(by_leader).read(admin, wanted, 15.0)
+        theirs = PartitionOffsets(fallback).read(admin, wanted, 15.0)
+    finally:
+        by_leader.close()
+    assert ours.log_end == theirs.log_end == {("cotest.ends", 0): 5, ("cotest.ends", 1): 0, ("cotest.ends", 2): 9}
+    assert ours.log_start == theirs.log_start == {key: 0 for key in wanted}
+    assert ours.log_end_errors == theirs.log_end_errors == ours.log_start_errors == theirs.log_start_errors == {}
+    assert (by_leader.fallbacks, fallback.fallbacks) == (0, 1)  # the log ends fell back: the starts are not tried
+
+
+@pytest.mark.cluster
 def test_a_partition_whose_leader_moved_is_looked_up_again_and_read(log_ends, bootstrap, filled_topic):
     wanted = [("cotest.ends", p) for p in range(3)]
     truth = partition_leaders(bootstrap, "cotest.ends")
