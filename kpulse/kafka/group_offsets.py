@@ -359,38 +359,51 @@ class RequestCache:
 
 
 def start_log_ends(admin: AdminClient, partitions: Sequence[tuple[str, int]], timeout: float,
-                   request_cache: RequestCache | None = None) -> PendingLogEnds:
-    """Send the ListOffsets of ``partitions``, chunk by chunk; :func:`finish_log_ends` takes the answers."""
+                   request_cache: RequestCache | None = None, *, earliest: bool = False) -> PendingLogEnds:
+    """Send the ListOffsets of ``partitions`` (their log ends, or with ``earliest`` their log starts,
+    then without ``request_cache``), chunk by chunk; :func:`finish_log_ends` or :func:`take_log_ends`
+    takes the answers."""
     chunks = [tuple(partitions[start:start + LIST_OFFSETS_CHUNK])
               for start in range(0, len(partitions), LIST_OFFSETS_CHUNK)]
-    return [(chunk, list_log_ends(admin, request_cache.requests(chunk) if request_cache else _offset_requests(chunk),
-                                  timeout)) for chunk in chunks]
+    return [(chunk, list_log_ends(admin, request_cache.requests(chunk) if request_cache and not earliest
+                                  else _offset_requests(chunk, earliest), timeout)) for chunk in chunks]
 
 
 def finish_log_ends(pending: PendingLogEnds, timeout: float, result: ClusterOffsets) -> None:
     from kpulse.kafka.clients import error_text
 
+    take_log_ends(pending, timeout, result.log_end, result.log_end_errors, failed=error_text,
+                  refused=lambda error: error.str())  # a KafkaError, e.g. a deleted topic with offsets left behind
+
+
+def take_log_ends(pending: PendingLogEnds, timeout: float, offsets: dict[tuple[str, int], int],
+                  errors: dict[tuple[str, int], str], *, failed: Callable[[BaseException], str],
+                  refused: Callable[[Any], str]) -> None:
+    """The answers of :func:`start_log_ends` into ``offsets``; a partition without one gets its reason
+    in ``errors``: ``failed(exception)`` when its whole request failed, ``refused(KafkaError)`` when
+    the broker answered its partition with an error."""
     for chunk, future in pending:
         try:
             answers = future.result(timeout=timeout)
         except Exception as error:  # noqa: BLE001 - the whole request failed: every partition says why
             for key in chunk:
-                result.log_end_errors[key] = error_text(error)
+                errors[key] = failed(error)
             continue
         for tp, answer in answers.items():
             if hasattr(answer, "offset"):
-                result.log_end[(tp.topic, tp.partition)] = answer.offset
-            else:  # a KafkaError, e.g. a deleted topic with offsets left behind
-                result.log_end_errors[(tp.topic, tp.partition)] = answer.str()
+                offsets[(tp.topic, tp.partition)] = answer.offset
+            else:
+                errors[(tp.topic, tp.partition)] = refused(answer)
 
 
-def _offset_requests(partitions: Sequence[tuple[str, int]]) -> list[TopicPartition]:
-    """ListOffsets request entries (latest offset) of ``partitions``."""
+def _offset_requests(partitions: Sequence[tuple[str, int]], earliest: bool = False) -> list[TopicPartition]:
+    """ListOffsets request entries of ``partitions``: their latest offset, or with ``earliest`` their first."""
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
-    latest = OffsetSpec.latest()._value  # type: ignore[no-untyped-call]  # confluent-kafka left it unannotated
-    return [TopicPartition(topic, partition, latest) for topic, partition in partitions]
+    spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    value = spec._value  # confluent-kafka left it unannotated; what its own list_offsets puts in each entry
+    return [TopicPartition(topic, partition, value) for topic, partition in partitions]
 
 
 def list_log_ends(admin: AdminClient, requests: list[TopicPartition], timeout: float) -> Future[dict[Any, Any]]:

@@ -12,9 +12,8 @@ flight at once. A partition whose offset could not be read has its reason, one l
 
 from __future__ import annotations
 
-from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from collections.abc import Sequence
 
 from kpulse.kafka.batched_client import BatchedClient, one_line
@@ -62,38 +61,24 @@ class PartitionOffsets:
 
 
 def _librdkafka(admin: AdminClient, partitions: Sequence[Partition], timeout: float) -> tuple[LogEnds, LogEnds]:
-    """Log ends and log starts through librdkafka's ListOffsets, every chunk in flight at once."""
-    from confluent_kafka.admin import OffsetSpec
+    """Log ends and log starts through librdkafka's ListOffsets, every chunk of both in flight at once."""
+    from kpulse.kafka.group_offsets import PendingLogEnds, start_log_ends, take_log_ends
 
-    from kpulse.kafka.group_offsets import LIST_OFFSETS_CHUNK, list_log_ends
-
-    chunks = [partitions[start:start + LIST_OFFSETS_CHUNK] for start in range(0, len(partitions), LIST_OFFSETS_CHUNK)]
-    asked: list[tuple[LogEnds, Sequence[Partition], Future[dict[Any, Any]] | Exception]] = []
-    ends, starts = LogEnds(), LogEnds()
-    for found, spec in ((ends, OffsetSpec.latest()), (starts, OffsetSpec.earliest())):  # type: ignore[no-untyped-call]
-        for chunk in chunks:
-            try:
-                asked.append((found, chunk, list_log_ends(admin, _requests(chunk, spec), timeout)))
-            except Exception as error:  # noqa: BLE001 - that chunk's partitions say why
-                asked.append((found, chunk, error))
-    for found, chunk, future in asked:
+    asked: list[tuple[LogEnds, PendingLogEnds | Exception]] = []
+    for earliest in (False, True):
         try:
-            if isinstance(future, Exception):
-                raise future
-            answers = future.result(timeout=timeout)
-        except Exception as error:  # noqa: BLE001 - the whole request failed: every partition says why
-            found.errors.update((key, f"ListOffsets: {one_line(error)}") for key in chunk)
-            continue
-        for tp, answer in answers.items():
-            if hasattr(answer, "offset"):
-                found.log_end[(tp.topic, tp.partition)] = answer.offset
-            else:  # a KafkaError
-                found.errors[(tp.topic, tp.partition)] = f"ListOffsets: {answer.str()}"
+            asked.append((LogEnds(), start_log_ends(admin, partitions, timeout, earliest=earliest)))
+        except Exception as error:  # noqa: BLE001 - those partitions say why
+            asked.append((LogEnds(), error))
+    for found, pending in asked:
+        if isinstance(pending, Exception):
+            found.errors.update((key, _failed(pending)) for key in partitions)
+        else:
+            take_log_ends(pending, timeout, found.log_end, found.errors, failed=_failed,
+                          refused=lambda error: f"ListOffsets: {error.str()}")
+    (ends, _), (starts, _) = asked
     return ends, starts
 
 
-def _requests(partitions: Sequence[Partition], spec: Any) -> list[Any]:
-    from confluent_kafka import TopicPartition
-
-    value = spec._value  # what confluent-kafka's own list_offsets puts in each TopicPartition's offset
-    return [TopicPartition(topic, partition, value) for topic, partition in partitions]
+def _failed(error: BaseException) -> str:
+    return f"ListOffsets: {one_line(error)}"
