@@ -223,6 +223,46 @@ def _idle_matcher(entries: tuple[str, ...]) -> tuple[frozenset[str], re.Pattern[
     return frozenset(entries), re.compile("|".join(f"(?:{entry})" for entry in regexes), re.DOTALL)
 
 
+DEFAULT_RECORDS_MAX_RECORDS = 20
+DEFAULT_RECORDS_MAX_BYTES = 1 << 20
+DEFAULT_RECORDS_TIMEOUT_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class RecordsMaskConfig:
+    """What is masked in every key, value and header value shown, revealed or not
+    (:mod:`kpulse.records.display`)."""
+
+    fields: tuple[str, ...] = ()
+    """JSON field names (matched case-insensitively, at any depth) whose values are shown as ``***``;
+    a header of one of these names has its value masked too."""
+    patterns: tuple[str, ...] = ()
+    """Regexes; every match in the text shown (and every matching run of bytes in a hex view) is
+    replaced by ``***``."""
+
+
+@dataclass(frozen=True)
+class RecordsConfig:
+    """Reading records of a partition (``kpulse records``, the dashboard's records view): who may see
+    keys and values, what is masked, and how much one read may take."""
+
+    visible_topics: tuple[str, ...] = ()
+    """Regexes matched against the whole topic name: operators may reveal the keys, values and header
+    values of these topics; of any other topic nobody sees them. Default: none."""
+    mask: RecordsMaskConfig = RecordsMaskConfig()
+    max_records: int = DEFAULT_RECORDS_MAX_RECORDS
+    """At most this many records per read (the largest count a user may ask for)."""
+    max_bytes: int = DEFAULT_RECORDS_MAX_BYTES
+    """At most this many bytes fetched per read (the Fetch request's ``max_bytes``; Kafka still
+    returns a first batch larger than this whole, so a huge record can be seen)."""
+    timeout_seconds: float = DEFAULT_RECORDS_TIMEOUT_SECONDS
+    """At most this long per read, all requests included."""
+
+    def topic_visible(self, topic: str) -> bool:
+        """Whether :attr:`visible_topics` lets operators reveal the contents of ``topic``."""
+        return any(re.fullmatch(pattern, topic, re.DOTALL) for pattern in self.visible_topics)
+
+
 @dataclass(frozen=True)
 class ClusterConfig:
     """One Kafka cluster to monitor."""
@@ -242,6 +282,7 @@ class ClusterConfig:
     consumer_groups: ConsumerGroupsConfig = ConsumerGroupsConfig()
     probe: ProbeConfig = ProbeConfig()
     kraft: KraftConfig = KraftConfig()
+    records: RecordsConfig = RecordsConfig()
 
     def client_config(self) -> dict[str, str]:
         """librdkafka (confluent-kafka) client settings; only the ones that are set."""

@@ -25,8 +25,8 @@ from kpulse.config.model import (
     EXPORTER_COMPATIBILITIES, EXPORTER_GRANULARITIES, METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, AlertingConfig,
     AlertmanagerConfig, ClusterConfig, ConsumerGroupsConfig,
     DashboardConfig, ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig, LakeConfig,
-    KraftConfig, MetricsConfig, ProbeConfig, RetentionConfig, SecurityConfig, StreamsAppConfig,
-    DEFAULT_VOTER_LAG_RECORDS, DEFAULT_VOTER_LAG_SECONDS,
+    KraftConfig, MetricsConfig, ProbeConfig, RecordsConfig, RecordsMaskConfig, RetentionConfig, SecurityConfig,
+    StreamsAppConfig, DEFAULT_VOTER_LAG_RECORDS, DEFAULT_VOTER_LAG_SECONDS,
 )
 
 _CLUSTER_NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
@@ -160,7 +160,7 @@ def _kafka_sink(reader: _Section, cluster_names: list[str]) -> KafkaSinkConfig |
 
 def _cluster(reader: _Section) -> ClusterConfig:
     reader.declare("name", "bootstrap_servers", "read_only", "require_approval", "security", "metrics",
-                   "streams_apps", "consumer_groups", "probe", "kraft")
+                   "streams_apps", "consumer_groups", "probe", "kraft", "records")
     name = reader.string("name", required=True)
     if not _CLUSTER_NAME.match(name):
         raise ConfigError(f"{reader.path('name')}: {name!r} may only use letters, digits, '_', '.', '-'")
@@ -183,7 +183,37 @@ def _cluster(reader: _Section) -> ClusterConfig:
         consumer_groups=_consumer_groups(reader.section("consumer_groups")),
         probe=_probe(reader.section("probe")),
         kraft=_kraft(reader.section("kraft")),
+        records=_records(reader.section("records")),
     )
+
+
+def _records(reader: _Section) -> RecordsConfig:
+    reader.declare("visible_topics", "mask", "max_records", "max_bytes", "timeout_seconds")
+    mask = reader.section("mask", ("fields", "patterns"))
+    visible_topics = reader.strings("visible_topics")
+    patterns = mask.strings("patterns")
+    for key_path, values in ((reader.path("visible_topics"), visible_topics), (mask.path("patterns"), patterns)):
+        for index, pattern in enumerate(values):
+            _regex(child_path(key_path, index), pattern)
+    for index, pattern in enumerate(patterns):
+        if re.fullmatch(pattern, ""):
+            raise ConfigError(f"{child_path(mask.path('patterns'), index)}: {pattern!r} matches empty text, "
+                              "so it would mask between every character")
+    default = RecordsConfig()
+    return RecordsConfig(
+        visible_topics=visible_topics,
+        mask=RecordsMaskConfig(fields=mask.strings("fields"), patterns=patterns),
+        max_records=reader.integer("max_records", default.max_records, minimum=1, maximum=10_000),
+        max_bytes=reader.integer("max_bytes", default.max_bytes, minimum=1024, maximum=1 << 30),
+        timeout_seconds=reader.seconds("timeout_seconds", default.timeout_seconds),
+    )
+
+
+def _regex(key_path: str, pattern: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        raise ConfigError(f"{key_path}: invalid regex {pattern!r}: {error}") from None
 
 
 def _kraft(reader: _Section) -> KraftConfig:
