@@ -11,7 +11,7 @@ from operations.offset_plan import STRATEGIES
 from operations.reassign_plan import DEFAULT_THROTTLE_BYTES
 from operations.registry import (
     DELETE_GROUP, DELETE_OFFSETS, ELECT_LEADERS, OPERATIONS, REASSIGN, RESET_OFFSETS, RESET_SHARE_GROUP,
-    RESET_STREAMS_APP, RESET_STREAMS_GROUP,
+    RESET_STREAMS_APP, RESET_STREAMS_GROUP, SKIP_RECORDS,
 )
 from operations.roles import ROLES
 
@@ -128,6 +128,27 @@ def _delete_group(commands) -> None:
     _include_internal(delete)
 
 
+def _skip_records(commands) -> None:
+    skip = commands.add_parser(
+        SKIP_RECORDS, help="skip the record a group is stuck on: one partition's committed offset moves forward "
+                           "(dry run unless --execute)",
+        description="Moves one partition's committed offset from the record at it to the next offset, as "
+                    "`kafka-consumer-groups --reset-offsets --topic T:P --shift-by 1` (or to --to-offset N, after "
+                    "the committed offset and at most the log end); nothing else changes. The group must be Empty: "
+                    "stop its consumers, skip, start them. Classic and consumer groups, Streams applications' "
+                    "groups; a share group needs no skip (its delivery count limit archives a failing record).")
+    skip.add_argument("--group", required=True, help="the group (classic, consumer or streams)")
+    _cluster_and_actor(skip)
+    skip.add_argument("--topic", required=True, help="the topic of the stuck partition")
+    skip.add_argument("--partition", required=True, help="the stuck partition")
+    skip.add_argument("--to-offset", metavar="N", help="skip up to offset N (the consumer resumes at N); "
+                                                     "default: the committed offset + 1")
+    skip.add_argument("--expect-from", metavar="OFFSET",
+                      help="refuse unless OFFSET is the committed offset (the record you looked at)")
+    _mode_flags(skip)
+    _include_internal(skip)
+
+
 def _elect_leaders(commands) -> None:
     elect = commands.add_parser(
         ELECT_LEADERS, help="preferred leader election (plan unless --execute)",
@@ -173,8 +194,8 @@ def _reassign(commands) -> None:
 
 PARSERS = {RESET_OFFSETS: _reset_offsets, RESET_STREAMS_APP: _reset_streams_app,
            RESET_STREAMS_GROUP: _reset_streams_group, RESET_SHARE_GROUP: _reset_share_group,
-           DELETE_OFFSETS: _delete_offsets, DELETE_GROUP: _delete_group, ELECT_LEADERS: _elect_leaders,
-           REASSIGN: _reassign}
+           DELETE_OFFSETS: _delete_offsets, DELETE_GROUP: _delete_group, SKIP_RECORDS: _skip_records,
+           ELECT_LEADERS: _elect_leaders, REASSIGN: _reassign}
 """Operation name -> the function adding its subcommand (flags mirroring the official tool's)."""
 
 

@@ -25,7 +25,7 @@ from operations.numbers import JAVA_LONG, PARTITION, parse_integer, parse_intege
 from operations.offset_plan import STRATEGIES
 from operations.registry import (
     DELETE_GROUP, DELETE_OFFSETS, ELECT_LEADERS, REASSIGN, RESET_OFFSETS, RESET_SHARE_GROUP, RESET_STREAMS_APP,
-    RESET_STREAMS_GROUP, operation,
+    RESET_STREAMS_GROUP, SKIP_RECORDS, operation,
 )
 from operations.roles import ADMIN
 
@@ -294,6 +294,17 @@ def _delete_group(args, operations) -> int | None:
     return _plan_and_run(args, operations, entry, plan)
 
 
+def _skip_records(args, operations) -> int | None:
+    entry = operation(SKIP_RECORDS)
+    cluster = operations.config.cluster(args.cluster).name
+    partition = parse_integer(args.partition, "--partition", PARTITION)
+    to_offset = parse_integer(args.to_offset, "--to-offset") if args.to_offset is not None else None
+    expect_from = parse_integer(args.expect_from, "--expect-from") if args.expect_from is not None else None
+    plan = entry.planner(operations, cluster, args.group, args.topic, partition, to_offset, expect_from=expect_from,
+                         include_internal=args.include_internal)
+    return _plan_and_run(args, operations, entry, plan)
+
+
 def _plan_and_run(args, operations, entry, plan, export: str | None = None) -> int | None:
     """Print ``plan`` (its summary and tables, from the registry; or ``export``, the official tool's
     CSV, with ``--export``); with ``--execute`` run it first (or file an approval request) and print
@@ -502,8 +513,8 @@ def _approvals(args, operations) -> int | None:
 
 HANDLERS = {RESET_OFFSETS: _reset_offsets, RESET_STREAMS_APP: _reset_streams_app,
             RESET_STREAMS_GROUP: _reset_streams_group, RESET_SHARE_GROUP: _reset_share_group,
-            DELETE_OFFSETS: _delete_offsets, DELETE_GROUP: _delete_group, ELECT_LEADERS: _elect_leaders,
-            REASSIGN: _reassign, APPROVALS: _approvals}
+            DELETE_OFFSETS: _delete_offsets, DELETE_GROUP: _delete_group, SKIP_RECORDS: _skip_records,
+            ELECT_LEADERS: _elect_leaders, REASSIGN: _reassign, APPROVALS: _approvals}
 """Subcommand -> its handler: every operation's (by its name), and approvals."""
 
 

@@ -1,5 +1,5 @@
 """The form of each operation (:mod:`operations.registry`), on the page of what it acts on: offset
-reset, share group reset, delete offsets, delete group (group), Streams reset and Streams group
+reset, share group reset, delete offsets, delete group, skip records (group), Streams reset and Streams group
 reset (app), preferred leader election (topic), reassignment (broker). A
 form draws its widgets and returns their values; its ``plan`` turns them into a plan through the
 operation's planner (changes nothing), its ``options`` say how the plan is to run."""
@@ -23,7 +23,7 @@ from operations.group_plans import SHARE_STRATEGIES, STREAMS_GROUP_STRATEGIES
 from operations.offset_plan import Scope
 from operations.registry import (
     DELETE_GROUP, DELETE_OFFSETS, ELECT_LEADERS, REASSIGN, RESET_OFFSETS, RESET_SHARE_GROUP, RESET_STREAMS_APP,
-    RESET_STREAMS_GROUP, operation,
+    RESET_STREAMS_GROUP, SKIP_RECORDS, operation,
 )
 
 
@@ -118,6 +118,44 @@ def delete_group_form(key: str, name: str, disabled: bool) -> dict[str, Any]:
     return {"delete": delete}
 
 
+SKIP_FIELDS = ("topic", "partition", "to_offset", "from_offset")
+"""The skip form's values; its widget keys are ``<key>-skip-<field>`` (:func:`skip_prefill`)."""
+
+
+def skip_prefill(key: str, topic: str, partition: int, from_offset: int | None = None,
+                 to_offset: int | None = None) -> dict[str, str]:
+    """Session-state values that prefill the skip form drawn under ``key`` (a records view's "Skip this
+    record": ``from_offset`` the committed offset it showed; "Skip to offset N": ``to_offset``)."""
+    values = {"topic": topic, "partition": str(partition), "to_offset": "" if to_offset is None else str(to_offset),
+              "from_offset": "" if from_offset is None else str(from_offset)}
+    return {f"{key}-skip-{field}": values[field] for field in SKIP_FIELDS}
+
+
+def skip_form(key: str, name: str, disabled: bool) -> dict[str, Any]:
+    left, right = st.columns(2)
+    topic = left.text_input("Topic", key=f"{key}-skip-topic", disabled=disabled,
+                            placeholder=", ".join(_group_topics(name)[:3]))
+    partition = left.text_input("Partition", key=f"{key}-skip-partition", disabled=disabled, placeholder="0")
+    to_offset = right.text_input("Skip to offset (empty: the next one)", key=f"{key}-skip-to_offset",
+                                 disabled=disabled, help="the consumer resumes at this offset; after the committed "
+                                                         "offset, at most the log end")
+    from_offset = right.text_input("Committed offset seen (optional)", key=f"{key}-skip-from_offset",
+                                   disabled=disabled, help="refused if the group's committed offset is no longer this")
+    st.caption("Skips the record at the committed offset of one partition (and up to the offset given): "
+               "nothing else changes. The group must have no member: stop its consumers first.")
+    return {"topic": topic, "partition": partition, "to_offset": to_offset, "from_offset": from_offset}
+
+
+def plan_skip(operations, cluster: str, name: str, values: dict[str, Any]):
+    partition = parse_integer(str(values["partition"]).strip(), "partition", PARTITION)
+    to_offset = str(values.get("to_offset") or "").strip()
+    from_offset = str(values.get("from_offset") or "").strip()
+    return operation(SKIP_RECORDS).planner(
+        operations, cluster, name, str(values["topic"]).strip(), partition,
+        parse_integer(to_offset, "offset to skip to") if to_offset else None,
+        expect_from=parse_integer(from_offset, "committed offset seen") if from_offset else None)
+
+
 def topic_form(key: str, name: str, disabled: bool) -> dict[str, Any]:
     partitions = st.text_input("Partitions (empty: every partition of the topic)", key=f"{key}-partitions",
                                disabled=disabled, placeholder="0,2")
@@ -208,6 +246,7 @@ FORMS = {RESET_OFFSETS: Form(group_form, plan_reset),
          RESET_SHARE_GROUP: Form(share_form, plan_share_reset),
          DELETE_OFFSETS: Form(delete_offsets_form, plan_delete_offsets),
          DELETE_GROUP: Form(delete_group_form, plan_delete_group),
+         SKIP_RECORDS: Form(skip_form, plan_skip),
          ELECT_LEADERS: Form(topic_form, plan_election),
          REASSIGN: Form(broker_form, plan_reassignment, lambda values: {"throttle_bytes": values["throttle"]})}
 """Operation name -> its form."""

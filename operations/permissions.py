@@ -23,7 +23,7 @@ from kpulse.kafka.authorization import resource_text
 from operations.access import ACTION_ROLES, MARK_EXPECTED_IDLE
 from operations.registry import (
     DELETE_GROUP, DELETE_OFFSETS, ELECT_LEADERS, REASSIGN, RESET_OFFSETS, RESET_SHARE_GROUP, RESET_STREAMS_APP,
-    RESET_STREAMS_GROUP,
+    RESET_STREAMS_GROUP, SKIP_RECORDS,
 )
 from operations.roles import VIEWER
 
@@ -151,6 +151,12 @@ FEATURES: tuple[Feature, ...] = (
         Need("Delete", THE_GROUP, ("DeleteGroups",), "the group and its offsets"),
         Need("Delete", INTERNAL_TOPICS, ("DeleteTopics",), "a Streams group's internal topics",
              when="with --delete-all-internal-topics"),
+    )),
+    Feature(SKIP_RECORDS, (
+        _group_commit("OffsetCommit")[0],
+        Need("Read", ITS_TOPICS, ("OffsetCommit", "Fetch"), "Kafka checks Read on the topic of the commit; the "
+             "skipped record's timestamp is fetched by an assign-only consumer with the group's id (it joins "
+             "nothing and commits nothing)"),
     )),
     Feature(ELECT_LEADERS, (
         Need("Alter", THE_CLUSTER, ("ElectLeaders",), "preferred leader election (Kafka's security table says "

@@ -16,6 +16,7 @@ subcommand (``cli/operation_args.py`` for the flags, ``cli/operation_commands.py
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from operations.election_plan import ElectionPlan
 from operations.offset_plan import ResetPlan
 from operations.reassign_plan import ReassignmentPlan
 from operations.roles import ADMIN, OPERATOR
+from operations.skip_plan import SkipRecordsPlan
 from operations.streams_reset_plan import LOCAL_STATE_NOTE, StreamsResetPlan
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ RESET_STREAMS_GROUP = "reset-streams-group"
 RESET_SHARE_GROUP = "reset-share-group"
 DELETE_OFFSETS = "delete-offsets"
 DELETE_GROUP = "delete-group"
+SKIP_RECORDS = "skip-records"
 ELECT_LEADERS = "elect-leaders"
 REASSIGN = "reassign"
 REASSIGN_EXECUTE = "reassign:execute"
@@ -272,6 +275,37 @@ def _delete_group(operations, actor, plan, options: dict | None, approved_by: st
     return operations.delete_group(actor, plan, approved_by=approved_by, include_internal=_include_internal(options))
 
 
+# --- skipping records -----------------------------------------------------------------------------
+
+def _record_time(plan: SkipRecordsPlan) -> str | None:
+    """The skipped record's timestamp as UTC text (None: not read)."""
+    if plan.record_timestamp is None:
+        return None
+    return (time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(plan.record_timestamp // 1000))
+            + f".{plan.record_timestamp % 1000:03d}Z")
+
+
+def _skip_summary(plan: SkipRecordsPlan, name: Name) -> str:
+    when = _record_time(plan) or "time unknown"
+    return (f"{plan.group_type} group {name(plan.group_id)} ({plan.group_state}) skips {plan.skipped} record(s) of "
+            f"{name(plan.topic)}-{plan.partition}: committed offset {plan.from_offset} -> {plan.to_offset} "
+            f"(the record at {plan.from_offset} written {when}); no other partition changes")
+
+
+def _skip_tables(plan: SkipRecordsPlan) -> dict[str, pd.DataFrame]:
+    import pandas as pd
+
+    frame = pd.DataFrame([{"topic": plan.topic, "partition": plan.partition, "committed offset": plan.from_offset,
+                           "new offset": plan.to_offset, "skipped": plan.skipped,
+                           "record time (UTC)": _record_time(plan), "lag before": plan.lag_before,
+                           "lag after": plan.lag_after, "log start": plan.log_start, "log end": plan.log_end}])
+    return {"The partition (nothing else changes)": frame}
+
+
+def _skip_records(operations, actor, plan: SkipRecordsPlan, options: dict | None, approved_by: str | None):
+    return operations.skip_records(actor, plan, approved_by=approved_by, include_internal=_include_internal(options))
+
+
 # --- preferred leader election ------------------------------------------------------------------
 
 def _election_summary(plan: ElectionPlan, name: Name) -> str:
@@ -389,6 +423,15 @@ OPERATIONS: tuple[Operation, ...] = (
         planner=lambda operations, *args, **kwargs: operations.plan_delete_group(*args, **kwargs),
         executor=_delete_group,
         command_line="kpulse delete-group --cluster {cluster} --group {name}"),
+    Operation(
+        name=SKIP_RECORDS, role=OPERATOR, approvable=True, plan_type=SkipRecordsPlan, entity="group",
+        group_types=("classic", "consumer", "streams", "share"),
+        summary=_skip_summary, tables=_skip_tables, outcome_table=_reset_outcome_table,
+        confirmation_name=lambda plan: plan.group_id, has_changes=lambda plan: plan.skipped > 0,
+        planner=lambda operations, *args, **kwargs: operations.plan_skip_records(*args, **kwargs),
+        executor=_skip_records,
+        command_line="kpulse skip-records --cluster {cluster} --group {name} --topic <topic> --partition <partition>",
+        notes=lambda plan: (f"Same offset as: {plan.official_command()}",)),
     Operation(
         name=ELECT_LEADERS, role=OPERATOR, approvable=False, plan_type=ElectionPlan, entity="topic",
         summary=_election_summary, tables=_election_tables, outcome_table=_read_back_table,

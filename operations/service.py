@@ -47,7 +47,11 @@ from operations.reassign import Reassigner, ReassignmentStatus, generate, legacy
 from operations.reassign_plan import ReassignmentPlan
 from operations.registry import (
     APPROVABLE, DELETE_GROUP, DELETE_OFFSETS, ELECT_LEADERS, REASSIGN_CANCEL, REASSIGN_EXECUTE, REASSIGN_VERIFY,
-    RESET_OFFSETS, RESET_SHARE_GROUP, RESET_STREAMS_APP, RESET_STREAMS_GROUP, SavedPlanType, operation,
+    RESET_OFFSETS, RESET_SHARE_GROUP, RESET_STREAMS_APP, RESET_STREAMS_GROUP, SKIP_RECORDS, SavedPlanType, operation,
+)
+from operations.skip_plan import SkipRecordsPlan
+from operations.skip_records import (
+    execute_skip_records, plan_skip_records, record_stamp, share_delivery_settings,
 )
 from operations.streams_reset import StreamsResetOutcome, execute_streams_reset, plan_streams_reset
 from operations.streams_reset_plan import StreamsResetPlan
@@ -298,6 +302,40 @@ class Operations:
                                 internal_topics=plan.delete_topics)
         return self.run(actor, DELETE_GROUP, plan.cluster, plan.target, plan.to_dict(), before, apply,
                         approved_by=approved_by)
+
+    # --- skipping records -------------------------------------------------------------------------
+
+    def plan_skip_records(self, cluster: str, group_id: str, topic: str, partition: int, to_offset: int | None = None,
+                          *, expect_from: int | None = None, include_internal: bool = False) -> SkipRecordsPlan:
+        """Skip the record at the committed offset of ``topic``-``partition`` (or up to
+        ``to_offset``); ``expect_from``: the committed offset the person saw
+        (:func:`operations.skip_records.plan_skip_records`)."""
+        config = self.config.cluster(cluster)
+        settings = config.client_config()
+
+        def stamp(topic: str, partition: int, offset: int):
+            return record_stamp({**settings, "group.id": group_id}, topic, partition, offset)
+
+        return self._with_group(config.name, lambda admin, requests, read: plan_skip_records(
+            admin, requests, read, config.name, group_id, topic, partition, to_offset, expect_from=expect_from,
+            stamp=stamp, share_settings=lambda group: share_delivery_settings(admin, group), clock=self._clock,
+            include_internal=include_internal))
+
+    def skip_records(self, actor: User, plan: SkipRecordsPlan, *, approved_by: str | None = None,
+                     include_internal: bool = False) -> ResetOutcome:
+        """Apply a skip (the group type's reset executor), audited with the plan: the offsets and
+        the skipped record's timestamp, never its contents."""
+        where = f"{plan.topic}-{plan.partition}"
+
+        def apply():
+            outcome = self._with_group(plan.cluster, lambda admin, requests, read: execute_skip_records(
+                admin, requests, read, plan, include_internal=include_internal,
+                list_groups=self._group_listing(plan.cluster)))
+            return outcome, {f"{p.topic}-{p.partition}": p.after for p in outcome.partitions}
+
+        apply = self._permitted(plan.cluster, SKIP_RECORDS, apply, group=plan.group_id, topics=[plan.topic])
+        return self.run(actor, SKIP_RECORDS, plan.cluster, plan.target, plan.to_dict(), {where: plan.from_offset},
+                        apply, approved_by=approved_by)
 
     # --- partition reassignment -----------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from operations.group_plans import (
 )
 from operations.offset_plan import PartitionReset, ResetPlan, Scope, Strategy
 from operations.reassign_plan import PartitionMove, ReassignmentPlan
+from operations.skip_plan import SkipRecordsPlan
 from operations.streams_reset_plan import StreamsResetPlan
 
 RESET_ROW = PartitionReset(topic="orders", partition=0, current=5, log_start=0, log_end=9, new=0)
@@ -25,5 +26,7 @@ SAMPLE_PLANS = {
                                          (GroupOffset("orders", 0, 5),), 1.0),
     DeleteGroupPlan: DeleteGroupPlan("c", "app", "streams", "Empty", (GroupOffset("orders", 0, 5),),
                                      ("app-store-changelog",), 1.0),
+    SkipRecordsPlan: SkipRecordsPlan("c", "billing", "classic", "Empty", "orders", 0, 5, 6, 0, 9, 1_700_000_000_123,
+                                     1.0, "CreateTime"),
 }
 """One plan of each type, on cluster ``c``, that changes something."""
