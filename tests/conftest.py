@@ -14,9 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from tests import worker_groups
+
 _STARTED: list = []
 """The session cluster, once a test has started it (for the health check after each module)."""
-TEST_PORT_BASE = int(os.environ.get("KPULSE_TEST_PORT_BASE", "29090"))
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+TEST_PORT_BASE = int(os.environ.get("KPULSE_TEST_PORT_BASE", "29090")) - 2000 * _WORKER
+"""Each pytest-xdist worker's servers on ports of their own (``make test`` runs two workers), below the
+ephemeral ports (32768 and up)."""
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 
@@ -130,18 +135,39 @@ _LAST_DEMO_TEST: list[str] = []
 """The node ID of the last test of the run that uses the demo workload."""
 
 
+def pytest_configure(config):
+    if config.getoption("dist", "no") == "loadgroup":
+        worker_groups.name_the_file()
+
+
+def pytest_unconfigure(config):
+    if config.getoption("dist", "no") == "loadgroup":
+        worker_groups.remove_the_file()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``make test``'s two workers: the cluster's modules in one, the rest in the other
+    (``tests/worker_groups.py``)."""
+    if config.getoption("dist", "no") == "loadgroup":
+        return worker_groups.scheduler(config, log)
+    return None
+
+
+def _module(item) -> str:
+    return item.nodeid.split("::")[0]
+
+
 @pytest.hookimpl(trylast=True)  # after -k, -m and --deselect have chosen the tests
 def pytest_collection_modifyitems(items):
     """The modules that use the demo workload run first, and the workload stops after the last test
     that uses it: its producers, consumers and Streams apps keep two thirds of a core busy, and
     every module after them ran 10-25 % slower on a 2-core machine (tests/test_ops_offsets.py 43 s
     instead of 32 s). The order inside each module, and of the other modules, stays."""
-    def module(item) -> str:
-        return item.nodeid.split("::")[0]
-
-    demo_modules = {module(item) for item in items if "demo_workload" in item.fixturenames}
-    items[:] = [i for i in items if module(i) in demo_modules] + [i for i in items if module(i) not in demo_modules]
+    demo_modules = {_module(item) for item in items if "demo_workload" in item.fixturenames}
+    items[:] = [i for i in items if _module(i) in demo_modules] + [i for i in items if _module(i) not in demo_modules]
     _LAST_DEMO_TEST[:] = [item.nodeid for item in items if "demo_workload" in item.fixturenames][-1:]
+    worker_groups.write_cluster_modules(items)
 
 
 @pytest.hookimpl(wrapper=True)

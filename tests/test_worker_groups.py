@@ -1,0 +1,33 @@
+"""``make test``'s two workers: every module that uses a Kafka cluster is one unit of work, in the
+collection's order, and each other module is a unit of its own (tests/worker_groups.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from tests import worker_groups
+
+
+def item(nodeid: str, *fixtures: str) -> SimpleNamespace:
+    return SimpleNamespace(nodeid=nodeid, fixturenames=["request", *fixtures])
+
+
+def test_the_cluster_modules_are_one_unit_and_every_other_module_a_unit_of_its_own(tmp_path, monkeypatch):
+    monkeypatch.setenv(worker_groups.MODULES_FILE, str(tmp_path / "modules.json"))
+    items = [item("tests/test_a.py::test_1", "bootstrap", "local_cluster"), item("tests/test_a.py::test_2"),
+             item("tests/test_b.py::test_1"), item("tests/test_c.py::test_1[x]", "secure_cluster"),
+             item("tests/test_d.py::test_1"), item("tests/test_d.py::test_2")]
+    worker_groups.write_cluster_modules(items)
+
+    config = SimpleNamespace(getvalue={"tx": ["2*popen"]}.get)
+    scheduler = worker_groups.scheduler(config, None)
+    scopes = [scheduler._split_scope(each.nodeid) for each in items]
+
+    assert scopes == [worker_groups.CLUSTER_GROUP, worker_groups.CLUSTER_GROUP, "tests/test_b.py",
+                      worker_groups.CLUSTER_GROUP, "tests/test_d.py", "tests/test_d.py"]
+
+
+def test_make_test_runs_two_workers_with_these_groups():
+    makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
+    assert "pytest -n 2 --dist loadgroup" in makefile
