@@ -28,6 +28,7 @@ MODULES = (
     "kafka.protocol.consumer",
     "kafka.protocol.consumer.metadata",
     "kafka.protocol.metadata",
+    "kafka.record.memory_records",
     "kafka.structs",
 )
 """Every kafka-python module kpulse imports (its modules and the packages they are in)."""
