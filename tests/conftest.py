@@ -147,8 +147,8 @@ def pytest_unconfigure(config):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``make test``'s two workers: the cluster's modules in one, the rest in the other
-    (``tests/worker_groups.py``)."""
+    """``make test``'s two workers: the session cluster's modules in one, the secured cluster's and the
+    rest in the other (``tests/worker_groups.py``)."""
     if config.getoption("dist", "no") == "loadgroup":
         return worker_groups.scheduler(config, log)
     return None

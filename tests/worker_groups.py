@@ -1,8 +1,8 @@
 """How ``make test`` shares the tests between its two pytest-xdist workers (``-n 2 --dist loadgroup``):
-every module that uses a Kafka cluster (the session's or the secured one) runs in one worker, in the
-order of the collection (tests/conftest.py puts the demo workload's modules first), and each other
-module runs whole in the other worker. The cluster's modules mostly wait on Kafka; the others mostly
-compute, and beside them take no time of the run's own.
+every module that uses the session's Kafka cluster runs in one worker, in the order of the collection
+(tests/conftest.py puts the demo workload's modules first); the modules of the secured cluster run
+together, and each other module whole, in the other worker. The cluster's modules mostly wait on
+Kafka, and take the longest: the rest runs beside them.
 
 pytest-xdist's own ``loadgroup`` cannot be used: it renames the items through an attribute pytest 9.2
 no longer reads. Only a worker knows which tests use which fixtures, and only the controller
@@ -16,10 +16,10 @@ import os
 import tempfile
 from pathlib import Path
 
-CLUSTER_FIXTURES = frozenset({"local_cluster", "secure_cluster"})
-CLUSTER_GROUP = "kafka-cluster"
+GROUPS = {"local_cluster": "kafka-cluster", "secure_cluster": "kafka-secure"}
+"""The unit of work of the modules that use each cluster (a module that uses both: the first's)."""
 MODULES_FILE = "KPULSE_TEST_CLUSTER_MODULES"
-"""The environment variable naming the file of the cluster modules (set by the controller)."""
+"""The environment variable naming the file of the cluster modules' groups (set by the controller)."""
 
 
 def module_of(nodeid: str) -> str:
@@ -40,29 +40,36 @@ def remove_the_file() -> None:
         Path(path).unlink(missing_ok=True)
 
 
+def cluster_groups(items: list) -> dict[str, str]:
+    """The group of each module with a test that uses a cluster."""
+    groups: dict[str, str] = {}
+    for fixture, group in reversed(GROUPS.items()):
+        groups |= {module_of(item.nodeid): group for item in items if fixture in item.fixturenames}
+    return groups
+
+
 def write_cluster_modules(items: list) -> None:
-    """In a worker, after collection: the modules with a test that uses a cluster."""
+    """In a worker, after collection: the cluster modules' groups, for the controller."""
     path = os.environ.get(MODULES_FILE)
     if not path:
         return
-    modules = sorted({module_of(item.nodeid) for item in items if CLUSTER_FIXTURES & set(item.fixturenames)})
     partial = Path(f"{path}.{os.getpid()}")
-    partial.write_text(json.dumps(modules))
+    partial.write_text(json.dumps(cluster_groups(items)))
     os.replace(partial, path)
 
 
 def scheduler(config, log):
-    """The scheduler of ``--dist loadgroup``: whole modules as units, the cluster's modules one unit."""
+    """The scheduler of ``--dist loadgroup``: whole modules as units, each cluster's modules one unit."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ClusterScheduling(LoadScopeScheduling):
-        cluster_modules: frozenset[str] | None = None
+        groups: dict[str, str] | None = None
 
         def _split_scope(self, nodeid: str) -> str:
-            if self.cluster_modules is None:
+            if self.groups is None:
                 text = Path(os.environ[MODULES_FILE]).read_text() if os.environ.get(MODULES_FILE) else ""
-                self.cluster_modules = frozenset(json.loads(text) if text else [])
+                self.groups = json.loads(text) if text else {}
             module = module_of(nodeid)
-            return CLUSTER_GROUP if module in self.cluster_modules else module
+            return self.groups.get(module, module)
 
     return ClusterScheduling(config, log)
