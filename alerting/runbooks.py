@@ -175,14 +175,19 @@ the consumer is alive but stuck (poison record, hung poll loop, blocked downstre
 {_cli(_GROUPS + " --describe --group <group> --state")}
 - STOP: is the application deployed and running? Is the group retired?
 - STALL: the application's logs (deserialization errors, exceptions on one record, rebalances
-  after max.poll.interval.ms); are only some partitions stuck?""",
+  after max.poll.interval.ms); are only some partitions stuck? The record a stuck partition's
+  consumer is on (its committed offset) in kpulse's records view (Records, from this alert or the
+  group's partition row), or:
+  kpulse records --group <group> --topic <t> --partition <p>""",
         action=f"""\
 - STOP: start the consumer. A retired group: exclude it in kpulse's consumer_groups config, or
   delete it:
 {_cli(_GROUPS + " --delete --group <group>")}
-- STALL: fix and restart the consumer. To skip a poison record, stop the group, then
-{_cli(_GROUPS + " --reset-offsets --group <group> --topic <t>:<p> --to-offset <offset+1> --dry-run")}
-  and run it again with --execute instead of --dry-run.""",
+- STALL: fix and restart the consumer. A poison record (one the consumer fails on, again and
+  again): stop the group's consumers, skip that one record (a dry run shows the committed offset,
+  the new one and the record's time; only that partition changes), then start them:
+  kpulse skip-records --group <group> --topic <t> --partition <p>
+  and run it again with --execute (the records view's "Skip this record" does the same).""",
     ),
     "ConsumerGroupLagSeconds": Runbook(
         meaning="""\

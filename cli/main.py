@@ -279,7 +279,8 @@ def _up(args, config, cluster, demo) -> None:
         if not args.no_demo:
             print("\nDemo workload: producers on demo.*, groups demo-healthy / demo-slow / demo-stopped,")
             print("Streams app kpulse-demo-streams (metrics: " + ", ".join(demo.streams_metrics_urls()) + "),")
-            print("KIP-848 group demo-kip848, Streams group kpulse-demo-kip1071, share group demo-share")
+            print("KIP-848 group demo-kip848, Streams group kpulse-demo-kip1071, share group demo-share,")
+            print("demo-poison stuck on a malformed record of demo.poison (STALL: see it, skip it)")
     print()
     for service in started:
         print(f"kpulse {service.name}: {'running' if service.running else 'NOT RUNNING'} "

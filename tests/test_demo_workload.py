@@ -11,8 +11,9 @@ import time
 import psutil
 import pytest
 
-from localkafka.demo.topology import (KIP848_GROUP, KIP1071_APPLICATION_ID, SHARE_GROUP, STREAMS_APPLICATION_ID,
-                                      TOPICS)
+from localkafka.demo.topology import (KIP848_GROUP, KIP1071_APPLICATION_ID, POISON_AFTER, POISON_GROUP, POISON_TOPIC,
+                                      SHARE_GROUP, STREAMS_APPLICATION_ID, TOPICS)
+from localkafka.demo.workers import MALFORMED_VALUE
 from localkafka.tools import run_tool
 from tests.support import group_rows, official_rows, scrape, values
 
@@ -194,3 +195,25 @@ def _is_demo_process(cmdline: list[str], bootstrap: str) -> bool:
     demo = any(part in ("localkafka.demo.workers", "kpulse.demo.StreamsDemo", "kpulse.demo.ShareDemo")
                for part in cmdline)
     return demo and bootstrap in cmdline
+
+
+def test_the_poison_group_sits_on_the_malformed_record_with_its_member_while_its_lag_grows(demo_workload, bootstrap):
+    """The demo producer sends one malformed record to demo.poison; demo-poison's consumer fails on
+    it and retries, so the group keeps its member and its committed offset while records pile up:
+    the STALL a new user meets on first start."""
+    rows: list[dict[str, str]] = []
+
+    def stuck():
+        """demo-poison has a member and has committed up to the malformed record, with lag behind it"""
+        rows[:] = group_rows(bootstrap, POISON_GROUP)
+        return (len(rows) == 1 and rows[0]["CONSUMER-ID"] != "-" and rows[0]["CURRENT-OFFSET"] == str(POISON_AFTER)
+                and rows[0]["LAG"] not in ("-", "0"))
+
+    wait_until(stuck)
+    lag = int(rows[0]["LAG"])
+    wait_until(lambda: stuck() and int(rows[0]["LAG"]) > lag)
+    assert rows[0]["CURRENT-OFFSET"] == str(POISON_AFTER)
+    value = run_tool("kafka-console-consumer", ["--bootstrap-server", bootstrap, "--topic", POISON_TOPIC,
+                                                "--partition", "0", "--offset", str(POISON_AFTER),
+                                                "--max-messages", "1", "--timeout-ms", "20000"]).stdout.strip()
+    assert value == MALFORMED_VALUE

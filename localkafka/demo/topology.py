@@ -15,6 +15,13 @@ KIP848_GROUP = "demo-kip848"
 """A consumer group on the KIP-848 protocol (``group.protocol=consumer``)."""
 SHARE_GROUP = "demo-share"
 """A share group (KIP-932) with a fast and a slow member."""
+POISON_TOPIC = "demo.poison"
+"""JSON events, one of them malformed (:data:`POISON_AFTER`)."""
+POISON_GROUP = "demo-poison"
+"""A consumer group whose consumer cannot parse the malformed record and retries it: STALL with a member."""
+POISON_AFTER = 10
+"""The demo producer sends the malformed record once, after this many good ones: its offset on the
+one partition of :data:`POISON_TOPIC` (on a fresh demo)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,7 @@ TOPICS = (
     TopicSpec("demo.kip1071.orders-by-region", 3, 3, _RF3, role="intermediate topic of the Streams-protocol app"),
     TopicSpec("demo.kip1071.order-counts", 3, 3, _RF3, role="output topic of the Streams-protocol app"),
     TopicSpec("demo.tasks", 3, 3, _RF3, role="consumed by the share group demo-share"),
+    TopicSpec(POISON_TOPIC, 1, 3, _RF3, role="JSON events with one malformed record, consumed by demo-poison"),
 )
 
 
@@ -73,6 +81,7 @@ PRODUCERS = (
     ProducerSpec("demo.audit-rf1", 5),
     ProducerSpec("demo.kip1071.orders", 10),
     ProducerSpec("demo.tasks", 10),
+    ProducerSpec(POISON_TOPIC, 2),
 )
 ORDER_TOPICS = frozenset(app.topic_prefix + "orders" for app in STREAMS_APPS)
 """Topics whose records are orders (``region,customer,amount``), the Streams apps' input."""
@@ -88,6 +97,8 @@ class ConsumerSpec:
     stop_after: int | None = None
     # the group protocol: classic, or consumer (KIP-848: the broker assigns the partitions)
     protocol: str = "classic"
+    # parses each record as JSON and retries one it cannot parse (the poison consumer)
+    strict: bool = False
 
 
 CONSUMERS = (
@@ -95,6 +106,7 @@ CONSUMERS = (
     ConsumerSpec("demo-slow", "demo.clicks", 8),  # the producer writes 20/s: lag grows ~12/s
     ConsumerSpec("demo-stopped", "demo.payments", None, stop_after=100),
     ConsumerSpec(KIP848_GROUP, "demo.orders", None, protocol="consumer"),
+    ConsumerSpec(POISON_GROUP, POISON_TOPIC, None, strict=True),
 )
 
 

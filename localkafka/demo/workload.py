@@ -1,7 +1,8 @@
 """Start and stop the demo workload on the local cluster. PIDs live under ``<state dir>/demo/``.
 
 Processes (``kpulse demo status`` lists them): ``producer``; ``consumer-<group>`` per consumer
-group (classic and KIP-848); ``streams-<i>`` (the classic-protocol Streams app) and
+group (classic and KIP-848; ``consumer-demo-poison`` stuck on the malformed record the producer
+sends once, ``<state dir>/demo/poison-sent`` saying it was sent); ``streams-<i>`` (the classic-protocol Streams app) and
 ``streams-kip1071-<i>`` (the Streams-protocol app); ``share-fast`` and ``share-slow``, the two
 members of the share group."""
 
@@ -21,6 +22,8 @@ from localkafka.cluster import ClusterError, LocalCluster, scrape_value
 from localkafka.runtime import JAVA_DIR, ensure_runtime, java_command
 
 STREAMS_RUNNING = 2  # client-state metric value of KafkaStreams.State.RUNNING
+POISON_MARKER = "poison-sent"
+"""The file (in the demo's directory) that says the malformed record was sent: once per demo."""
 
 
 @dataclass(frozen=True)
@@ -44,13 +47,13 @@ class DemoWorkload:
         bootstrap = self.cluster.layout.bootstrap_servers
         worker = [sys.executable, "-m", "localkafka.demo.workers"]
         commands: dict[str, tuple[list[str], str | None]] = {}
-        producer = worker + ["producer", "--bootstrap", bootstrap]
+        producer = worker + ["producer", "--bootstrap", bootstrap, "--poison-marker", str(self.root / POISON_MARKER)]
         for spec in PRODUCERS:
             producer += ["--topic", f"{spec.topic}:{spec.messages_per_second:g}"]
         commands["producer"] = (producer, None)
         for consumer in CONSUMERS:
-            command = worker + ["consumer", "--bootstrap", bootstrap, "--group", consumer.group,
-                                "--topic", consumer.topic]
+            command = worker + ["poison-consumer" if consumer.strict else "consumer", "--bootstrap", bootstrap,
+                                "--group", consumer.group, "--topic", consumer.topic]
             if consumer.max_messages_per_second:
                 command += ["--max-rate", f"{consumer.max_messages_per_second:g}"]
             if consumer.stop_after:
