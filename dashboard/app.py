@@ -27,6 +27,9 @@ PAGES = [
     st.Page("app_pages/slos.py", title="SLOs", icon=":material/target:", url_path="slos"),
     st.Page("app_pages/alerts.py", title="Alerts", icon=":material/notifications_active:", url_path="alerts"),
     st.Page("app_pages/operations.py", title="Operations", icon=":material/build:", url_path="operations"),
+    # opened from a group's partition or an alert (?group=, ?sharegroup=), not listed in the sidebar
+    st.Page("app_pages/records.py", title="Records", icon=":material/data_object:", url_path="records",
+            visibility="hidden"),
 ]
 who = auth.gate()  # draws the sign-in form when nobody is signed in
 navigation = st.navigation(PAGES, position="sidebar" if who else "hidden")

@@ -32,6 +32,8 @@ from dashboard.services.topics import (TopicConfigs, consumer_rows_by_topic, con
 from kpulse.snapshot import ConsumerGroup, Snapshot
 
 if TYPE_CHECKING:
+    from kpulse.config.model import ClusterConfig
+    from kpulse.records.model import RecordsRead
     from operations.service import Operations
 
 LOG = logging.getLogger("kpulse.dashboard")
@@ -410,6 +412,26 @@ def record_run_time(page: str, started: float) -> None:
     line = json.dumps({"page": page, "seconds": round(time.perf_counter() - started, 4), "time": time.time()})
     with open(path, "a", encoding="utf-8") as out:
         out.write(line + "\n")
+
+
+def read_records(kind: str, group_id: str, topic: str, partition: int, count: int) -> RecordsRead:
+    """The next ``count`` records of ``topic``'s ``partition`` from the committed offset of consumer
+    group ``group_id`` (``kind`` ``consumer``) or the start offset of share group ``group_id``
+    (``share``), on the chosen cluster: one bounded read (the cluster's ``records`` bounds), never
+    raising (its ``error`` says why it failed). Never cached: each call asks the brokers, and the
+    caller keeps the answer only in its own session's state (nothing read is shared between users
+    or written to a log)."""
+    src = sources()
+    config = src.config.cluster(cluster())
+    reader = src.records_reader or _read_records
+    return reader(config, kind, group_id, topic, partition, count)
+
+
+def _read_records(config: ClusterConfig, kind: str, group_id: str, topic: str, partition: int,
+                  count: int) -> RecordsRead:
+    from kpulse.kafka.record_fetch import read_records
+
+    return read_records(config, topic, partition, group=group_id, count=count)  # a share group's: its start offset
 
 
 def entity_param(name: str) -> str | None:

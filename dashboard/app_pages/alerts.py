@@ -12,7 +12,7 @@ import streamlit as st
 from alerting.grouping import counts
 from alerting.runbooks import RUNBOOKS, runbook_text
 from dashboard import components, frame, literal
-from dashboard.services import alerts
+from dashboard.services import alerts, records
 from dashboard.services.acks import EVERY_ENTITY, KINDS, effective, end_acks, new_ack, save_ack
 from dashboard.services.delivery import delivery_lines
 from dashboard.services.health import human_age
@@ -149,6 +149,10 @@ with frame.shown_errors():
         st.page_link(PAGE_FILES[page], label=f"Open {literal.markdown(alert['entity'])} on the {page} page",
                      icon=":material/arrow_forward:",
                      query_params={param: name} if param else None)
+        records_kind = records.alert_target(alert["rule"], kind, name)
+        if records_kind is not None:
+            st.page_link("app_pages/records.py", label=f"Open the records at its {records.OFFSET_WORDS[records_kind]}",
+                         icon=":material/data_object:", query_params=records.query_of(records_kind, name))
 
         with frame.shown_errors("context chart"):
             query = alerts.context_query(alert["rule"], alert["entity"])
@@ -164,6 +168,10 @@ with frame.shown_errors():
         if alert["rule"] in RUNBOOKS:
             bootstrap = frame.sources().config.cluster(frame.cluster()).bootstrap_servers.split(",")[0]
             st.code(runbook_text(alert["rule"], bootstrap), language="text")
+            if records_kind is not None:
+                st.page_link("app_pages/records.py", icon=":material/data_object:",
+                             label="The record it is stuck on, and skipping it: the records view",
+                             query_params=records.query_of(records_kind, name))
         else:
             st.markdown(f"No runbook for rule {literal.markdown(alert['rule'])}.")
 

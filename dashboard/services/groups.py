@@ -19,6 +19,7 @@ from typing import TypeAlias
 import pandas as pd
 
 from dashboard.services.columns import EMPTY_WHY, EMPTY_WHY_NOT_READ, Column, table
+from dashboard.services.records import RECORDS_COLUMN, records_link
 from dashboard.services.unread import group_problem
 from kpulse.lag_contract import STATUS_SEVERITY
 from kpulse.snapshot import ConsumerGroup, Snapshot
@@ -180,19 +181,22 @@ PARTITION_TABLE = table(
            help="How far behind the partition is, in time (interpolated from the log end's timestamps). " + EMPTY_WHY),
     Column("committed_offset", "Committed offset", help=EMPTY_WHY),
     Column("log_end_offset", "Log end offset", help=EMPTY_WHY),
-    Column("why_null", "Why empty", help="Why this partition's empty values are unknown."))
+    Column("why_null", "Why empty", help="Why this partition's empty values are unknown."), RECORDS_COLUMN)
 """Per-partition lag of one group (:func:`partitions_of`) as the page shows it."""
 
 
 def partitions_of(group: GroupEntry) -> pd.DataFrame:
-    """Per-partition lag of one group (its snapshot entry)."""
+    """Per-partition lag of one group (its snapshot entry), each row with the link to its records
+    (the view opens at the partition's committed offset)."""
+    group_id = str(group.get("group_id") or "")
     rows = [{"topic": p.get("topic"), "partition": p.get("partition"),
              "committed_offset": p.get("committed_offset"), "log_end_offset": p.get("log_end_offset"),
              "lag": p.get("lag"), "lag_seconds": p.get("lag_seconds"), "status": p.get("status"),
-             "why_null": "; ".join(f"{k}: {v}" for k, v in (p.get("reasons") or {}).items())}
+             "why_null": "; ".join(f"{k}: {v}" for k, v in (p.get("reasons") or {}).items()),
+             "records": records_link("consumer", group_id, p.get("topic"), p.get("partition"))}
             for p in group.get("partitions") or []]
     frame = pd.DataFrame(rows, columns=["topic", "partition", "committed_offset", "log_end_offset", "lag",
-                                        "lag_seconds", "status", "why_null"])
+                                        "lag_seconds", "status", "why_null", "records"])
     for column in ("committed_offset", "log_end_offset", "lag"):
         frame[column] = pd.array(frame[column], dtype="Int64")
     return frame

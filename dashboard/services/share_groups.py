@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from dashboard.services.columns import EMPTY_WHY, EMPTY_WHY_NOT_READ, Column, table
+from dashboard.services.records import RECORDS_COLUMN, records_link
 from dashboard.services.unread import group_problem
 from kpulse.share_contract import SHARE_STATUS_SEVERITY
 from kpulse.snapshot import ShareGroups, ShareGroupState, Snapshot
@@ -30,7 +31,7 @@ GROUP_COLUMNS = [*GROUP_TABLE, "partial", "problem"]
 SORTS = {"status": "status_rank", "lag (records not acknowledged)": "total_lag", "members": "members",
          "group id": "group_id"}
 """Sort choice -> column of :func:`groups_frame`."""
-PARTITION_COLUMNS = ["topic", "partition", "start_offset", "lag", "status", "why_null"]
+PARTITION_COLUMNS = ["topic", "partition", "start_offset", "lag", "status", "why_null", "records"]
 MEMBER_COLUMNS = ["member_id", "client_id", "host", "rack_id", "member_epoch", "assignment"]
 _NOT_ACKNOWLEDGED = "Records not yet acknowledged, as the broker counts them (kafka-share-groups --describe). "
 LIST_TABLE = table(
@@ -51,7 +52,7 @@ PARTITION_TABLE = table(
     Column("topic", "Topic", key=True), Column("partition", "Partition", key=True), Column("status", "Status"),
     Column("lag", "Lag", "records", help=_NOT_ACKNOWLEDGED + EMPTY_WHY),
     Column("start_offset", "Start offset", help="The share-partition start offset. " + EMPTY_WHY),
-    Column("why_null", "Why empty", help="Why this partition's empty values are unknown."))
+    Column("why_null", "Why empty", help="Why this partition's empty values are unknown."), RECORDS_COLUMN)
 ShownGroup = ShareGroupState | Mapping[str, None]
 """The share group a page shows: the snapshot's, or ``{}`` for one the snapshot does not hold (every
 field then reads as None)."""
@@ -125,10 +126,13 @@ def group(snapshot: Snapshot | None, group_id: str) -> ShareGroupState | None:
 
 
 def partitions_frame(share_group: ShownGroup) -> pd.DataFrame:
-    """Start offset, lag and status per partition, and why a value is null."""
+    """Start offset, lag and status per partition, why a value is null, and the link to its records
+    (the view opens at the start offset: what the group delivers, and redelivers, next)."""
+    group_id = str(share_group.get("group_id") or "")
     rows = [{"topic": p.get("topic"), "partition": p.get("partition"), "start_offset": p.get("start_offset"),
              "lag": p.get("lag"), "status": p.get("status"),
-             "why_null": "; ".join(f"{k}: {v}" for k, v in (p.get("reasons") or {}).items())}
+             "why_null": "; ".join(f"{k}: {v}" for k, v in (p.get("reasons") or {}).items()),
+             "records": records_link("share", group_id, p.get("topic"), p.get("partition"))}
             for p in share_group.get("partitions") or []]
     frame = pd.DataFrame(rows, columns=PARTITION_COLUMNS)
     for column in ("partition", "start_offset", "lag"):

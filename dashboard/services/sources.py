@@ -86,6 +86,10 @@ class Sources:
     """Builds a cluster's Admin client from its client config; ``None`` = the real one."""
     log_dirs_factory: Callable[[Any], Any] | None = field(default=None, compare=False)
     """Builds the client that answers DescribeLogDirs for a ClusterConfig; ``None`` = kafka-python's."""
+    records_reader: Callable[..., Any] | None = field(default=None, compare=False)
+    """Reads a group's next records of one partition for the records view, ``(cluster config, group
+    kind, group id, topic, partition, count) -> RecordsRead``; ``None`` = the real bounded read
+    (``kpulse.kafka.record_fetch``)."""
 
     @property
     def lake_path(self) -> str:
