@@ -108,6 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     dashboard = commands.add_parser("dashboard", help="the web dashboard (Streamlit) on the config's dashboard host and port")
     dashboard.add_argument("--port", type=int, help="serve on this port instead of dashboard.port")
 
+    from cli.records_command import add_parser as add_records_parser
+
+    add_records_parser(commands)
+
     from cli.operation_args import add_parsers as add_operation_parsers
 
     add_operation_parsers(commands)
@@ -214,6 +218,10 @@ def _dispatch(args: argparse.Namespace) -> int | None:
         from spark_jobs.compact_command import run_command as run_lake_command
 
         return run_lake_command(args, config)
+    if args.command == "records":
+        from cli.records_command import run as run_records
+
+        return run_records(args, config)
     from cli.operation_args import COMMANDS as OPERATION_COMMANDS
 
     if args.command in OPERATION_COMMANDS:

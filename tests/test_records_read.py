@@ -6,17 +6,21 @@ and one error line for what cannot be read."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kpulse.config import parse_config
 from kpulse.kafka.record_fetch import read_records
 from kpulse.records.display import show
 from localkafka.tools import run_tool
+from tests.conftest import one_error_line
 from tests.support import admin_for, commit, create_topic, free_port
 
 pytestmark = pytest.mark.cluster
@@ -210,3 +214,93 @@ def test_an_unreachable_cluster_is_one_error_line_within_the_time_budget():
     assert time.monotonic() - started < 10
 
 
+
+
+# --- kpulse records ----------------------------------------------------------------------------------
+
+def run_cli(capsys, config: Path, *args: str) -> subprocess.CompletedProcess:
+    """``kpulse --config CONFIG records ARGS`` in this process (as ``python -m cli.main`` runs it)."""
+    from cli.main import main
+
+    code = main(["--config", str(config), "records", *args])
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, captured.out, captured.err)
+
+
+def cli_config(tmp_path: Path, bootstrap: str, **records) -> Path:
+    path = tmp_path / "kpulse.yaml"
+    path.write_text(yaml.safe_dump({
+        "clusters": [{"name": "test", "bootstrap_servers": bootstrap, "probe": {"enabled": False},
+                      "records": records}],
+        "lake": {"path": str(tmp_path / "lake")}, "dashboard": {"users_file": str(tmp_path / "users.yaml")}}))
+    return path
+
+
+def audit_rows(tmp_path: Path) -> list[tuple[str, str, str, str | None]]:
+    from kpulse.lake.reader import read_table
+
+    rows = read_table(str(tmp_path / "lake"), "audit")
+    return [(row.action, row.target, row.result, row.plan_json) for row in rows.itertuples()]
+
+
+def test_the_cli_shows_the_records_from_the_groups_offset_with_their_contents_hidden(capsys, tmp_path, bootstrap,
+                                                                                   topic):
+    result = run_cli(capsys, cli_config(tmp_path, bootstrap), "--group", GROUP, "--topic", TOPIC,
+                     "--partition", str(TRIMMED))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"Records of {TOPIC}-{TRIMMED} on cluster test, from offset 2 (committed offset of group {GROUP})"
+    assert lines[1] == (f"log start {TRIMMED_TO}, high watermark 10, last stable offset 10; 4 records read, stopped by "
+                        "the end of the log")
+    assert lines[2].startswith(f"note: offset 2 is before the log start {TRIMMED_TO}")
+    assert re.split(r"\s{2,}", lines[4]) == ["OFFSET", "TIMESTAMP (UTC)", "SIZE (B)", "COMPRESSION", "PRODUCER ID",
+                                             "EPOCH", "SEQUENCE", "TRANSACTION", "HEADERS", "KEY", "VALUE"]
+    cells = re.split(r"\s{2,}", lines[5])
+    assert cells[0] == str(TRIMMED_TO) and cells[-2:] == ["hidden, 1 B", "hidden, 6 B"]
+    assert "trim-" not in result.stdout and len(lines) == 9
+
+
+def test_the_cli_reveals_contents_on_a_visible_topic_and_audits_the_offsets(capsys, tmp_path, bootstrap, topic):
+    config = cli_config(tmp_path, bootstrap, visible_topics=["records-.*"], mask={"fields": ["note"]})
+    result = run_cli(capsys, config, "--offset", "4", "--topic", TOPIC, "--partition", str(PLAIN), "--reveal")
+    assert result.returncode == 0, result.stderr
+    assert '"order": 4' in result.stdout and '"note": "***"' in result.stdout and "n4" not in result.stdout
+    assert "\n--- offset 5, value (JSON, 26 B, 1 masked)\n{\n" in result.stdout
+    assert audit_rows(tmp_path) == [("reveal-records", f"{TOPIC}-{PLAIN}", "ok",
+                                     f'{{"offsets": ["4-5"], "partition": {PLAIN}, "records": 2, "topic": "{TOPIC}"}}')]
+
+
+def test_the_cli_refuses_a_reveal_the_config_does_not_allow_in_one_line_and_audits_it(capsys, tmp_path, bootstrap,
+                                                                                      topic):
+    result = run_cli(capsys, cli_config(tmp_path, bootstrap), "--offset", "0", "--topic", TOPIC, "--partition", "0",
+                     "--reveal")
+    assert one_error_line(result) == (f"kpulse: error: records.visible_topics of cluster test does not match topic "
+                                      f"'{TOPIC}': its keys and values are not shown to anyone")
+    assert result.stdout == "" and [row[2] for row in audit_rows(tmp_path)] == ["denied"]
+
+
+def test_the_cli_says_an_unknown_group_in_one_line(capsys, tmp_path, bootstrap, topic):
+    result = run_cli(capsys, cli_config(tmp_path, bootstrap), "--group", "no-such-group", "--topic", TOPIC,
+                     "--partition", "0")
+    assert one_error_line(result) == "kpulse: error: group 'no-such-group' does not exist on this cluster"
+
+
+def test_the_cli_json_is_the_read(capsys, tmp_path, bootstrap, topic):
+    result = run_cli(capsys, cli_config(tmp_path, bootstrap), "--offset", "0", "--topic", TOPIC,
+                     "--partition", str(TRANSACTIONS), "--count", "3", "--json")
+    printed = json.loads(result.stdout)
+    assert (printed["bound"], printed["next_offset"]) == ("count", 3)
+    assert [(r["offset"], r["aborted"], r["control"], r["value"]["kind"], r["value"]["text"])
+            for r in printed["records"]] == [(0, True, None, "hidden", None), (1, True, None, "hidden", None),
+                                            (2, False, "abort", "hidden", None)]
+
+
+def test_a_principal_without_read_on_the_topic_gets_the_acl_it_lacks(capsys, secure_cluster, tmp_path):
+    from tests.secure_support import TOPIC as SECURED_TOPIC, config_for
+
+    result = run_cli(capsys, config_for(secure_cluster, tmp_path, "reader"), "--group", "team-a-billing",
+                     "--topic", SECURED_TOPIC, "--partition", "1")
+    assert one_error_line(result) == f"kpulse: error: not authorized: Read on topic {SECURED_TOPIC}"
+    result = run_cli(capsys, config_for(secure_cluster, tmp_path, "partial"), "--group", "team-b-audit",
+                     "--topic", SECURED_TOPIC, "--partition", "1")
+    assert one_error_line(result) == "kpulse: error: not authorized: Describe on group team-b-audit"

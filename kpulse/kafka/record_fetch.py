@@ -19,7 +19,7 @@ it costs the brokers, per read:
   than that whole) or the time budget is spent, or the last stable offset is reached. Usually one.
 
 Every failure is an :attr:`RecordsRead.error` of one line, in ACL words where the brokers refused
-(``not authorized: Read on topic 'orders'``); this module raises nothing for Kafka's answers.
+(``not authorized: Read on topic orders``); this module raises nothing for Kafka's answers.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def _group_start(client: BatchedClient, read: _Read, group: str, topic: str, par
 
 
 def _group_error(group: str, error: str) -> str:
-    return refusal_text(error, "Describe", "group", repr(group)) or f"group {group!r}: {error}"
+    return refusal_text(error, "Describe", "group", group) or f"group {group!r}: {error}"
 
 
 def _left(client: BatchedClient, deadline: float) -> float:
@@ -252,7 +252,7 @@ async def _leader(manager: ConnectionManager, client: BatchedClient, topic: str,
         if entry.name == topic and entry.error_code:
             if entry.error_code == UNKNOWN_TOPIC_OR_PARTITION:
                 raise ReadFailed(f"topic {topic!r} does not exist on this cluster")
-            raise ReadFailed(refusal_text(entry.error_code, "Describe", "topic", repr(topic))
+            raise ReadFailed(refusal_text(entry.error_code, "Describe", "topic", topic)
                              or f"topic {topic!r}: Metadata: {error_name(entry.error_code)}")
     leaders, topic_errors, partition_errors = leaders_from(response.topics, {topic})
     if (topic, partition) in leaders:
@@ -311,7 +311,7 @@ async def _fetch_once(manager: ConnectionManager, client: BatchedClient, leader:
 
 
 def _partition_error(code: int, operation: str, topic: str, partition: int, call: str) -> str:
-    refused = refusal_text(code, operation, "topic", repr(topic))
+    refused = refusal_text(code, operation, "topic", topic)
     if refused:
         return refused
     if code in STALE_LEADER:
