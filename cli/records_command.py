@@ -16,8 +16,8 @@ from typing import Any
 
 from kpulse.errors import KpulseError
 from kpulse.printable import visible
-from kpulse.records.display import Shown, ShownRecord, show_record
-from kpulse.records.model import RecordView, RecordsRead
+from kpulse.records.display import Shown, ShownRecord, show_record, transaction_text
+from kpulse.records.model import RecordsRead
 
 COMMAND = "records"
 PREVIEW_CHARACTERS = 40
@@ -139,15 +139,6 @@ def _row(item: ShownRecord) -> list[str]:
     return [str(record.offset), timestamp, f"{record.size:,}", record.compression, _number(record.producer_id),
             _number(record.producer_epoch), _number(record.sequence), transaction_text(record),
             ", ".join(visible(name) for name, _ in item.headers) or "-", _preview(item.key), _preview(item.value)]
-
-
-def transaction_text(record: RecordView) -> str:
-    """``-``, ``committed``, ``aborted``, ``marker: commit``, ``marker: abort``."""
-    if record.control is not None:
-        return f"marker: {record.control}"
-    if record.aborted:
-        return "aborted"
-    return "committed" if record.transactional else "-"
 
 
 def _number(value: int | None) -> str:

@@ -4,6 +4,7 @@ at a byte limit with the full size; hidden contents show only their size. Pure: 
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from kpulse.config import ConfigError, parse_config
 from kpulse.config.model import ClusterConfig, RecordsConfig, RecordsMaskConfig
 from kpulse.records.access import reveal_refusal
-from kpulse.records.display import MASK, hex_view, show, show_record
+from kpulse.records.display import MASK, hex_view, show, show_record, transaction_text
 from kpulse.records.model import RecordView, RecordsRead
 from operations.access import User, UsersFile
 from operations.audit import AuditLog
@@ -84,6 +85,15 @@ def test_hostile_text_is_returned_as_the_text_it_is():
     hostile = "# Title\n<script>alert(1)</script> [link](http://x) \x1b[31mred\u202eevil\x00 " + "x" * 5000
     shown = show(hostile.encode(), limit=10_000)
     assert shown.kind == "text" and shown.text == hostile
+
+
+@pytest.mark.parametrize("changes, text", [
+    ({}, "-"), ({"transactional": True}, "committed"), ({"transactional": True, "aborted": True}, "aborted"),
+    ({"transactional": True, "control": "commit"}, "marker: commit"),
+    ({"transactional": True, "control": "abort"}, "marker: abort"),
+])
+def test_a_records_part_in_a_transaction_in_words(changes, text):
+    assert transaction_text(dataclasses.replace(record(), **changes)) == text
 
 
 # --- masks ----------------------------------------------------------------------------------------

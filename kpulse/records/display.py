@@ -134,6 +134,17 @@ def show_record(record: RecordView, *, reveal: bool, mask: RecordsMaskConfig = N
                        tuple((name, contents(value, name)) for name, value in record.headers), reveal)
 
 
+def transaction_text(record: RecordView) -> str:
+    """The record's part in a transaction, in words: ``-`` (none), ``committed``, ``aborted``
+    (a read-committed consumer skips it), ``marker: commit``, ``marker: abort``. Every transactional
+    record read (the read stops at the last stable offset) that is not aborted is committed."""
+    if record.control is not None:
+        return f"marker: {record.control}"
+    if record.aborted:
+        return "aborted"
+    return "committed" if record.transactional else "-"
+
+
 def hex_view(data: bytes) -> str:
     """``hexdump -C``'s layout: the offset, 16 bytes in hex, and those bytes where printable ASCII
     (else ``.``), one line per 16 bytes."""
