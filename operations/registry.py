@@ -26,7 +26,7 @@ from operations.election_plan import ElectionPlan
 from operations.offset_plan import ResetPlan
 from operations.reassign_plan import ReassignmentPlan
 from operations.roles import ADMIN, OPERATOR
-from operations.skip_plan import SkipRecordsPlan
+from operations.skip_plan import SKIP_GROUP_TYPES, SkipRecordsPlan
 from operations.streams_reset_plan import LOCAL_STATE_NOTE, StreamsResetPlan
 
 if TYPE_CHECKING:
@@ -295,9 +295,9 @@ def _skip_summary(plan: SkipRecordsPlan, name: Name) -> str:
 def _skip_tables(plan: SkipRecordsPlan) -> dict[str, pd.DataFrame]:
     import pandas as pd
 
-    frame = pd.DataFrame([{"topic": plan.topic, "partition": plan.partition, "committed offset": plan.from_offset,
+    frame = pd.DataFrame([{"topic": plan.topic, "partition": plan.partition, "current offset": plan.from_offset,
                            "new offset": plan.to_offset, "skipped": plan.skipped,
-                           "record time (UTC)": _record_time(plan), "lag before": plan.lag_before,
+                           "record time": _record_time(plan), "lag before": plan.lag_before,
                            "lag after": plan.lag_after, "log start": plan.log_start, "log end": plan.log_end}])
     return {"The partition (nothing else changes)": frame}
 
@@ -425,7 +425,7 @@ OPERATIONS: tuple[Operation, ...] = (
         command_line="kpulse delete-group --cluster {cluster} --group {name}"),
     Operation(
         name=SKIP_RECORDS, role=OPERATOR, approvable=True, plan_type=SkipRecordsPlan, entity="group",
-        group_types=("classic", "consumer", "streams", "share"),
+        group_types=SKIP_GROUP_TYPES,
         summary=_skip_summary, tables=_skip_tables, outcome_table=_reset_outcome_table,
         confirmation_name=lambda plan: plan.group_id, has_changes=lambda plan: plan.skipped > 0,
         planner=lambda operations, *args, **kwargs: operations.plan_skip_records(*args, **kwargs),

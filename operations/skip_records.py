@@ -94,7 +94,8 @@ def plan_skip_records(admin, requests: GroupRequests, read: Read, cluster: str, 
     delivery settings (for the refusal that says why it needs no skip).
 
     :class:`BadInput`: unknown group, topic or partition, a share group, nothing to skip, an offset
-    outside the records; :class:`Refused`: the group has members (:func:`stop_then_skip`)."""
+    outside the records; :class:`Refused`: the group has members (:func:`stop_then_skip`, checked
+    before the offsets, as every other operation on a group)."""
     refuse_empty_id(group_id, "group id")
     listing, group = read_group_now(read, group_id)
     if listing.type == "share":
@@ -104,6 +105,7 @@ def plan_skip_records(admin, requests: GroupRequests, read: Read, cluster: str, 
                        f"of {', '.join(SKIP_GROUP_TYPES)} groups")
     refuse_internal_topics([topic], include_internal, "skipping records")
     where = _partition_name(admin, topic, partition)
+    _refuse_members(group, listing.type, topic, partition, to_offset)
     committed = requests.committed(group_id, require_stable=False).get((topic, partition))
     if expect_from is not None and committed != expect_from:
         raise Refused(f"{where}: the committed offset of group {group_id!r} is {committed} now, not {expect_from} as "
@@ -112,7 +114,6 @@ def plan_skip_records(admin, requests: GroupRequests, read: Read, cluster: str, 
     log_end = kafka_reads.log_offsets(admin, [(topic, partition)], "latest")[(topic, partition)]
     new = skip_target(where, committed, log_start, log_end, to_offset)
     assert committed is not None  # skip_target refuses a partition without one
-    _refuse_members(group, listing.type, topic, partition, to_offset)
     record = stamp(topic, partition, committed)
     warnings = () if record.note is None else (f"{where} offset {committed}: {record.note}",)
     return SkipRecordsPlan(cluster=cluster, group_id=group_id, group_type=listing.type, group_state=group.state,

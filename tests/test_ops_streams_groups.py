@@ -110,6 +110,16 @@ def test_a_running_streams_group_is_refused_by_kpulse_and_by_the_official_tool(b
         "-by-customer-repartition", "-order-counts-changelog"}
 
 
+def test_a_skip_on_a_running_streams_group_is_refused_with_the_stop_then_skip_sequence(bootstrap, tmp_path, twins):
+    operations = operations_for(tmp_path, bootstrap)
+    before = read_committed(bootstrap, MINE)
+
+    with pytest.raises(Refused, match=rf"^cannot skip records of group '{MINE}' on {ORDERS}-1: the streams group is "
+                                      r"\w+ with 1 active member\(s\) .*Stop its consumers .*kpulse skip-records"):
+        operations.plan_skip_records("test", MINE, ORDERS, 1)
+    assert read_committed(bootstrap, MINE) == before
+
+
 def datetime_text(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
 
@@ -165,6 +175,23 @@ def test_an_executed_reset_equals_the_official_execute_and_keeps_the_internal_to
     assert read_committed(bootstrap, MINE) == read_committed(bootstrap, THEIRS) == {(ORDERS, p): RECORDS - 5 for p in range(3)}
     assert internal_topics(bootstrap, MINE) == internal_topics(bootstrap, THEIRS) == {
         "-by-customer-repartition", "-order-counts-changelog"}
+
+
+def test_a_skip_on_an_input_partition_moves_that_one_offset_as_the_official_shift_by_one(bootstrap, tmp_path, twins):
+    twins.stop()
+    operations = operations_for(tmp_path, bootstrap)
+    before = read_committed(bootstrap, MINE)
+    plan = operations.plan_skip_records("test", MINE, ORDERS, 1)
+    answer = streams_groups(bootstrap, "--reset-offsets", "--group", MINE, "--input-topic", f"{ORDERS}:1",
+                            "--shift-by", "1", "--dry-run")
+
+    assert (plan.group_type, plan.from_offset) == ("streams", before[(ORDERS, 1)])
+    assert new_offsets(answer, MINE) == {(ORDERS, 1): plan.to_offset} == {(ORDERS, 1): before[(ORDERS, 1)] + 1}
+    assert plan.record_timestamp == FIRST_MS + plan.from_offset * 1000  # record j was stamped FIRST_MS + j s
+    outcome = operations.skip_records(User("tester", "operator"), plan)
+    assert outcome.result == "ok", outcome.error
+    assert read_committed(bootstrap, MINE) == {**before, (ORDERS, 1): plan.to_offset}
+    assert internal_topics(bootstrap, MINE) == {"-by-customer-repartition", "-order-counts-changelog"}
 
 
 def test_reset_streams_app_deletes_the_internal_topics_as_delete_all_internal_topics_does(bootstrap, tmp_path, twins):

@@ -154,7 +154,8 @@ PLAN_COLUMNS: dict[str, Column] = {column.name: column for column in (
     Column("before", "Before"), Column("new", "New"), Column("after", "After"),
     Column("after (read back)", "After (read back)", help="Read back from the cluster after the change."),
     Column("target", "Target replicas"), Column("replicas", "Replicas"), Column("done", "Done"),
-    Column("moving", "Moving"), Column("error", "Error"))}
+    Column("moving", "Moving"), Column("error", "Error"),
+    Column("record time", "Record time (UTC)", help="When the first skipped record was written (its timestamp)."))}
 """The columns of the operations' plan and outcome tables (``operations/registry.py``), by their names."""
 
 
