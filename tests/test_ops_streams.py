@@ -126,6 +126,22 @@ def test_a_running_application_is_refused_and_nothing_is_deleted(shared_topics, 
     assert committed(shared_topics, app)[(IN, 0)] == 7
 
 
+def test_a_skip_on_a_stopped_applications_input_partition_moves_only_that_offset_and_deletes_nothing(
+        shared_topics, operations, bootstrap):
+    app = "ops-app-skip"
+    app_with_topics(shared_topics, bootstrap, app)
+    before, topics = offsets_of(shared_topics, app), topics_of(shared_topics, app)
+    plan = operations.plan_skip_records("test", app, IN, 0)
+    answer = official("kafka-consumer-groups", "--bootstrap-server", bootstrap, "--reset-offsets", "--group", app,
+                      "--topic", f"{IN}:0", "--shift-by", "1", "--dry-run")
+
+    assert (plan.group_type, plan.from_offset, plan.to_offset) == ("classic", 7, 8)
+    assert re.search(rf"{app}\s+{IN}\s+0\s+8\b", answer), answer
+    assert operations.skip_records(User("otto", "operator"), plan).result == "ok"
+    assert offsets_of(shared_topics, app) == {**before, (IN, 0): 8}
+    assert topics_of(shared_topics, app) == topics
+
+
 # --- a prefix of another application's id (issue 13, item 1) ----------------------------------------
 
 @contextlib.contextmanager

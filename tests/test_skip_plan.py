@@ -95,3 +95,33 @@ def test_the_stall_runbook_leads_to_the_record_and_to_skipping_it():
     assert "kpulse records --group <group> --topic <t> --partition <p>" in text
     assert "kpulse skip-records --group <group> --topic <t> --partition <p>" in text
     assert "records view" in text
+
+
+class RecordingPlanner:
+    """The service's planner, recorded (no cluster)."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def plan_skip_records(self, *args, **kwargs):
+        self.calls.append((args, kwargs))
+        return "the plan"
+
+
+def test_the_skip_form_prefilled_by_the_records_view_plans_that_one_partition():
+    from dashboard.action_forms import FORMS, skip_prefill
+
+    prefill = skip_prefill("op-group-c-billing-skip-records", "orders", 2, from_offset=40, to_offset=45)
+    assert prefill == {"op-group-c-billing-skip-records-skip-topic": "orders",
+                       "op-group-c-billing-skip-records-skip-partition": "2",
+                       "op-group-c-billing-skip-records-skip-to_offset": "45",
+                       "op-group-c-billing-skip-records-skip-from_offset": "40"}
+    values = {key.rsplit("-skip-", 1)[1]: value for key, value in prefill.items()}
+    planner = RecordingPlanner()
+
+    assert FORMS["skip-records"].plan(planner, "c", "billing", values) == "the plan"
+    FORMS["skip-records"].plan(planner, "c", "billing", {**values, "to_offset": " ", "from_offset": ""})
+    assert planner.calls == [(("c", "billing", "orders", 2, 45), {"expect_from": 40}),
+                             (("c", "billing", "orders", 2, None), {"expect_from": None})]
+    with pytest.raises(BadInput, match="partition"):
+        FORMS["skip-records"].plan(planner, "c", "billing", {**values, "partition": "1_0"})
