@@ -324,3 +324,14 @@ def test_an_operator_plans_skipping_the_record_from_the_view(records_config, mon
     assert app.text_input(key=f"{key}-skip-to_offset").value == "9"
     assert app.selectbox(key="records-skip-to").options == ["to offset 8", "to offset 9", "to offset 10",
                                                             "to offset 11"]
+
+
+def test_a_share_group_opens_at_its_start_offset_on_the_partition_acknowledging_nothing(records_config, monkeypatch):
+    reads = {(TOPIC, 2): replace(a_read(TOPIC, 2, 6, (a_record(6),)), start_from=f"start offset of share group "
+                                                                                 f"{SHARE_GROUP}")}
+    reader = FakeReader(reads)
+    app = records_view(records_config, monkeypatch, "vic", reader, sharegroup=SHARE_GROUP)
+    assert reader.calls == [(CLUSTER, "share", SHARE_GROUP, TOPIC, 2, 10)]  # STALLED before OK
+    assert app.selectbox(key=f"records-partition-share-{SHARE_GROUP}").value.offset == 6
+    assert f"**The record at offset 6** (start offset of share group {SHARE_GROUP})" in plain(markdown(app))
+    assert any(link.proto.page == "share-groups" for link in app.get("page_link"))  # back to its page

@@ -55,7 +55,7 @@ def choose_partition(kind: GroupKind, group_id: str) -> records.PartitionChoice 
         st.warning(f"{'Share group' if kind == 'share' else 'Consumer group'} '{literal.markdown(group_id)}' is not "
                    "in the latest snapshot (unknown, deleted or not monitored).", icon=":material/warning:")
     if not choices:
-        st.info("No partition to read: the snapshot has no committed offset of this group.")
+        st.info("No partition to read: the snapshot has no partition of this group.")
         return None
     return st.selectbox("Partition", choices, index=choices.index(wanted) if wanted in choices else 0,
                         key=f"records-partition-{kind}-{group_id}",
