@@ -20,7 +20,7 @@ from kpulse.kafka.record_fetch import read_records
 from kpulse.records.display import show
 from localkafka.tools import run_tool
 from tests.conftest import one_error_line
-from tests.support import admin_for, commit, create_topic, free_port, wait_for
+from tests.support import admin_for, commit, create_topic, free_port
 
 pytestmark = pytest.mark.cluster
 
@@ -290,27 +290,3 @@ def test_the_cli_json_is_the_read(capsys, tmp_path, bootstrap, topic):
     assert [(r["offset"], r["aborted"], r["control"], r["value"]["kind"], r["value"]["text"])
             for r in printed["records"]] == [(0, True, None, "hidden", None), (1, True, None, "hidden", None),
                                             (2, False, "abort", "hidden", None)]
-
-
-def test_a_principal_without_read_on_the_topic_gets_the_acl_it_lacks(capsys, secure_cluster, tmp_path):
-    from tests.secure_support import TOPIC as SECURED_TOPIC, config_for
-
-    result = run_cli(capsys, config_for(secure_cluster, tmp_path, "reader"), "--group", "team-a-billing",
-                     "--topic", SECURED_TOPIC, "--partition", "1")
-    assert one_error_line(result) == f"kpulse: error: not authorized: Read on topic {SECURED_TOPIC}"
-    result = run_cli(capsys, config_for(secure_cluster, tmp_path, "partial"), "--group", "team-b-audit",
-                     "--topic", SECURED_TOPIC, "--partition", "1")
-    assert one_error_line(result) == "kpulse: error: not authorized: Describe on group team-b-audit"
-
-
-def test_a_share_group_starts_at_its_start_offset(bootstrap, demo_workload):
-    from localkafka.demo.topology import SHARE_GROUP
-
-    def read():
-        result = read_records(cluster_config(bootstrap), "demo.tasks", 0, group=SHARE_GROUP, count=1)
-        return result if result.start_from == f"start offset of share group {SHARE_GROUP}" else None
-
-    result = wait_for(read, timeout=90, what="demo-share's start offset on demo.tasks-0")
-    assert result.error is None and result.requested_start is not None
-    assert result.log_start is not None and result.high_watermark is not None
-    assert result.log_start <= result.requested_start <= result.high_watermark
