@@ -1,6 +1,7 @@
 """Record batches -> records (``kpulse/records/batches.py``), from batches built with kafka-python's
 own builder: which records an aborted transaction holds when two producers interleave, the abort
-marker ending it, sequences wrapping, and a batch that cannot be decoded. Pure: no Kafka."""
+marker ending it, sequences wrapping, and a batch that cannot be decoded; and a read whose client
+fails unexpectedly is one error line. Pure: no Kafka."""
 
 from __future__ import annotations
 
@@ -70,3 +71,24 @@ def test_a_batch_that_cannot_be_decoded_names_its_offset_and_keeps_what_came_bef
         records(good, bytes(bad), aborted=[])
     assert caught.value.args[0].startswith("the batch at offset 1 could not be decoded: ")
     assert [r.offset for r in caught.value.args[1]] == [0]
+
+
+def test_a_read_that_fails_unexpectedly_is_one_error_line_not_an_exception():
+    import time
+
+    from kpulse.config.model import ClusterConfig
+    from kpulse.kafka.record_fetch import read_records
+
+    class Failing:
+        def run(self, *args):
+            raise RuntimeError("the client broke\nin two lines")
+
+    class Client:
+        clock = staticmethod(time.monotonic)
+
+        def manager(self, timeout, needs):
+            return Failing()
+
+    read = read_records(ClusterConfig("c", "k:9092"), "orders", 2, offset=5, client=Client())  # type: ignore[arg-type]
+    assert (read.error, read.records, read.requested_start) == (
+        "the read of orders-2 failed: RuntimeError: the client broke", (), 5)

@@ -99,6 +99,8 @@ def read_records(cluster: ClusterConfig, topic: str, partition: int, *, group: s
         read.error = str(failure)
     except Unavailable as reason:
         read.error = f"cannot reach cluster {cluster.name!r} ({cluster.bootstrap_servers}): {reason}"
+    except Exception as error:  # noqa: BLE001 - a person reads this: one line, never a traceback
+        read.error = f"the read of {topic}-{partition} failed: {one_line(error)}"
     finally:
         if own_client:
             batched.close()
@@ -257,8 +259,11 @@ async def _leader(manager: ConnectionManager, client: BatchedClient, topic: str,
     leaders, topic_errors, partition_errors = leaders_from(response.topics, {topic})
     if (topic, partition) in leaders:
         leader = leaders[(topic, partition)]
-        if manager.cluster.broker_metadata(leader) is None:
-            await manager.cluster.refresh_metadata()
+        if manager.cluster.broker_metadata(leader) is None:  # a broker that joined since the client connected
+            try:
+                await manager.cluster.refresh_metadata()
+            except Exception as error:  # noqa: BLE001 - one line
+                raise ReadFailed(f"the broker list could not be read: {one_line(error)}") from error
         return leader
     if (topic, partition) in partition_errors:
         raise ReadFailed(f"partition {topic}-{partition} has {partition_errors[(topic, partition)]}")
