@@ -52,7 +52,9 @@ def record_stamp(consumer_settings: dict[str, Any], topic: str, partition: int, 
     Only the first record fetched is looked at, and only its offset and timestamp."""
     from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, TopicPartition
 
-    settings = {**consumer_settings, "enable.auto.commit": False, "enable.auto.offset.store": False,
+    from kpulse.kafka.clients import quiet_logger
+
+    settings = {**consumer_settings, "logger": quiet_logger(), "enable.auto.commit": False, "enable.auto.offset.store": False,
                 "isolation.level": "read_uncommitted", "fetch.max.bytes": 1 << 20,
                 "max.partition.fetch.bytes": 1 << 20, "auto.offset.reset": "error"}
     if consumer_factory is None:

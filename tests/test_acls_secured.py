@@ -145,7 +145,7 @@ def test_doctor_as_the_super_user_finds_everything_allowed(secure_cluster, tmp_p
     result = cli(config, "doctor")
     assert result.returncode == 0, result.stdout + result.stderr
     rows = doctor_rows(result)
-    assert len(rows) == 15 and all(allowed == "yes" for allowed, _ in rows.values()), result.stdout
+    assert len(rows) == 16 and all(allowed == "yes" for allowed, _ in rows.values()), result.stdout
 
 
 @pytest.mark.parametrize("identity,expected", [("admin", ("unknown", "")), ("reader", ("no", "Create on topic {}"))])
@@ -201,6 +201,8 @@ def test_doctor_with_a_wrong_password_says_why_it_cannot_connect_in_one_line(sec
      "(kpulse's principal may: Describe); nothing changed"),
     (("delete-group", "--group", "team-a-billing"),
      "not authorized: Delete on group team-a-billing (kpulse's principal may: Describe); nothing changed"),
+    (("skip-records", "--group", "team-a-billing", "--topic", TOPIC, "--partition", "0"),
+     READER_REFUSED + "; Read on topic orders (kpulse's principal may: Describe); nothing changed"),
 ], ids=lambda value: value[0] if isinstance(value, tuple) else "")
 def test_the_reader_is_refused_before_execution_naming_the_permission(secure_cluster, tmp_path, command, refused):
     config = config_for(secure_cluster, tmp_path, "reader")
