@@ -78,7 +78,7 @@ class RecordsRead:
     partition: int
     start_from: str
     """Where the start offset came from, in words: "committed offset of group G", "start offset of
-    share group G", "offset given", "log start (group G has no committed offset here)"."""
+    share group G", "offset given", "log start", "log start (group G has no committed offset on T-P)"."""
     requested_start: int | None
     """The offset the read was asked to start at (the group's, or the one given); None when it could
     not be learned (the read then has an :attr:`error`)."""
@@ -98,11 +98,11 @@ class RecordsRead:
     """The records read, control records included, in offset order."""
     notes: tuple[str, ...]
     """Facts about the read a person should know, one line each: e.g. "offset 5 is before the log
-    start 12: records 5-11 were deleted (retention or DeleteRecords); reading from 12"."""
+    start 12: records 5 to 11 were deleted (retention or DeleteRecords); reading from 12"."""
     bound: BoundName | None
     """What ended the read; None when it failed before reading."""
     error: str | None
-    """Why the read failed, one line (e.g. "not authorized: Read on topic 'orders'"); None when it
+    """Why the read failed, one line (e.g. "not authorized: Read on topic orders"); None when it
     did not. Records read before a failure are kept."""
 
     @property
