@@ -167,7 +167,10 @@ def pytest_collection_modifyitems(items):
     demo_modules = {_module(item) for item in items if "demo_workload" in item.fixturenames}
     items[:] = [i for i in items if _module(i) in demo_modules] + [i for i in items if _module(i) not in demo_modules]
     _LAST_DEMO_TEST[:] = [item.nodeid for item in items if "demo_workload" in item.fixturenames][-1:]
-    worker_groups.write_cluster_modules(items)
+    try:
+        worker_groups.write_cluster_modules(items)
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 @pytest.hookimpl(wrapper=True)

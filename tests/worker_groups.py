@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 GROUPS = {"local_cluster": "kafka-cluster", "secure_cluster": "kafka-secure"}
-"""The unit of work of the modules that use each cluster (a module that uses both: the first's)."""
+"""The unit of work of the modules that use each cluster."""
 MODULES_FILE = "KPULSE_TEST_CLUSTER_MODULES"
 """The environment variable naming the file of the cluster modules' groups (set by the controller)."""
 
@@ -41,20 +41,25 @@ def remove_the_file() -> None:
 
 
 def cluster_groups(items: list) -> dict[str, str]:
-    """The group of each module with a test that uses a cluster."""
+    """The group of each module with a test that uses a cluster. A module that uses both clusters
+    is refused: its worker would start a second secured cluster of its own."""
     groups: dict[str, str] = {}
-    for fixture, group in reversed(GROUPS.items()):
-        groups |= {module_of(item.nodeid): group for item in items if fixture in item.fixturenames}
+    for item in items:
+        for fixture, group in GROUPS.items():
+            if fixture in item.fixturenames and groups.setdefault(module_of(item.nodeid), group) != group:
+                raise ValueError(f"{module_of(item.nodeid)} uses both the session's cluster and the secured one: "
+                                 "put the tests of each cluster in a module of their own (tests/worker_groups.py)")
     return groups
 
 
 def write_cluster_modules(items: list) -> None:
     """In a worker, after collection: the cluster modules' groups, for the controller."""
+    groups = cluster_groups(items)  # refuses a module that uses both clusters in every run
     path = os.environ.get(MODULES_FILE)
     if not path:
         return
     partial = Path(f"{path}.{os.getpid()}")
-    partial.write_text(json.dumps(cluster_groups(items)))
+    partial.write_text(json.dumps(groups))
     os.replace(partial, path)
 
 
