@@ -979,6 +979,28 @@ def test_promtool_accepts_the_export(tmp_path):
     assert found in promtool("check", "rules", "--lint=all", "--lint-fatal", str(path))
 
 
+def test_promtool_proves_that_broker_down_fires_once_its_minute_has_passed_and_not_before(tmp_path):
+    """The exported rule file through promtool's rule unit tests: a broker's endpoint down from 30 s on,
+    BrokerDown (``for: 1m``) is not firing at 75 s and fires at 90 s, with its labels and expanded
+    annotations. The real Prometheus of tests/test_prometheus_real.py sees it pending on a killed
+    broker; this is the hold after that, without waiting a minute with a broker down."""
+    path = write_rules(tmp_path / "kpulse.yml")
+    rule = next(r for r in prometheus_rules()["groups"][0]["rules"] if r["alert"] == "BrokerDown")
+    assert rule["for"] == "1m"
+    labels = {"job": "kafka", "cluster": "test", "broker_id": "3", "instance": "127.0.0.1:9404"}
+    annotations = {name: text.replace("{{ $labels.broker_id }}", "3").replace("{{ $labels.instance }}", "127.0.0.1:9404")
+                   for name, text in rule["annotations"].items()}
+    series = "up{" + ", ".join(f'{name}="{value}"' for name, value in labels.items()) + "}"
+    case = {"interval": "15s", "input_series": [{"series": series, "values": "1 1 0x10"}],
+            "alert_rule_test": [
+                {"eval_time": "75s", "alertname": "BrokerDown", "exp_alerts": []},
+                {"eval_time": "90s", "alertname": "BrokerDown", "exp_alerts": [
+                    {"exp_labels": {**labels, **rule["labels"]}, "exp_annotations": annotations}]}]}
+    unit_tests = tmp_path / "broker-down-test.yml"
+    unit_tests.write_text(yaml.safe_dump({"rule_files": [path.name], "evaluation_interval": "15s", "tests": [case]}))
+    assert "SUCCESS" in promtool("test", "rules", str(unit_tests))
+
+
 def test_promtool_accepts_the_slo_rules_of_the_shipped_and_an_overriding_definitions_file(tmp_path):
     from spark_jobs.definitions import load_definitions, parse_definitions
     from spark_jobs.rules import rules_yaml
