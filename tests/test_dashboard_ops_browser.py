@@ -226,3 +226,28 @@ def test_from_the_stall_alert_to_the_record_hidden_from_a_viewer_revealed_to_an_
     assert list(reveals["target"]) == [f"{RECORDS_TOPIC}-0"]
     assert json.loads(reveals["plan_json"].iloc[0])["offsets"] == [f"{STUCK_AT}-{STUCK_AT + 2}"]
     assert "hunter2" not in reveals.to_string() and "example.invalid" not in reveals.to_string()
+
+
+def test_skip_this_record_from_the_view_plans_confirms_and_moves_only_that_offset(dashboard, browser):
+    """"Skip this record" on the view: the skip-records plan at once (nothing changes), then the
+    action flow's typed confirmation; the group's committed offset moves past the record, by one."""
+    admin, _ = dashboard
+    assert committed(admin, RECORDS_GROUP) == {(RECORDS_TOPIC, 0): STUCK_AT}
+    sign_in(browser, f"http://127.0.0.1:{DASHBOARD_PORT}/records?" + urllib.parse.urlencode(
+        {"group": RECORDS_GROUP, "topic": RECORDS_TOPIC, "partition": 0}), "olga")
+    browser.wait_for([f"The record at offset {STUCK_AT}", f"Skip this record (offset {STUCK_AT})"])
+    browser.click(f"Skip this record (offset {STUCK_AT})")
+    browser.wait_for(["Plan · nothing has changed yet", f"skips 1 record(s) of {RECORDS_TOPIC}-0", "Execute…"])
+    assert committed(admin, RECORDS_GROUP) == {(RECORDS_TOPIC, 0): STUCK_AT}  # the plan changed nothing
+    browser.click("Execute…")
+    browser.wait_for(["Confirm the change", "Name of the target"])
+    time.sleep(1.0)  # the dialog's opening animation
+    browser.type_into("Name of the target", RECORDS_GROUP)
+    browser.press_enter()
+    time.sleep(1.0)
+    browser.click("Execute", within="[role=dialog]")
+    text = browser.wait_for(["skip-records: ok", "Verification (read back from the cluster)"])
+    browser.scroll_to(".st-key-records-skip")
+    browser.screenshot(SCREENSHOTS / "records-skipped.png")
+    assert "Traceback" not in text
+    assert committed(admin, RECORDS_GROUP) == {(RECORDS_TOPIC, 0): STUCK_AT + 1}
