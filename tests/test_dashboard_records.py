@@ -245,7 +245,7 @@ def test_a_viewer_opens_the_stuck_partition_at_the_committed_offset_with_keys_an
     assert list(table["offset"]) == [7, 8, 9, 10]
     assert list(table["key"][:3]) == [f"(hidden, {len(HOSTILE_KEY.encode()):,} B)", "(hidden, 7 B)", "(hidden, 7 B)"]
     assert table["headers"][1] == "trace-id=(hidden, 3 B); source=(hidden, 3 B)"  # header names shown
-    assert list(table["transaction"]) == ["", "", "aborted", "abort marker"]
+    assert list(table["transaction"]) == ["-", "-", "aborted", "marker: abort"]
     assert list(table["compression"]) == ["zstd"] * 4 and list(table["producer_id"]) == [4001] * 4
     assert "order-8" not in "\n".join(texts(app)) + markdown(app) and "hunter2" not in table.to_string()
     assert not [b for b in app.button if b.label.startswith("Skip")]  # a viewer may not skip

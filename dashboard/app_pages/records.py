@@ -17,7 +17,7 @@ import streamlit as st
 from dashboard import actions, action_forms, auth, components, frame, literal
 from dashboard.services import records
 from dashboard.services.records import GroupKind
-from kpulse.records.display import show_record
+from kpulse.records.display import show_record, transaction_text
 from operations.access import allowed
 from operations.records_access import reveal, reveal_refusal_for
 from operations.registry import SKIP_RECORDS, for_entity, operation
@@ -110,8 +110,8 @@ def record_detail(shown, start_words: str) -> None:
              f"{record.size:,} B", f"compression {record.compression}"]
     if record.producer_id is not None:
         facts.append(f"producer id {record.producer_id}, epoch {record.producer_epoch}, sequence {record.sequence}")
-    if transaction := records.transaction_text(record):
-        facts.append(transaction)
+    if (transaction := transaction_text(record)) != "-":
+        facts.append(f"transaction: {transaction}")
     st.caption(" · ".join(facts))
     st.markdown(f"Key · {shown.key.describe()}")
     if shown.key.text:

@@ -18,7 +18,7 @@ import pandas as pd
 from dashboard.services.columns import Column, table
 from kpulse.lag_contract import STATUS_SEVERITY
 from kpulse.printable import visible
-from kpulse.records.display import Shown, ShownRecord, size_text
+from kpulse.records.display import Shown, ShownRecord, size_text, transaction_text
 from kpulse.records.model import RecordsRead, RecordView
 from kpulse.share_contract import SHARE_STATUS_SEVERITY
 from kpulse.snapshot import Snapshot
@@ -159,25 +159,15 @@ def headers_text(headers: tuple[tuple[str, Shown], ...]) -> str:
     return cell_text("; ".join(f"{name}={contents_text(value)}" for name, value in headers)) if headers else ""
 
 
-def transaction_text(record: RecordView) -> str:
-    """What the record is in a transaction: ``commit marker`` / ``abort marker`` (a control record,
-    which no consumer application sees), ``aborted`` (a read-committed consumer skips it),
-    ``transactional`` (committed, or still open), or empty for a plain record."""
-    if record.control is not None:
-        return f"{record.control} marker"
-    if record.aborted:
-        return "aborted"
-    return "transactional" if record.transactional else ""
-
-
 RECORD_COLUMNS = ["offset", "timestamp", "timestamp_type", "key", "headers", "value", "value_shown", "size",
                   "compression", "transaction", "producer_id", "producer_epoch", "sequence"]
 _NO_PRODUCER = "Empty: the batch has no producer id (neither idempotent nor transactional)."
 RECORD_TABLE = table(
     Column("offset", "Offset", key=True),
     Column("transaction", "Transaction",
-           help="commit or abort marker: a control record (no application sees it); aborted: inside an aborted "
-                "transaction (a read-committed consumer skips it); transactional: written in a transaction."),
+           help="marker: commit or abort, a control record (no application sees it); aborted: inside an aborted "
+                "transaction (a read-committed consumer skips it); committed: written in a committed transaction; "
+                "-: not in a transaction."),
     Column("timestamp", "Timestamp", "UTC", kind="datetime", format="YYYY-MM-DD HH:mm:ss.SSS",
            help="Empty: the record has no timestamp."),
     Column("timestamp_type", "Timestamp type", help="CreateTime: set by the producer; LogAppendTime: by the broker."),
