@@ -215,8 +215,8 @@ def skip_targets(read: RecordsRead, start: int) -> list[int]:
 
 
 def read_caption(read: RecordsRead, count: int) -> str:
-    """How the read went, numbers and Kafka's own words only (no contents): where it started, how
-    much it read and what ended it, the partition's log start and high watermark."""
+    """How the read went (no contents): where it started, how much it read and what ended it, the
+    partition's log start and high watermark. It names the group: the page shows it as text."""
     parts = [f"from the {read.start_from}" if read.start_from else "from the offset asked for"]
     if read.read_from is not None:
         parts.append(f"read from offset {read.read_from:,}")
