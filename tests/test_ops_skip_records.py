@@ -151,6 +151,13 @@ def test_a_skip_to_an_offset_is_planned_as_the_official_to_offset_and_bad_input_
         operations.plan_skip_records("test", group, "skip-poison-too", 0)
 
     config = config_file(tmp_path / "kpulse.yaml", bootstrap, tmp_path / "lake")
+    shown = cli(config, "skip-records", "--group", group, "--topic", topic, "--partition", "0")
+    assert shown.returncode == 0, shown.stderr
+    assert (f"classic group {group} (Empty) skips 1 record(s) of {topic}-0: committed offset {POISON_OFFSET} -> "
+            f"{POISON_OFFSET + 1} (the record at {POISON_OFFSET} written ") in shown.stdout
+    assert "dry run: nothing changed" in shown.stdout
+    assert shown.stdout.rstrip().endswith(f"kafka-consumer-groups --reset-offsets --group {group} --topic {topic}:0 "
+                                          "--shift-by 1 --dry-run")
     result = cli(config, "skip-records", "--group", group, "--topic", topic, "--partition", "0", "--to-offset",
                  str(END + 5), "--execute")
     assert result.returncode != 0
