@@ -151,7 +151,10 @@ def run_poison_consumer(bootstrap: str, group: str, topic: str, protocol: str = 
                 time.sleep(RETRY_SECONDS)
                 continue
             failing = None
-            consumer.commit(message=message, asynchronous=False)
+            try:
+                consumer.commit(message=message, asynchronous=False)
+            except KafkaException:  # a rebalance or a moving coordinator: the next commit covers this one
+                continue
     except KafkaException:
         pass
     finally:
