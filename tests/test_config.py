@@ -86,6 +86,13 @@ def test_reference_config_describes_the_same_local_cluster_as_the_default():
     assert dataclasses.replace(reference, consumer_groups=default.consumer_groups) == default
 
 
+def test_the_local_cluster_lets_operators_reveal_the_demos_records_and_no_other_topics():
+    records = default_config(environ={}).cluster().records
+    assert records.topic_visible("demo.poison") and records.topic_visible("demo.orders")
+    assert not records.topic_visible("orders") and not records.topic_visible("demo") and not records.topic_visible(
+        "xdemo.poison")
+
+
 def test_default_config_points_at_the_local_cluster_layout():
     config = default_config(environ={"KPULSE_PORT_BASE": "29090"})
     layout = ClusterLayout.from_base(29090)

@@ -71,6 +71,9 @@ def default_config(environ: Mapping[str, str] | None = None) -> KpulseConfig:
                                   for j in STREAMS_DEMO_INSTANCES],
             "expected_instances": len(STREAMS_DEMO_INSTANCES),
         }],
+        # the demo's made-up records (demo.*): an operator of the local cluster may reveal them, so the
+        # poison record's workflow is whole on first start; any other topic stays hidden
+        "records": {"visible_topics": [r"demo\..*"]},
     }
     data = {"clusters": [cluster], "lake": {"path": str(home.state_dir() / "lake")},
             "exporter": {"port": layout.exporter_port, "host": "127.0.0.1"},
