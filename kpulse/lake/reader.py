@@ -312,23 +312,62 @@ def _scan_files(fs: pafs.FileSystem, files: list[str], schema: pa.Schema, column
     Files written before a column was added read that column as null (``schema`` is explicit)."""
     import pyarrow.dataset as ds
 
-    def scan(paths: list[str]) -> pa.Table:
+    def scan(paths: list[str], found: list[UnreadableFile]) -> pa.Table:
         dataset = ds.dataset(paths, schema=schema, format="parquet", filesystem=fs)
-        return dataset.to_table(columns=columns, filter=condition)
+        fragments = []
+        for fragment in dataset.get_fragments():  # the footers, read once (the scan keeps them)
+            problem = schema_problem(fragment.physical_schema, schema)
+            if problem is None:
+                fragments.append(fragment)
+            else:
+                found.append(UnreadableFile(fragment.path, problem))
+        kept = ds.FileSystemDataset(fragments, schema, ds.ParquetFileFormat(), fs)
+        return kept.to_table(columns=columns, filter=condition)
 
     if not files:
         return []
+    found: list[UnreadableFile] = []
     try:
-        return [scan(files)]
+        table = scan(files, found)
+        skipped.extend(found)
+        return [table]
     except Exception:  # noqa: BLE001 - find the bad files one by one
         pass
     pieces = []
     for path in files:
+        found = []
         try:
-            pieces.append(scan([path]))
+            pieces.append(scan([path], found))
+            skipped.extend(found)
         except Exception as error:  # noqa: BLE001 - a bad file must not hide the good ones
             skipped.append(UnreadableFile(path, one_line(error)))
     return pieces
+
+
+def schema_problem(present: pa.Schema, contract: pa.Schema) -> str | None:
+    """Why a file of schema ``present`` is not a file of the table of schema ``contract`` (a
+    column of the contract stored as another kind of value: ``time`` as text), or None. A column
+    the file lacks (written before it was added) and a timestamp unit or integer width of another
+    writer are no problem: they read as null, or cast."""
+    for name in contract.names:
+        index = present.get_field_index(name)
+        if index < 0:
+            continue
+        stored, wanted = present.field(index).type, contract.field(name).type
+        if _kind(stored) != _kind(wanted):
+            return f"not a file of this table (column {name} is {stored}, its schema has {wanted})"
+    return None
+
+
+def _kind(kind: pa.DataType) -> str:
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    for name, test in (("timestamp", pa.types.is_timestamp), ("integer", pa.types.is_integer),
+                       ("float", pa.types.is_floating), ("bool", pa.types.is_boolean),
+                       ("string", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t))):
+        if test(kind):
+            return name
+    return str(kind)
 
 
 # --- reading as Arrow, file by file (the SLO job, on the driver and in Spark tasks) ----------------
@@ -348,13 +387,19 @@ def read_file(fs: pafs.FileSystem, path: str, schema: pa.Schema, columns: list[s
     try:
         with fs.open_input_file(path) as source:
             present = pq.ParquetFile(source, read_dictionary=strings)
+            problem = schema_problem(present.schema_arrow, schema)
+            if problem is not None:
+                raise UnreadableFileError(UnreadableFile(path, problem))
             names = [name for name in columns if name in present.schema_arrow.names]
             groups = None if times is None else row_groups_within(present, *times)
             table = present.read(columns=names) if groups is None else present.read_row_groups(groups, columns=names)
     except (OSError, pa.ArrowException) as error:
         raise UnreadableFileError(UnreadableFile(path, one_line(error))) from None
-    table = pa.table({f.name: table.column(f.name).cast(f.type) if f.name in names else pa.nulls(table.num_rows, f.type)
-                      for f in wanted}, schema=wanted)
+    try:
+        table = pa.table({f.name: table.column(f.name).cast(f.type) if f.name in names
+                          else pa.nulls(table.num_rows, f.type) for f in wanted}, schema=wanted)
+    except pa.ArrowException as error:  # a value the contract's type cannot hold
+        raise UnreadableFileError(UnreadableFile(path, one_line(error))) from None
     if clusters and "cluster" in columns:
         table = table.filter(pc.is_in(table.column("cluster"), value_set=pa.array(clusters)))
     return table
@@ -429,7 +474,7 @@ def count_rows(lake: str, table: str, first: date, last: date, unreadable: list[
     fs, base = resolve(lake, filesystem)
     total = 0
     for _, directory in partitions_between(fs, f"{base}/{table}", first, last):
-        for _, result in each_file(fs, directory, lambda path: footer_rows(fs, path)):
+        for _, result in each_file(fs, directory, lambda path: footer_rows(fs, path, SCHEMAS[table])):
             if isinstance(result, UnreadableFileError):
                 if unreadable is None:
                     raise result
@@ -439,14 +484,19 @@ def count_rows(lake: str, table: str, first: date, last: date, unreadable: list[
     return total
 
 
-def footer_rows(fs: pafs.FileSystem, path: str) -> int:
-    """Rows of one Parquet file, from its footer; :class:`UnreadableFileError` when it cannot be read."""
+def footer_rows(fs: pafs.FileSystem, path: str, schema: pa.Schema | None = None) -> int:
+    """Rows of one Parquet file, from its footer; :class:`UnreadableFileError` when it cannot be
+    read, or is not a file of the table of ``schema`` (:func:`schema_problem`)."""
     try:
         with fs.open_input_file(path) as source:
-            rows: int = pq.ParquetFile(source).metadata.num_rows
-            return rows
+            parquet = pq.ParquetFile(source)
+            problem = None if schema is None else schema_problem(parquet.schema_arrow, schema)
+            rows: int = parquet.metadata.num_rows
     except (OSError, pa.ArrowException) as error:
         raise UnreadableFileError(UnreadableFile(path, one_line(error))) from None
+    if problem is not None:
+        raise UnreadableFileError(UnreadableFile(path, problem))
+    return rows
 
 
 def time_bound(lake: str, table: str, clusters: list[str] | None, *, newest: bool,
