@@ -4,6 +4,7 @@
 #      `make test` sets: Chromium, and the Prometheus, promtool and Alertmanager the tests start)
 #   2. the virtualenv .venv and the pinned Python packages (skipped while requirements are unchanged)
 #   3. the Java runtime: Kafka and the JMX exporter from Maven Central, the demo Streams app compiled
+#      (and with KPULSE_WITH_BROWSER=1, the S3 server the lake's tests start: s3proxy's jar)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '[setup %4ss] %s\n' "$SECONDS" "$*"; }
@@ -49,4 +50,8 @@ fi
 
 step "Java runtime: Kafka, the JMX exporter agent and the demo Streams app"
 .venv/bin/kpulse setup
+if [ "${KPULSE_WITH_BROWSER:-0}" = 1 ]; then
+  step "the S3 server the lake's tests start (s3proxy, from Maven Central)"
+  .venv/bin/python -m localkafka.s3_server fetch >/dev/null
+fi
 step "setup complete"

@@ -187,6 +187,30 @@ def bootstrap(local_cluster) -> str:
     return local_cluster.layout.bootstrap_servers
 
 
+S3_BUCKET = "kpulse-lake"
+"""The bucket the ``s3_server`` fixture creates."""
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3 server (s3proxy, ``localkafka/s3_server.py``) on a free loopback port, with a
+    fresh data directory, credentials of its own and the bucket :data:`S3_BUCKET`; stopped at the
+    end of the session. Use it from modules that do not use ``local_cluster``."""
+    import secrets
+
+    from localkafka.s3_server import S3Server
+    from tests.support import free_port
+
+    server = S3Server(tmp_path_factory.mktemp("s3"), free_port(), f"kpulse-{secrets.token_hex(4)}",
+                      secrets.token_urlsafe(24))
+    server.start()
+    try:
+        server.create_bucket(S3_BUCKET)
+        yield server
+    finally:
+        server.stop()
+
+
 def kpulse(*args: str, timeout: float = 180, check: bool = True) -> subprocess.CompletedProcess:
     """Run the kpulse CLI as a user would (same interpreter, same environment)."""
     result = subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
