@@ -23,13 +23,18 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
+from kpulse.errors import KpulseError
 from kpulse.lake.reader import read_table
-from kpulse.lake.store import LakeWriter, resolve
+from kpulse.lake.store import LakeWriter, one_line, resolve
 from operations.private_files import DIRECTORY_MODE, FILE_MODE, open_private, private_dir, write_private
 
 TABLE = "audit"
 RESULTS = ("ok", "partial", "failed", "refused", "denied", "in-progress", "not-started", "cancelled", "requested",
            "rejected")
+
+
+class AuditReadError(KpulseError):
+    """The audit log could not be read: the lake is unreachable or refuses kpulse. One line."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +91,12 @@ class AuditLog:
         return [json.loads(line) for line in self.spool.read_text().splitlines() if line.strip()]
 
     def read(self, *, since: float | None = None, cluster: str | None = None):
-        """Audit rows of the lake (pandas DataFrame, oldest first)."""
-        return read_table(self.lake_path, TABLE, since=since, cluster=cluster)
+        """Audit rows of the lake (pandas DataFrame, oldest first); :class:`AuditReadError` (one
+        line) when the lake cannot be listed (unreachable, a missing bucket, refused credentials)."""
+        try:
+            return read_table(self.lake_path, TABLE, since=since, cluster=cluster)
+        except OSError as error:
+            raise AuditReadError(f"cannot read the audit log in the lake at {self.lake_path}: {one_line(error)}") from None
 
     def _write(self, rows: list[dict[str, Any]]) -> bool:
         lock_path = self.spool.with_suffix(".lock")

@@ -129,6 +129,9 @@ def partitions(fs: pafs.FileSystem, table_dir: str,
     the table has none. A directory that is not a ``date=YYYY-MM-DD`` one is added to ``skipped``
     (ignored without the list). A table directory that cannot be listed raises ``OSError``."""
     if fs.get_file_info(table_dir).type == pafs.FileType.NotFound:
+        bucket = table_dir.split("/", 1)[0]
+        if fs.type_name == "s3" and fs.get_file_info(bucket).type == pafs.FileType.NotFound:
+            raise FileNotFoundError(f"the bucket {bucket!r} does not exist (NO_SUCH_BUCKET)")  # not an empty table
         return []
     days = []
     for entry in sorted(fs.get_file_info(pafs.FileSelector(table_dir)), key=lambda e: e.base_name):

@@ -301,6 +301,19 @@ def to_micros(value: Any) -> int:
     raise ValueError(f"{value!r} is not a time: give epoch seconds or a timezone-aware datetime")
 
 
+S3_SCHEMES = ("s3", "s3a", "s3n")
+"""``s3a`` and ``s3n`` are Spark's (Hadoop's) names for S3; the Python side opens them as ``s3``."""
+S3_OPTIONS = {"endpoint_override": str, "scheme": str, "region": str, "force_virtual_addressing": bool,
+              "connect_timeout": float, "request_timeout": float}
+"""Query parameters of an ``s3://bucket/prefix?...`` lake location (pyarrow's ``S3FileSystem``
+arguments). Credentials are never in the location: they come from the AWS environment
+(``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_PROFILE``, an
+instance role), as does the endpoint when not given here (``AWS_ENDPOINT_URL``)."""
+S3_TIMEOUT_SECONDS = 10.0
+"""Connect and request timeout of an S3 lake unless its location says otherwise: an unreachable
+server is a failed flush (the rows stay buffered) within seconds, not a stalled cycle."""
+
+
 def resolve(path: str, filesystem: pafs.FileSystem | None = None) -> tuple[pafs.FileSystem, str]:
     """The pyarrow filesystem and the path inside it of a lake location."""
     if filesystem is not None:
@@ -308,10 +321,30 @@ def resolve(path: str, filesystem: pafs.FileSystem | None = None) -> tuple[pafs.
     if "://" not in path:
         return pafs.LocalFileSystem(), os.path.abspath(path)
     scheme, rest = path.split("://", 1)
-    if scheme in ("s3a", "s3n"):  # Spark's names for S3
-        path = f"s3://{rest}"
+    if scheme in S3_SCHEMES:
+        return s3_filesystem(rest)
     fs, inner = pafs.FileSystem.from_uri(path)
     return fs, inner.rstrip("/")
+
+
+def s3_filesystem(rest: str) -> tuple[pafs.FileSystem, str]:
+    """``bucket/prefix?option=value&...`` (:data:`S3_OPTIONS`) -> an S3 filesystem (path-style
+    addressing unless ``force_virtual_addressing=true``) and ``bucket/prefix``."""
+    from urllib.parse import parse_qsl
+
+    inner, _, query = rest.partition("?")
+    options: dict[str, Any] = {"connect_timeout": S3_TIMEOUT_SECONDS, "request_timeout": S3_TIMEOUT_SECONDS}
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        kind = S3_OPTIONS.get(key)
+        if kind is None:
+            raise ValueError(f"s3 lake location: unknown option {key!r} (known: {', '.join(S3_OPTIONS)})")
+        try:
+            options[key] = (value.lower() in ("1", "true", "yes")) if kind is bool else kind(value)
+        except ValueError:
+            raise ValueError(f"s3 lake location: {key}={value!r} is not a {kind.__name__}") from None
+    if not inner.strip("/"):
+        raise ValueError("s3 lake location: no bucket (s3://bucket/prefix)")
+    return pafs.S3FileSystem(**options), inner.rstrip("/")
 
 
 def gap_row(gap: Gap) -> dict[str, Any]:
