@@ -29,10 +29,15 @@ def port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_up_starts_the_main_job_and_down_stops_every_process_it_started(tmp_path, local_cluster):
+def test_up_starts_the_main_job_and_down_stops_every_process_it_started(tmp_path, secure_cluster):
     """`kpulse up` (what `make up` runs): cluster, demo workload, collectors, SLO job, the daily lake
     compaction and dashboard; `kpulse down` stops every one of them by PID, their children too
-    (Spark's JVM), and frees every port."""
+    (Spark's JVM), and frees every port, and leaves another Kafka running (the session's secured
+    cluster, whose modules run in the same pytest worker as this one in ``make test``)."""
+    from kpulse import processes
+
+    bystander = processes.running_pid(secure_cluster.pid_file)
+    assert bystander is not None
     env = {key: value for key, value in os.environ.items() if key != "KPULSE_CONFIG"}
     # below Linux's ephemeral range (32768-60999): a connection's source port cannot take the dashboard's
     env.update(KPULSE_STATE_DIR=str(tmp_path / "state"), KPULSE_PORT_BASE="24090")
@@ -73,8 +78,8 @@ def test_up_starts_the_main_job_and_down_stops_every_process_it_started(tmp_path
     assert not (tmp_path / "state" / "cluster").exists()
     after = json.loads(run(env, "cluster", "status", "--json").stdout)
     assert [node["running"] for node in after["nodes"]] == [False, False, False]
-    # The session's own cluster is untouched.
-    assert local_cluster.status().all_running
+    # The other cluster is untouched.
+    assert processes.running_pid(secure_cluster.pid_file) == bystander and psutil.pid_exists(bystander)
 
 
 def test_up_refuses_ports_in_use_with_one_line_and_starts_nothing(tmp_path):
