@@ -78,6 +78,16 @@ def test_the_same_rows_read_back_equal_from_a_directory_and_from_the_bucket(aws_
     assert base == f"{S3_BUCKET}/equal" and fs.type_name == "s3"
 
 
+def test_an_s3a_location_takes_its_endpoint_from_the_aws_environment_and_refuses_an_unknown_option(aws_env, monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL", aws_env.endpoint)
+    writer = LakeWriter(f"s3a://{S3_BUCKET}/from-env")
+    writer.append("broker_state", [{"time": NOW, "cluster": "prod", "broker_id": 1, "up": True}])
+    assert writer.flush().ok
+    assert list(read_table(f"s3://{S3_BUCKET}/from-env?region={REGION}", "broker_state")["broker_id"]) == [1]
+    with pytest.raises(ValueError, match="^s3 lake location: unknown option 'secret_key'"):
+        read_table(f"s3://{S3_BUCKET}/from-env?secret_key=x", "broker_state")
+
+
 def test_lake_compact_swaps_a_closed_day_for_one_file_in_the_bucket_and_keeps_every_row(aws_env):
     lake = location(aws_env, "compact")
     writer = LakeWriter(lake)

@@ -344,6 +344,11 @@ def s3_filesystem(rest: str) -> tuple[pafs.FileSystem, str]:
             raise ValueError(f"s3 lake location: {key}={value!r} is not a {kind.__name__}") from None
     if not inner.strip("/"):
         raise ValueError("s3 lake location: no bucket (s3://bucket/prefix)")
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if "endpoint_override" not in options and endpoint:
+        scheme, _, host = endpoint.rpartition("://")
+        options["endpoint_override"] = host.rstrip("/")
+        options.setdefault("scheme", scheme or "https")
     return pafs.S3FileSystem(**options), inner.rstrip("/")
 
 
