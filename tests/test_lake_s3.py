@@ -13,6 +13,7 @@ import time
 from datetime import date, datetime, UTC
 
 import pandas as pd
+import pyarrow.fs as pafs
 import pytest
 import yaml
 
@@ -193,3 +194,30 @@ def test_slo_run_on_the_bucket_gives_the_results_of_the_same_samples_in_a_direct
     for table in ("slo_minute", "slo_hour", "slo_status"):
         pd.testing.assert_frame_equal(sorted_frame(read_table(remote, table)),
                                       sorted_frame(read_table(str(tmp_path), table)), obj=table)
+
+
+def test_the_dashboard_shows_the_same_tiles_and_history_charts_from_the_bucket(aws_env, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.dashboard_lake import CLUSTER, write_lake
+    from tests.support import APP_FILE, open_page
+
+    expected = write_lake(str(tmp_path / "lake"), time.time(), groups=4, partitions_per_group=2, history_cycles=6)
+    pafs.copy_files(str(tmp_path / "lake"), f"{S3_BUCKET}/dashboard", destination_filesystem=aws_env.filesystem())
+    shown = []
+    for name, lake in (("local", str(tmp_path / "lake")), ("s3", location(aws_env, "dashboard"))):
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(yaml.safe_dump({"clusters": [{"name": CLUSTER, "bootstrap_servers": "127.0.0.1:9"}],
+                                          "lake": {"path": lake}, "intervals": {"collect_seconds": 600}}))
+        monkeypatch.setenv("KPULSE_CONFIG", str(config))
+        app = AppTest.from_file(str(APP_FILE), default_timeout=60)
+        app.run()
+        assert not app.exception and not app.error, [e.value for e in app.exception]
+        tiles = sorted(block.value for block in app.markdown if "kp-value" in block.value)
+        app.query_params["group"] = expected.groups[1]
+        open_page(app, "groups")
+        charts = [chart.proto.spec for chart in app.get("plotly_chart")]
+        assert len(charts) == 2 and not app.error, name  # lag in offsets and in seconds
+        shown.append((tiles, charts))
+    assert shown[0] == shown[1] and shown[0][0]
+    assert all(json.loads(spec)["data"] for spec in shown[0][1])  # lines drawn, not an empty chart
