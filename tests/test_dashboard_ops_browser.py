@@ -137,6 +137,16 @@ def sign_in(browser: Operator, address: str, who: str) -> None:
     browser.wait_for([f"{who} · {PASSWORDS[who][0]}"])
 
 
+
+def execute_confirmed(browser: Operator, name: str, operation: str) -> str:
+    """In the open confirmation dialog: the target's name typed, Execute clicked; the page's text once
+    the operation's result and its read-back show."""
+    browser.type_into("Name of the target", name)
+    browser.press_enter()
+    time.sleep(1.0)
+    browser.click("Execute", within="[role=dialog]")
+    return browser.wait_for([f"{operation}: ok", "Verification (read back from the cluster)"])
+
 def test_sign_in_plan_confirm_and_nothing_runs_before_the_typed_name(dashboard, browser):
     admin, _ = dashboard
     before = {(TOPIC, p): START for p in COUNTS}
@@ -163,11 +173,7 @@ def test_sign_in_plan_confirm_and_nothing_runs_before_the_typed_name(dashboard, 
     assert committed(admin, GROUP) == before  # the open dialog changed nothing
     assert (SCREENSHOTS / "ops-confirm-dialog.png").stat().st_size > 10_000
 
-    browser.type_into("Name of the target", GROUP)
-    browser.press_enter()
-    time.sleep(1.0)
-    browser.click("Execute", within="[role=dialog]")
-    text = browser.wait_for(["reset-offsets: ok", "Verification (read back from the cluster)"])
+    text = execute_confirmed(browser, GROUP, "reset-offsets")
     browser.scroll_to(".st-key-actions-group")
     browser.screenshot(SCREENSHOTS / "ops-result.png")
     assert "Traceback" not in text
@@ -242,11 +248,7 @@ def test_skip_this_record_from_the_view_plans_confirms_and_moves_only_that_offse
     browser.click("Execute…")
     browser.wait_for(["Confirm the change", "Name of the target"])
     time.sleep(1.0)  # the dialog's opening animation
-    browser.type_into("Name of the target", RECORDS_GROUP)
-    browser.press_enter()
-    time.sleep(1.0)
-    browser.click("Execute", within="[role=dialog]")
-    text = browser.wait_for(["skip-records: ok", "Verification (read back from the cluster)"])
+    text = execute_confirmed(browser, RECORDS_GROUP, "skip-records")
     browser.scroll_to(".st-key-records-skip")
     browser.screenshot(SCREENSHOTS / "records-skipped.png")
     assert "Traceback" not in text
