@@ -113,6 +113,59 @@ def test_lake_compact_swaps_a_closed_day_for_one_file_in_the_bucket_and_keeps_ev
     pd.testing.assert_frame_equal(sorted_frame(read_table(lake, "consumer_group")), before)
 
 
+def test_a_compaction_killed_after_the_swap_leaves_each_row_once_and_the_next_run_finishes(aws_env, monkeypatch):
+    lake = location(aws_env, "killed")
+    writer = LakeWriter(lake)
+    start = datetime(2026, 3, 9, tzinfo=UTC).timestamp()
+    for flush in range(3):
+        writer.append("consumer_group", [{"time": start + flush * 60 + g, "cluster": "prod", "group_id": f"g{g}",
+                                          "state": "Stable", "members": 1, "total_lag": flush} for g in range(2)])
+        assert writer.flush().ok
+    before = sorted_frame(read_table(lake, "consumer_group"))
+    fs, base = resolve(lake)
+    directory = compaction.partition_directory(base, "consumer_group", date(2026, 3, 9))
+
+    def killed(*_):
+        raise OSError("killed between the swap and the deletions")
+
+    with monkeypatch.context() as patch, pytest.raises(OSError, match="killed"):
+        patch.setattr(compaction, "_delete", killed)
+        compaction.compact(fs, base, "consumer_group", date(2026, 3, 9))
+    listed = compaction.inspect(fs, directory)
+    assert len(listed.files) == 1 and listed.files[0].startswith("compacted-") and len(listed.leftovers) == 3
+    pd.testing.assert_frame_equal(sorted_frame(read_table(lake, "consumer_group")), before)  # each row once
+
+    compaction.clean(fs, base, "consumer_group", date(2026, 3, 9))  # what the next run does first
+    assert compaction.inspect(fs, directory).leftovers == ()
+    pd.testing.assert_frame_equal(sorted_frame(read_table(lake, "consumer_group")), before)
+
+
+def test_two_collectors_writing_different_clusters_into_one_bucket_at_once_lose_nothing(aws_env):
+    import threading
+
+    lake = location(aws_env, "two-collectors")
+    failures: list = []
+
+    def collector(cluster: str) -> None:
+        writer = LakeWriter(lake)
+        for cycle in range(5):
+            writer.append("broker_state", [{"time": NOW + cycle, "cluster": cluster, "broker_id": b, "up": True}
+                                           for b in (1, 2, 3)])
+            result = writer.flush()
+            if not result.ok:
+                failures.append(result.errors)
+
+    threads = [threading.Thread(target=collector, args=(cluster,)) for cluster in ("east", "west")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    rows = read_table(lake, "broker_state")
+    assert sorted(rows.groupby("cluster").size().items()) == [("east", 15), ("west", 15)]
+    assert not rows.duplicated().any()
+
+
 def test_audit_show_reads_the_audit_log_in_the_bucket_and_never_prints_the_secret(aws_env, tmp_path):
     lake = location(aws_env, "audit")
     writer = LakeWriter(lake)
