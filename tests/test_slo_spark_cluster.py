@@ -98,3 +98,39 @@ def test_spark_submit_runs_the_job_on_a_standalone_cluster(standalone, tmp_path)
     assert status["burn_rate_5m"] == pytest.approx((2 / 5) / 0.01) and status["alert"] == "page"
     apps = master_state(ui_port)["completedapps"]
     assert any(app["name"] == "kpulse-slo" for app in apps), apps  # it really ran on the standalone master
+
+
+def test_the_job_on_the_standalone_cluster_reads_and_writes_a_lake_in_a_bucket(standalone, s3_server, tmp_path,
+                                                                                monkeypatch):
+    """The executors read the samples from the real S3 server (s3proxy) and write the job's tables
+    there: the credentials reach them as ``spark.executorEnv`` (the worker's own environment has
+    none), the endpoint in the lake's location."""
+    from kpulse.lake.reader import read_table
+    from localkafka.s3_server import REGION
+    from tests.conftest import S3_BUCKET
+
+    master, ui_port = standalone
+    lake = f"s3://{S3_BUCKET}/standalone?endpoint_override=127.0.0.1:{s3_server.port}&scheme=http&region={REGION}"
+    credentials = {"AWS_ACCESS_KEY_ID": s3_server.access_key, "AWS_SECRET_ACCESS_KEY": s3_server.secret_key}
+    for key, value in credentials.items():
+        monkeypatch.setenv(key, value)
+    write_samples(lake, range(0, 10), offline_at={9})
+    definitions = tmp_path / "slos.yaml"
+    definitions.write_text("slos:\n  - name: partition-health\n    scope: cluster\n"
+                           "    indicator: partition_health_minutes\n    budgetingMethod: Timeslices\n"
+                           "    target: 0.99\n    timeWindow: 1d\n")
+    executor_env = [arg for key, value in credentials.items() for arg in ("--conf", f"spark.executorEnv.{key}={value}")]
+    result = subprocess.run(
+        [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--executor-memory", "512m",
+         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false", *executor_env,
+         str(REPO / "spark_jobs" / "slo_job.py"), "--lake", lake, "--definitions", str(definitions),
+         "--until", at(10).isoformat(), "--json"],
+        env=spark_env(), capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert s3_server.secret_key not in result.stdout
+    [status] = json.loads(result.stdout[result.stdout.index("{"):])["status"]
+    assert (status["good_events"], status["valid_events"]) == (9, 10)
+    stored = read_table(lake, "slo_status")
+    assert len(stored) == 10 and stored["good_events"].iloc[-1] == 9
+    apps = master_state(ui_port)["completedapps"]
+    assert sum(app["name"] == "kpulse-slo" for app in apps) >= 1, apps
