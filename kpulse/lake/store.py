@@ -349,7 +349,25 @@ def s3_filesystem(rest: str) -> tuple[pafs.FileSystem, str]:
         scheme, _, host = endpoint.rpartition("://")
         options["endpoint_override"] = host.rstrip("/")
         options.setdefault("scheme", scheme or "https")
+    if "region" not in options and "endpoint_override" not in options:  # AWS: the bucket's own region
+        region = _bucket_region(inner.split("/", 1)[0])
+        if region:
+            options["region"] = region
     return pafs.S3FileSystem(**options), inner.rstrip("/")
+
+
+_REGIONS: dict[str, str | None] = {}
+
+
+def _bucket_region(bucket: str) -> str | None:
+    """The AWS region of a bucket (asked once per process, as pyarrow's ``from_uri`` does), or
+    None when it cannot be asked (then the AWS configuration's default region applies)."""
+    if bucket not in _REGIONS:
+        try:
+            _REGIONS[bucket] = pafs.resolve_s3_region(bucket)
+        except (OSError, ValueError):
+            _REGIONS[bucket] = None  # asked once: a lake read often must not wait on it each time
+    return _REGIONS[bucket]
 
 
 def gap_row(gap: Gap) -> dict[str, Any]:
