@@ -218,14 +218,19 @@ def test_rows_collected_while_the_server_is_stopped_are_written_once_it_is_back(
         began = time.monotonic()
         for second in (1, 2):  # two cycles of the outage
             writer.append("broker_state", [{"time": NOW + second, "cluster": "prod", "broker_id": 1, "up": True}])
+            writer.append("cluster_health", [{"time": NOW + second, "cluster": "prod", "brokers_up": 3}])
             failed = writer.flush()
-            assert not failed.ok and "\n" not in failed.errors["broker_state"]
+            assert not failed.ok and failed.failed == {"broker_state": second, "cluster_health": second}
+            assert "\n" not in failed.errors["broker_state"] and "NETWORK_CONNECTION" in failed.errors["broker_state"]
+            # the server is not asked again for the other tables of the same flush: the cycle is not held
+            assert failed.errors["cluster_health"].startswith("not tried: the object store did not answer ")
         outage_seconds = time.monotonic() - began
-        assert writer.buffered_rows() == {"broker_state": 2}
+        assert writer.buffered_rows() == {"broker_state": 2, "cluster_health": 2}
         server.start()
         assert writer.flush().ok
         times = read_table(lake, "broker_state")["time"]
         assert [t.timestamp() - NOW for t in times] == [0, 1, 2]
+        assert len(read_table(lake, "cluster_health")) == 2
         assert read_table(lake, "lake_gap").empty  # nothing dropped: the buffer held the outage
         assert outage_seconds < 30, outage_seconds
     finally:

@@ -146,8 +146,14 @@ class LakeWriter:
                 for table, data in self._buffers.items():
                     result.failed[table], result.errors[table] = data.num_rows, self.last_error
                 return result
+            unreachable = None
             for table in sorted(set(self._buffers) | ({GAP_TABLE} if self._gaps else set())):
-                self._flush_table(fs, base, table, result)
+                if unreachable is None:
+                    self._flush_table(fs, base, table, result)
+                    if UNREACHABLE_MARK in result.errors.get(table, ""):
+                        unreachable = f"not tried: the object store did not answer {table}'s write ({result.errors[table]})"
+                elif self._buffers.get(table) is not None and self._buffers[table].num_rows:
+                    result.failed[table], result.errors[table] = self._buffers[table].num_rows, unreachable
             if result.ok:
                 self.last_error = None
         return result
@@ -309,6 +315,10 @@ S3_OPTIONS = {"endpoint_override": str, "scheme": str, "region": str, "force_vir
 arguments). Credentials are never in the location: they come from the AWS environment
 (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_PROFILE``, an
 instance role), as does the endpoint when not given here (``AWS_ENDPOINT_URL``)."""
+UNREACHABLE_MARK = "NETWORK_CONNECTION"
+"""In a write error: the object store could not be reached (the AWS SDK's error name). The other
+tables of that flush are then not tried (their rows stay buffered): each would wait on the same
+server, and a flush of ten tables held the collection cycle for 16 s."""
 S3_TIMEOUT_SECONDS = 10.0
 """Connect and request timeout of an S3 lake unless its location says otherwise: an unreachable
 server is a failed flush (the rows stay buffered) within seconds, not a stalled cycle."""
