@@ -89,17 +89,23 @@ def test_an_s3a_location_takes_its_endpoint_from_the_aws_environment_and_refuses
         read_table(f"s3://{S3_BUCKET}/from-env?secret_key=x", "broker_state")
 
 
-def test_lake_compact_swaps_a_closed_day_for_one_file_in_the_bucket_and_keeps_every_row(aws_env):
-    lake = location(aws_env, "compact")
+def files_of_one_day(lake: str, *, flushes: int, groups: int):
+    """``consumer_group`` rows of 2026-03-09 in the lake, one file per flush: (the rows read back,
+    sorted; the lake's filesystem and its base path; that day's directory)."""
     writer = LakeWriter(lake)
     start = datetime(2026, 3, 9, tzinfo=UTC).timestamp()
-    for flush in range(4):
+    for flush in range(flushes):
         writer.append("consumer_group", [{"time": start + flush * 60 + g, "cluster": "prod", "group_id": f"g{g}",
-                                          "state": "Stable", "members": 1, "total_lag": flush} for g in range(3)])
+                                          "state": "Stable", "members": 1, "total_lag": flush} for g in range(groups)])
         assert writer.flush().ok
-    before = sorted_frame(read_table(lake, "consumer_group"))
     fs, base = resolve(lake)
-    directory = compaction.partition_directory(base, "consumer_group", date(2026, 3, 9))
+    return sorted_frame(read_table(lake, "consumer_group")), fs, base, compaction.partition_directory(
+        base, "consumer_group", date(2026, 3, 9))
+
+
+def test_lake_compact_swaps_a_closed_day_for_one_file_in_the_bucket_and_keeps_every_row(aws_env):
+    lake = location(aws_env, "compact")
+    before, fs, _, directory = files_of_one_day(lake, flushes=4, groups=3)
     assert len(compaction.inspect(fs, directory).files) == 4
 
     run = kpulse("lake", "compact", "--lake", lake, "--master", "local[1]", "--until", "2026-03-10T12:00:00Z")
@@ -115,15 +121,7 @@ def test_lake_compact_swaps_a_closed_day_for_one_file_in_the_bucket_and_keeps_ev
 
 def test_a_compaction_killed_after_the_swap_leaves_each_row_once_and_the_next_run_finishes(aws_env, monkeypatch):
     lake = location(aws_env, "killed")
-    writer = LakeWriter(lake)
-    start = datetime(2026, 3, 9, tzinfo=UTC).timestamp()
-    for flush in range(3):
-        writer.append("consumer_group", [{"time": start + flush * 60 + g, "cluster": "prod", "group_id": f"g{g}",
-                                          "state": "Stable", "members": 1, "total_lag": flush} for g in range(2)])
-        assert writer.flush().ok
-    before = sorted_frame(read_table(lake, "consumer_group"))
-    fs, base = resolve(lake)
-    directory = compaction.partition_directory(base, "consumer_group", date(2026, 3, 9))
+    before, fs, base, directory = files_of_one_day(lake, flushes=3, groups=2)
 
     def killed(*_):
         raise OSError("killed between the swap and the deletions")
