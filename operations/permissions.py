@@ -155,8 +155,8 @@ FEATURES: tuple[Feature, ...] = (
     Feature(SKIP_RECORDS, (
         _group_commit("OffsetCommit")[0],
         Need("Read", ITS_TOPICS, ("OffsetCommit", "Fetch"), "Kafka checks Read on the topic of the commit; the "
-             "skipped record's timestamp is fetched by an assign-only consumer with the group's id (it joins "
-             "nothing and commits nothing)"),
+             "skipped record's timestamp is fetched as `kpulse records` reads (no group joined, nothing "
+             "committed)"),
     )),
     Feature(ELECT_LEADERS, (
         Need("Alter", THE_CLUSTER, ("ElectLeaders",), "preferred leader election (Kafka's security table says "

@@ -311,10 +311,9 @@ class Operations:
         ``to_offset``); ``expect_from``: the committed offset the person saw
         (:func:`operations.skip_records.plan_skip_records`)."""
         config = self.config.cluster(cluster)
-        settings = config.client_config()
 
         def stamp(topic: str, partition: int, offset: int):
-            return record_stamp({**settings, "group.id": group_id}, topic, partition, offset)
+            return record_stamp(config, topic, partition, offset)
 
         return self._with_group(config.name, lambda admin, requests, read: plan_skip_records(
             admin, requests, read, config.name, group_id, topic, partition, to_offset, expect_from=expect_from,

@@ -5,8 +5,8 @@ reads back and re-checks again).
 The group is read with the group reader (every type, with its members); its committed offset with
 the group requests (kafka-python, to the coordinator; never librdkafka's offset calls, #5040); the
 log bounds with the Admin API. The skipped record's timestamp (for the plan and the audit record;
-never its key, headers or value) is read with an assign-only consumer that commits nothing and
-joins nothing (:func:`record_stamp`).
+never its key, headers or value) is read with the records reader, which joins nothing and commits
+nothing (:func:`record_stamp`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from kpulse.config.model import ClusterConfig
+from kpulse.kafka.record_fetch import read_records
+from kpulse.records.model import RecordsRead
 from operations import kafka_reads
 from operations.errors import BadInput, Refused
 from operations.group_ops import Read, execute_streams_group_reset, read_group_now
@@ -27,8 +29,6 @@ from operations.skip_plan import SKIP_GROUP_TYPES, SkipRecordsPlan, share_group_
 
 SHARE_DELIVERY_SETTINGS = ("share.delivery.count.limit", "share.record.lock.duration.ms")
 """The share group configs (Kafka 4.3) that decide how often, and how long apart, a record is delivered."""
-STAMP_SECONDS = 10.0
-"""How long :func:`record_stamp` waits for the record."""
 
 
 @dataclass(frozen=True)
@@ -44,44 +44,26 @@ class RecordStamp:
     """Why there is no timestamp, or what the offset holds instead of a data record."""
 
 
-def record_stamp(consumer_settings: dict[str, Any], topic: str, partition: int, offset: int,
-                 timeout: float = STAMP_SECONDS, consumer_factory: Callable[[dict], Any] | None = None) -> RecordStamp:
-    """The timestamp of the record at ``offset``, read by a consumer that is only assigned the
-    partition: ``consumer_settings`` are the cluster's client settings with the group's id, which
-    librdkafka requires though nothing joins or commits (the skip needs Read on that group anyway).
-    Only the first record fetched is looked at, and only its offset and timestamp."""
-    from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, TopicPartition
-
-    from kpulse.kafka.clients import quiet_logger
-
-    settings = {**consumer_settings, "logger": quiet_logger(), "enable.auto.commit": False, "enable.auto.offset.store": False,
-                "isolation.level": "read_uncommitted", "fetch.max.bytes": 1 << 20,
-                "max.partition.fetch.bytes": 1 << 20, "auto.offset.reset": "error"}
-    if consumer_factory is None:
-        from confluent_kafka import Consumer
-
-        consumer_factory = Consumer
-    consumer = consumer_factory(settings)
-    try:
-        consumer.assign([TopicPartition(topic, partition, offset)])
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            message = consumer.poll(min(1.0, max(0.05, deadline - time.monotonic())))
-            if message is None:
-                continue
-            problem = message.error()
-            if problem is not None:
-                return RecordStamp(offset, None, None, f"not readable: {problem.str()}")
-            kind, stamp = message.timestamp()
-            names = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
-            if message.offset() != offset:
-                return RecordStamp(offset, None, None, f"offset {offset} holds no data record (a transaction "
-                                                       f"marker, or compacted away); the next record is at "
-                                                       f"{message.offset()}")
-            return RecordStamp(offset, stamp if kind in names else None, names.get(kind))
-        return RecordStamp(offset, None, None, f"not read within {timeout:.0f} s")
-    finally:
-        consumer.close()
+def record_stamp(cluster: ClusterConfig, topic: str, partition: int, offset: int,
+                 reader: Callable[..., RecordsRead] = read_records) -> RecordStamp:
+    """The timestamp of the record at ``offset``, through the records reader
+    (:func:`kpulse.kafka.record_fetch.read_records`: no group joined, nothing committed, bounded by
+    the cluster's ``records:`` config). Only the first record read is looked at, and only its
+    offset, kind and timestamp."""
+    read = reader(cluster, topic, partition, offset=offset, count=1)
+    if read.error is not None:
+        return RecordStamp(offset, None, None, f"not readable: {read.error}")
+    if not read.records:
+        return RecordStamp(offset, None, None, "; ".join((f"no record read at offset {offset}", *read.notes)))
+    record = read.records[0]
+    if record.offset != offset:
+        return RecordStamp(offset, None, None, f"offset {offset} holds no data record (compacted away, or a "
+                                               f"transaction marker); the next record is at {record.offset}")
+    if record.is_control:
+        return RecordStamp(offset, None, None, f"offset {offset} holds no data record: it is a transaction "
+                                               f"marker ({record.control})")
+    stamp = None if record.timestamp is None else round(record.timestamp.timestamp() * 1000)
+    return RecordStamp(offset, stamp, record.timestamp_type)
 
 
 def plan_skip_records(admin, requests: GroupRequests, read: Read, cluster: str, group_id: str, topic: str,
