@@ -172,8 +172,8 @@ def needs_config(args: argparse.Namespace) -> bool:
         return bool(args.config or os.environ.get(CONFIG_ENV_VAR) or args.cluster)
     if args.command == "config":
         return args.action == "check"
-    if args.command == "slo":
-        return args.action == "run" and args.lake is None
+    if args.command == "slo":  # run: the lake, and its credentials (lake.s3) even with --lake
+        return args.action == "run"
     return True
 
 
@@ -183,7 +183,10 @@ def _dispatch(args: argparse.Namespace) -> int | None:
     if needs_config(args):
         from kpulse.config import load_config
 
+        from kpulse.lake.store import use_credentials
+
         config = load_config(args.config)
+        use_credentials(config.lake.credential_environment())  # lake.s3: for this process and its children
     if args.command == "setup":
         from localkafka.runtime import ensure_runtime
 

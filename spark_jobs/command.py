@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from datetime import datetime, UTC
 
 from kpulse.errors import KpulseError
@@ -70,11 +71,14 @@ def run_command(args: argparse.Namespace, config) -> int:
         else:
             print(text, end="")
         return 0
-    return execute(args, config.lake.path if args.lake is None else args.lake, definitions)
+    return execute(args, config.lake.path if args.lake is None else args.lake, definitions,
+                   credentials=config.lake.credential_environment())
 
 
-def execute(args: argparse.Namespace, lake: str, definitions) -> int:
-    """Run the job (shared by ``kpulse slo run`` and ``spark-submit spark_jobs/slo_job.py``)."""
+def execute(args: argparse.Namespace, lake: str, definitions, *,
+            credentials: Mapping[str, str] | None = None) -> int:
+    """Run the job (shared by ``kpulse slo run`` and ``spark-submit spark_jobs/slo_job.py``).
+    ``credentials``: ``lake.s3``'s AWS variables, handed to Spark's executors."""
     from kpulse.progress import Progress
     from spark_jobs.lake_io import build_session, check_lake
 
@@ -86,7 +90,7 @@ def execute(args: argparse.Namespace, lake: str, definitions) -> int:
         check_lake(lake)  # before starting Spark: a wrong path is one line, without the JVM's start-up noise
     progress = Progress()
     with progress.step(f"starting Spark ({args.master or 'local'})"):
-        spark = build_session(args.master)
+        spark = build_session(args.master, credentials=credentials)
     try:
         if every is not None:
             return _every(spark, args, lake, definitions, every, progress)
@@ -159,15 +163,18 @@ def main(argv: list[str] | None = None) -> int:
     """``spark-submit spark_jobs/slo_job.py --lake PATH [...]``: the same job, errors as one line."""
     parser = argparse.ArgumentParser(prog="slo_job.py", description="kpulse SLO job (spark-submit entry)")
     add_run_arguments(parser)
+    parser.add_argument("--config", help="kpulse.yaml: its lake.path and lake.s3 (default: $KPULSE_CONFIG or the "
+                                         "built-in default)")
     args = parser.parse_args(argv)
     try:
+        from kpulse.config import load_config
+        from kpulse.lake.store import use_credentials
         from spark_jobs.definitions import load_definitions
 
-        if args.lake is None:
-            from kpulse.config import load_config
-
-            args.lake = load_config(None).lake.path
-        return execute(args, args.lake, load_definitions(args.definitions))
+        config = load_config(args.config)
+        use_credentials(config.lake.credential_environment())
+        return execute(args, config.lake.path if args.lake is None else args.lake, load_definitions(args.definitions),
+                       credentials=config.lake.credential_environment())
     except KpulseError as error:
         source = getattr(error, "source", None)
         print(f"slo_job: error: {source + ': ' if source else ''}{error}", file=sys.stderr)

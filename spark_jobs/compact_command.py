@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 import time
 from datetime import datetime, timedelta, UTC
 
@@ -35,11 +36,12 @@ def add_parsers(commands) -> None:
 def run_command(args: argparse.Namespace, config) -> int:
     """``kpulse lake compact``: the retention of ``config`` (a :class:`KpulseConfig`)."""
     lake = config.lake.path if args.lake is None else args.lake
-    return execute(args, lake, config.lake.retention)
+    return execute(args, lake, config.lake.retention, credentials=config.lake.credential_environment())
 
 
-def execute(args: argparse.Namespace, lake: str, retention) -> int:
-    """Run the job once, or daily (shared by ``kpulse lake compact`` and spark-submit)."""
+def execute(args: argparse.Namespace, lake: str, retention, *, credentials: Mapping[str, str] | None = None) -> int:
+    """Run the job once, or daily (shared by ``kpulse lake compact`` and spark-submit).
+    ``credentials``: ``lake.s3``'s AWS variables, handed to Spark's executors."""
     from kpulse.progress import Progress
     from spark_jobs.lake_io import check_lake
 
@@ -48,12 +50,13 @@ def execute(args: argparse.Namespace, lake: str, retention) -> int:
         raise SloArgumentError("--daily takes neither --until nor --dry-run")
     progress = Progress()
     if args.daily:
-        return _daily(args, lake, retention, progress)
+        return _daily(args, lake, retention, progress, credentials)
     check_lake(lake)  # before starting Spark: a wrong path is one line
-    return _run_once(args, lake, retention, until, progress)
+    return _run_once(args, lake, retention, until, progress, credentials)
 
 
-def _run_once(args, lake: str, retention, until: float | None, progress) -> int:
+def _run_once(args, lake: str, retention, until: float | None, progress,
+              credentials: Mapping[str, str] | None = None) -> int:
     from spark_jobs.compact_job import run
     from spark_jobs.lake_io import build_session
 
@@ -61,7 +64,7 @@ def _run_once(args, lake: str, retention, until: float | None, progress) -> int:
         result = run(None, lake, retention, until=until, dry_run=True, progress=progress)
     else:
         with progress.step(f"starting Spark ({args.master or 'local'})"):
-            spark = build_session(args.master, app_name="kpulse-lake-compact")
+            spark = build_session(args.master, app_name="kpulse-lake-compact", credentials=credentials)
         try:
             result = run(spark, lake, retention, until=until, progress=progress)
         finally:
@@ -104,7 +107,7 @@ def seconds_until(daily_at: str, now: datetime) -> float:
     return (at - now).total_seconds()
 
 
-def _daily(args, lake: str, retention, progress) -> int:
+def _daily(args, lake: str, retention, progress, credentials: Mapping[str, str] | None = None) -> int:
     """The service of ``kpulse up``: sleeps until ``daily_at``, starts Spark, compacts, stops
     Spark (no JVM held between runs). A failed run is one line; SIGTERM ends the wait."""
     import signal
@@ -119,7 +122,7 @@ def _daily(args, lake: str, retention, progress) -> int:
         if stop.wait(wait):
             return 0
         try:
-            _run_once(args, lake, retention, None, progress)
+            _run_once(args, lake, retention, None, progress, credentials)
         except Exception as error:  # noqa: BLE001 - the service outlives a failed run (Spark did not start, ...)
             text = str(error) if isinstance(error, KpulseError) else one_line(error)
             print(f"kpulse lake compact: run failed, the next one tomorrow: {text}", file=sys.stderr, flush=True)
@@ -135,8 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from kpulse.config import load_config
 
+        from kpulse.lake.store import use_credentials
+
         config = load_config(args.config)
-        return execute(args, config.lake.path if args.lake is None else args.lake, config.lake.retention)
+        use_credentials(config.lake.credential_environment())
+        return execute(args, config.lake.path if args.lake is None else args.lake, config.lake.retention,
+                       credentials=config.lake.credential_environment())
     except KpulseError as error:
         source = getattr(error, "source", None)
         print(f"lake_compact: error: {source + ': ' if source else ''}{error}", file=sys.stderr)

@@ -17,7 +17,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, UTC
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -46,9 +46,12 @@ class LakeError(KpulseError):
 
 
 def build_session(master: str | None = None, *, shuffle_partitions: int | None = None,
-                  app_name: str = "kpulse-slo", extra: dict[str, str] | None = None) -> SparkSession:
+                  app_name: str = "kpulse-slo", extra: dict[str, str] | None = None,
+                  credentials: Mapping[str, str] | None = None) -> SparkSession:
     """The job's session (UTC, no console progress bar of its own). ``master=None``
-    keeps what ``spark-submit`` set, else ``local[*]``."""
+    keeps what ``spark-submit`` set, else ``local[*]``. ``credentials`` (``lake.s3``'s AWS
+    variables, already in this process's environment) reach the executors
+    (:func:`executor_environment`)."""
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
@@ -58,7 +61,7 @@ def build_session(master: str | None = None, *, shuffle_partitions: int | None =
     if master and master.startswith("local"):
         # The tasks run Python (pyarrow, NumPy): on this machine, the interpreter kpulse runs in.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    config = {**SESSION_CONFIG, **(extra or {})}
+    config = {**SESSION_CONFIG, **executor_environment(credentials or {}), **(extra or {})}
     if shuffle_partitions:
         config["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
     for key, value in config.items():
@@ -66,6 +69,24 @@ def build_session(master: str | None = None, *, shuffle_partitions: int | None =
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+SPARK_REDACTION_REGEX = "(?i)secret|password|token|access[._]?key"
+"""Spark's default ``spark.redaction.regex`` (``access[.]?key``) widened to ``access_key``."""
+
+
+def executor_environment(credentials: Mapping[str, str]) -> dict[str, str]:
+    """Settings giving Spark's executors the lake's AWS identity: ``spark.executorEnv.<VAR>`` (on a
+    cluster the executors do not inherit the driver's environment; in local mode the Python workers
+    do, and the setting changes nothing). Spark's UI, REST API and event log show ``***`` for a
+    setting whose name matches ``spark.redaction.regex``; its default,
+    ``(?i)secret|password|token|access[.]?key``, hides the secret and the session token but not
+    ``AWS_ACCESS_KEY_ID``, hence :data:`SPARK_REDACTION_REGEX` with credentials."""
+    if not credentials:
+        return {}
+    settings = {f"spark.executorEnv.{name}": value for name, value in credentials.items()}
+    settings["spark.redaction.regex"] = SPARK_REDACTION_REGEX
+    return settings
 
 
 def _submitted() -> bool:

@@ -20,7 +20,7 @@ import pyarrow.fs as pafs
 from kpulse.config import KpulseConfig, load_config
 from kpulse.errors import KpulseError
 from kpulse.lake.reader import UnreadableFile, read_table_with_problems
-from kpulse.lake.store import SNAPSHOT_DIR, resolve
+from kpulse.lake.store import SNAPSHOT_DIR, resolve, use_credentials
 from kpulse.snapshot import Snapshot
 
 
@@ -159,7 +159,9 @@ class Sources:
 def load_sources(config_path: str | None = None) -> Sources:
     """Sources from ``config_path``, else ``$KPULSE_CONFIG``, else the local cluster's default."""
     try:
-        return Sources(load_config(config_path or os.environ.get("KPULSE_CONFIG") or None))
+        config = load_config(config_path or os.environ.get("KPULSE_CONFIG") or None)
+        use_credentials(config.lake.credential_environment())  # the Streamlit server is this process
+        return Sources(config)
     except KpulseError as error:
         source = getattr(error, "source", None)
         raise DashboardError(f"{source + ': ' if source else ''}{error}") from None

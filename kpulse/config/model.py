@@ -369,6 +369,27 @@ class RetentionConfig:
 
 
 @dataclass(frozen=True)
+class S3CredentialsConfig:
+    """``lake.s3``: the AWS identity kpulse uses for an ``s3://`` lake, instead of the one in its
+    environment (the endpoint, region and addressing stay in ``lake.path``'s query). The secrets
+    are usually ``${ENV_VAR}`` references in the file; they are left out of ``repr`` and never printed."""
+
+    access_key_id: str
+    """``AWS_ACCESS_KEY_ID``'s value."""
+    secret_access_key: str = field(repr=False)
+    """``AWS_SECRET_ACCESS_KEY``'s value."""
+    session_token: str | None = field(default=None, repr=False)
+    """``AWS_SESSION_TOKEN``'s value, for temporary credentials."""
+
+    def environment(self) -> dict[str, str]:
+        """These credentials as the AWS environment variables the AWS SDK reads."""
+        variables = {"AWS_ACCESS_KEY_ID": self.access_key_id, "AWS_SECRET_ACCESS_KEY": self.secret_access_key}
+        if self.session_token is not None:
+            variables["AWS_SESSION_TOKEN"] = self.session_token
+        return variables
+
+
+@dataclass(frozen=True)
 class LakeConfig:
     """Where collected samples and Spark aggregates are stored."""
 
@@ -378,6 +399,13 @@ class LakeConfig:
     """Optional second sink; ``None`` = off."""
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     """Retention, downsampling and the daily compaction."""
+    s3: S3CredentialsConfig | None = None
+    """The identity of an ``s3://`` lake; ``None``: the AWS environment's (variables, profile, role)."""
+
+    def credential_environment(self) -> dict[str, str]:
+        """``lake.s3`` as AWS environment variables ({} without it): what each entry point hands
+        ``kpulse.lake.store.use_credentials`` after reading the configuration."""
+        return {} if self.s3 is None else self.s3.environment()
 
     @property
     def local_path(self) -> Path | None:

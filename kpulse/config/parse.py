@@ -21,11 +21,13 @@ from kpulse import home
 from kpulse.config import envsubst
 from kpulse.config.errors import ConfigError, child_path
 from kpulse.lag_contract import DEFAULT_LAG_SECONDS_THRESHOLD
+from kpulse.lake.location import check_location, is_s3
 from kpulse.config.model import (
     EXPORTER_COMPATIBILITIES, EXPORTER_GRANULARITIES, METRICS_SOURCES, PROTOCOLS, SASL_MECHANISMS, AlertingConfig,
     AlertmanagerConfig, ClusterConfig, ConsumerGroupsConfig,
     DashboardConfig, ExporterConfig, GroupOverride, IntervalsConfig, KafkaSinkConfig, KpulseConfig, LakeConfig,
-    KraftConfig, MetricsConfig, ProbeConfig, RecordsConfig, RecordsMaskConfig, RetentionConfig, SecurityConfig,
+    KraftConfig, MetricsConfig, ProbeConfig, RecordsConfig, RecordsMaskConfig, RetentionConfig, S3CredentialsConfig,
+    SecurityConfig,
     StreamsAppConfig, DEFAULT_VOTER_LAG_RECORDS, DEFAULT_VOTER_LAG_SECONDS,
 )
 
@@ -52,8 +54,15 @@ def parse_config(
         raise ConfigError("clusters: at least one cluster is required")
     _refuse_duplicates([c.name for c in clusters], "clusters", "name", "cluster name")
 
-    lake = reader.section("lake", ("path", "kafka_sink", "retention"))
+    lake = reader.section("lake", ("path", "kafka_sink", "retention", "s3"))
     lake_path = lake.path_or_uri("path") or str(home.state_dir() / "lake")
+    try:
+        check_location(lake_path)
+    except ValueError as error:
+        raise ConfigError(f"{lake.path('path')}: {error}") from None
+    s3_credentials = _s3_credentials(lake.section("s3", ("access_key_id", "secret_access_key", "session_token")))
+    if lake.data.get("s3") is not None and not is_s3(lake_path):
+        raise ConfigError(f"{lake.path('s3')}: only used when lake.path is an s3:// location (it is {lake_path})")
     kafka_sink = _kafka_sink(lake.section("kafka_sink", ("cluster", "topic_prefix", "message_timeout_seconds")),
                              [c.name for c in clusters])
     intervals = reader.section("intervals", ("collect_seconds", "slo_seconds"))
@@ -67,7 +76,8 @@ def parse_config(
     return KpulseConfig(
         clusters=clusters,
         lake=LakeConfig(path=lake_path, kafka_sink=kafka_sink, retention=_retention(lake.section(
-            "retention", ("per_partition_days", "days", "downsample_minutes", "tables", "daily_at")))),
+            "retention", ("per_partition_days", "days", "downsample_minutes", "tables", "daily_at"))),
+            s3=s3_credentials),
         intervals=IntervalsConfig(
             collect_seconds=intervals.seconds("collect_seconds", 10.0),
             slo_seconds=intervals.seconds("slo_seconds", 60.0),
@@ -88,6 +98,22 @@ def parse_config(
         alerting=AlertingConfig(alertmanager=_alertmanager(alerting.section(
             "alertmanager", ("urls", "timeout_seconds", "resend_interval_seconds", "retries")))),
     )
+
+
+def _s3_credentials(reader: _Section) -> S3CredentialsConfig | None:
+    """``lake.s3``: an access key id and its secret (and a session token), all or nothing."""
+    key_id = reader.string("access_key_id", non_empty=True)
+    secret = reader.string("secret_access_key", non_empty=True)
+    token = reader.string("session_token", non_empty=True)
+    if key_id is None and secret is None:
+        if token is not None:
+            raise ConfigError(f"{reader.path('session_token')}: only used with access_key_id and secret_access_key")
+        return None
+    if key_id is None:
+        raise ConfigError(f"{reader.path('access_key_id')}: required when secret_access_key is given")
+    if secret is None:
+        raise ConfigError(f"{reader.path('secret_access_key')}: required when access_key_id is given")
+    return S3CredentialsConfig(access_key_id=key_id, secret_access_key=secret, session_token=token)
 
 
 def _compatibility(reader: _Section) -> tuple[str, ...]:

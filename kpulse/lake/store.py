@@ -29,13 +29,15 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, UTC
 from numbers import Real
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, MutableMapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from kpulse.lake.location import (  # noqa: F401 - S3_OPTIONS, S3_SCHEMES: the lake's API
+    S3_MAX_ATTEMPTS, S3_OPTIONS, S3_SCHEMES, S3_TIMEOUT_SECONDS, parse_s3_location)
 from kpulse.lake.rows import Columns
 from kpulse.lake.schema import TIME, known_table_schema
 
@@ -307,21 +309,33 @@ def to_micros(value: Any) -> int:
     raise ValueError(f"{value!r} is not a time: give epoch seconds or a timezone-aware datetime")
 
 
-S3_SCHEMES = ("s3", "s3a", "s3n")
-"""``s3a`` and ``s3n`` are Spark's (Hadoop's) names for S3; the Python side opens them as ``s3``."""
-S3_OPTIONS = {"endpoint_override": str, "scheme": str, "region": str, "force_virtual_addressing": bool,
-              "connect_timeout": float, "request_timeout": float}
-"""Query parameters of an ``s3://bucket/prefix?...`` lake location (pyarrow's ``S3FileSystem``
-arguments). Credentials are never in the location: they come from the AWS environment
-(``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_PROFILE``, an
-instance role), as does the endpoint when not given here (``AWS_ENDPOINT_URL``)."""
 UNREACHABLE_MARK = "NETWORK_CONNECTION"
 """In a write error: the object store could not be reached (the AWS SDK's error name). The other
 tables of that flush are then not tried (their rows stay buffered): each would wait on the same
 server, and a flush of ten tables held the collection cycle for 16 s."""
-S3_TIMEOUT_SECONDS = 10.0
-"""Connect and request timeout of an S3 lake unless its location says otherwise: an unreachable
-server is a failed flush (the rows stay buffered) within seconds, not a stalled cycle."""
+AWS_CREDENTIAL_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+"""The AWS identity in a process's environment, replaced as a whole by :func:`use_credentials`."""
+
+
+def use_credentials(credentials: Mapping[str, str], environ: MutableMapping[str, str] = os.environ) -> None:
+    """Make ``credentials`` (``lake.s3``'s :meth:`~kpulse.config.model.S3CredentialsConfig.environment`,
+    AWS variable -> value) the AWS identity of this process and of every process it starts; nothing
+    when empty. The configuration's identity wins over the environment's, replacing it whole (an
+    ``AWS_SESSION_TOKEN`` left from the environment would not match the configuration's key).
+
+    Why the process environment, set once by each entry point right after it reads the
+    configuration: the AWS SDK inside pyarrow reads the identity from it in every process that opens
+    the lake, and those are not all kpulse's to call: Spark's JVM and the Python workers it forks
+    (the SLO job and the compaction open the lake inside their tasks) inherit it, as does the
+    dashboard's Streamlit server. Passing the secrets as arguments instead would put them in every
+    reader's signature and in the pickled closures of Spark tasks. Executors on a Spark cluster get
+    them as ``spark.executorEnv`` settings (``spark_jobs/lake_io.py``'s ``build_session``)."""
+    if not credentials:
+        return
+    for name in AWS_CREDENTIAL_VARIABLES:
+        environ.pop(name, None)
+    environ.update(credentials)
+
 
 
 def resolve(path: str, filesystem: pafs.FileSystem | None = None) -> tuple[pafs.FileSystem, str]:
@@ -338,32 +352,24 @@ def resolve(path: str, filesystem: pafs.FileSystem | None = None) -> tuple[pafs.
 
 
 def s3_filesystem(rest: str) -> tuple[pafs.FileSystem, str]:
-    """``bucket/prefix?option=value&...`` (:data:`S3_OPTIONS`) -> an S3 filesystem (path-style
-    addressing unless ``force_virtual_addressing=true``) and ``bucket/prefix``."""
-    from urllib.parse import parse_qsl
-
-    inner, _, query = rest.partition("?")
-    options: dict[str, Any] = {"connect_timeout": S3_TIMEOUT_SECONDS, "request_timeout": S3_TIMEOUT_SECONDS}
-    for key, value in parse_qsl(query, keep_blank_values=True):
-        kind = S3_OPTIONS.get(key)
-        if kind is None:
-            raise ValueError(f"s3 lake location: unknown option {key!r} (known: {', '.join(S3_OPTIONS)})")
-        try:
-            options[key] = (value.lower() in ("1", "true", "yes")) if kind is bool else kind(value)
-        except ValueError:
-            raise ValueError(f"s3 lake location: {key}={value!r} is not a {kind.__name__}") from None
-    if not inner.strip("/"):
-        raise ValueError("s3 lake location: no bucket (s3://bucket/prefix)")
+    """``bucket/prefix?option=value&...`` (:data:`~kpulse.lake.location.S3_OPTIONS`) -> an S3
+    filesystem (path-style addressing unless ``force_virtual_addressing=true``; the identity from
+    the AWS environment, see :func:`use_credentials`) and ``bucket/prefix``."""
+    location = parse_s3_location(rest)
+    options: dict[str, Any] = {"connect_timeout": S3_TIMEOUT_SECONDS, "request_timeout": S3_TIMEOUT_SECONDS,
+                               **location.options}
+    options["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(
+        max_attempts=options.pop("max_attempts", S3_MAX_ATTEMPTS))
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     if "endpoint_override" not in options and endpoint:
         scheme, _, host = endpoint.rpartition("://")
         options["endpoint_override"] = host.rstrip("/")
         options.setdefault("scheme", scheme or "https")
     if "region" not in options and "endpoint_override" not in options:  # AWS: the bucket's own region
-        region = _bucket_region(inner.split("/", 1)[0])
+        region = _bucket_region(location.bucket)
         if region:
             options["region"] = region
-    return pafs.S3FileSystem(**options), inner.rstrip("/")
+    return pafs.S3FileSystem(**options), location.path
 
 
 _REGIONS: dict[str, str | None] = {}
@@ -390,3 +396,4 @@ def one_line(error: BaseException) -> str:
     """``<Type>: <first line>`` of an error (what the writer and the reader say of a failure)."""
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+
