@@ -6,9 +6,12 @@ whose query it cannot open, naming ``lake.path``, without asking any server."""
 
 from __future__ import annotations
 
+import collections
+import http.server
 import json
 import os
 import secrets
+import threading
 import time
 from pathlib import Path
 
@@ -16,6 +19,7 @@ import pytest
 import yaml
 
 from kpulse.config import ConfigError, load_config, parse_config
+from kpulse.lake.location import S3_MAX_ATTEMPTS
 from kpulse.lake.reader import read_table
 from kpulse.lake.store import LakeWriter, use_credentials
 from localkafka.s3_server import REGION, S3Server
@@ -174,3 +178,52 @@ def test_a_wrong_secret_in_the_config_is_one_line_without_the_secret(s3_server, 
     assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1 and "ACCESS_DENIED" in refused.stderr, refused.stderr
     assert wrong not in refused.stderr + refused.stdout and s3_server.secret_key not in refused.stderr
+
+
+# --- how often one request is tried (max_attempts) ---
+
+class _Unavailable(http.server.BaseHTTPRequestHandler):
+    """An S3 endpoint that answers every request 503 SlowDown (which the AWS SDK retries), counting them."""
+
+    requests: list[str] = []
+
+    def _refuse(self) -> None:
+        type(self).requests.append(f"{self.command} {self.path}")
+        body = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+        self.send_response(503)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_HEAD = do_GET = do_PUT = do_POST = do_DELETE = _refuse
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def unavailable_endpoint():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Unavailable)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("query", ["", "&max_attempts=1", "&max_attempts=3"])
+def test_a_write_tries_each_request_max_attempts_times(unavailable_endpoint, monkeypatch, query):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "kpulse")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "unused")
+    _Unavailable.requests = []
+    lake = f"s3://{S3_BUCKET}/p?endpoint_override={unavailable_endpoint}&scheme=http&region={REGION}{query}"
+    writer = LakeWriter(lake)
+    writer.append("broker_state", [{"time": time.time(), "cluster": "prod", "broker_id": 1, "up": True}])
+    result = writer.flush()
+    assert result.failed == {"broker_state": 1} and "HTTP status 503" in result.errors["broker_state"], result.errors
+    expected = int(query.rpartition("=")[2]) if query else S3_MAX_ATTEMPTS
+    # pyarrow's probe of the endpoint, then the bucket's: each tried max_attempts times
+    tries = collections.Counter(_Unavailable.requests)
+    assert f"HEAD /{S3_BUCKET}" in tries and set(tries.values()) == {expected}, _Unavailable.requests
