@@ -7,6 +7,8 @@ import errno
 import io
 import logging
 import re
+import threading
+import time
 from datetime import date, datetime, UTC
 from pathlib import Path
 
@@ -348,6 +350,86 @@ def test_full_buffer_drops_the_oldest_rows_and_writes_the_gap_to_lake_gap(tmp_pa
         "first_time": utc(2024, 3, 9, 12), "last_time": utc(2024, 3, 9, 12, 0, 3), "rows_dropped": 4}]
     assert "buffer limit of 5 rows" in gaps["reason"][0] and "NotADirectoryError" in gaps["reason"][0]
     assert writer.pending_gaps() == []
+
+
+class HangingStore(pafs.FileSystemHandler):
+    """A local directory whose ``create_dir`` waits until released, then fails (``fail``) or not: a
+    store that stopped answering, as a pyarrow filesystem."""
+
+    def __init__(self, *, fail: bool) -> None:
+        self.local, self.fail = pafs.LocalFileSystem(), fail
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def create_dir(self, path, recursive):
+        self.entered.set()
+        self.release.wait(30)
+        if self.fail:
+            raise OSError("AWS Error NETWORK_CONNECTION during PutObject operation: Timeout was reached")
+        self.local.create_dir(path, recursive=recursive)
+
+    def get_type_name(self):
+        return "hanging"
+
+    def normalize_path(self, path):
+        return path
+
+    def get_file_info(self, paths):
+        return self.local.get_file_info(paths)
+
+    def get_file_info_selector(self, selector):
+        return self.local.get_file_info(selector)
+
+    def open_output_stream(self, path, metadata):
+        return self.local.open_output_stream(path, metadata=metadata)
+
+    def move(self, src, dest):
+        self.local.move(src, dest)
+
+    def delete_file(self, path):
+        self.local.delete_file(path)
+
+    def unused(self, *args):
+        raise AssertionError("not used by LakeWriter.write")
+
+    copy_file = delete_dir = delete_dir_contents = delete_root_dir_contents = unused
+    open_append_stream = open_input_file = open_input_stream = unused
+
+
+@pytest.mark.parametrize("fail", [True, False], ids=["write fails", "write succeeds"])
+def test_rows_appended_while_a_write_hangs_do_not_wait_and_keep_their_order(tmp_path, fail):
+    store = HangingStore(fail=fail)
+    writer = LakeWriter(str(tmp_path / "lake"), filesystem=pafs.PyFileSystem(store), max_buffered_rows=4,
+                        clock=lambda: NOON + 100)
+    writer.append("broker_state", broker_rows([NOON, NOON + 1]))
+    taken = writer.take()
+    assert taken.rows() == 2 and writer.buffered_rows() == {}
+    results: list = []
+    writing = threading.Thread(target=lambda: results.append(writer.write(taken)))
+    writing.start()
+    assert store.entered.wait(10)
+    began = time.monotonic()
+    writer.append("broker_state", broker_rows([NOON + 2, NOON + 3, NOON + 4]))  # the store hangs: no wait here
+    assert time.monotonic() - began < 1
+    assert writer.buffered_rows() == {"broker_state": 3}
+    store.release.set()
+    writing.join(30)
+    result = results[0]
+    if fail:
+        assert result.failed == {"broker_state": 2} and "NETWORK_CONNECTION" in result.errors["broker_state"]
+        # the two rows not written go back before the three appended during the write; the limit of
+        # 4 then drops the oldest, recorded as a gap
+        assert writer.buffered_rows() == {"broker_state": 4}
+        assert [(g.first_time, g.rows_dropped) for g in writer.pending_gaps()] == [(utc(2024, 3, 9, 12), 1)]
+        store.fail = False
+        assert writer.flush().written == {"broker_state": 4, "lake_gap": 1}
+        expected = [NOON + 1, NOON + 2, NOON + 3, NOON + 4]
+    else:
+        assert result.written == {"broker_state": 2} and writer.buffered_rows() == {"broker_state": 3}
+        assert writer.flush().written == {"broker_state": 3}
+        expected = [NOON + s for s in range(5)]
+    times = read_table(str(tmp_path / "lake"), "broker_state", filesystem=pafs.LocalFileSystem())["time"]
+    assert sorted(t.timestamp() for t in times) == expected
+    assert writer.buffered_rows() == {} and writer.pending_gaps() == []
 
 
 # --- reading around damage -------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import os
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta, UTC
 from numbers import Real
 from typing import Any
@@ -72,6 +72,17 @@ class Gap:
 
 
 @dataclass(frozen=True)
+class Taken:
+    """The rows and gaps one write takes from a :class:`LakeWriter` (:meth:`LakeWriter.take`)."""
+
+    buffers: dict[str, pa.Table]
+    gaps: dict[tuple[str, str], Gap]
+
+    def rows(self) -> int:
+        return sum(data.num_rows for data in self.buffers.values())
+
+
+@dataclass(frozen=True)
 class FlushResult:
     """What one :meth:`LakeWriter.flush` did, per table."""
 
@@ -92,7 +103,8 @@ class FlushResult:
 class LakeWriter:
     """Buffers rows per table and writes them as one Parquet file per table and UTC date.
 
-    Thread-safe; an ``append`` waits while a ``flush`` writes. The constructor does no I/O.
+    Thread-safe; an ``append`` never waits on the store (:meth:`take` and :meth:`write`, which a
+    ``flush`` is, hold the buffers only to take or give back rows). The constructor does no I/O.
     ``path`` is a local directory or a pyarrow URI (``s3://``, ``file://``; ``s3a://`` is read as
     ``s3://``); with ``filesystem=`` it is a path inside that pyarrow filesystem.
     """
@@ -111,6 +123,8 @@ class LakeWriter:
         self._buffers: dict[str, pa.Table] = {}
         self._gaps: dict[tuple[str, str], Gap] = {}
         self._lock = threading.Lock()
+        """Guards the buffers and gaps; never held during I/O."""
+        self._writing = threading.Lock()
 
     def append(self, table: str, rows: list[dict[str, Any]] | Columns) -> None:
         """Buffer rows of ``table`` (dicts, or :class:`Columns`). All or nothing: a row that breaks
@@ -139,34 +153,59 @@ class LakeWriter:
 
     def flush(self) -> FlushResult:
         """Write every buffered row (and pending gap); never raises for a failed write."""
-        result = FlushResult()
+        return self.write(self.take())
+
+    def take(self) -> Taken:
+        """Take every buffered row and pending gap, to be written by :meth:`write` (which may run in
+        another thread: the collection loop's lake thread). Rows appended meanwhile are buffered anew."""
         with self._lock:
+            taken = Taken(dict(self._buffers), dict(self._gaps))
+            self._buffers = {}
+            return taken
+
+    def write(self, taken: Taken) -> FlushResult:
+        """Write what :meth:`take` took, one file per table and UTC date, without holding the buffers:
+        ``append`` never waits on the store. The rows of a file that could not be written go back to the
+        front of their buffer (the buffer limit then applies to them as to new rows); a written gap is
+        forgotten. One write at a time."""
+        result = FlushResult()
+        with self._writing:
             try:
                 fs, base = self._fs()
             except Exception as error:  # noqa: BLE001 - e.g. a bad URI or no credentials yet
                 self.last_error = one_line(error)
-                for table, data in self._buffers.items():
+                for table, data in taken.buffers.items():
                     result.failed[table], result.errors[table] = data.num_rows, self.last_error
+                self._give_back(taken.buffers, {})
                 return result
             unreachable = None
-            for table in sorted(set(self._buffers) | ({GAP_TABLE} if self._gaps else set())):
+            kept: dict[str, pa.Table] = {}
+            written_gaps: dict[tuple[str, str], Gap] = {}
+            for table in sorted(set(taken.buffers) | ({GAP_TABLE} if taken.gaps else set())):
+                buffered = taken.buffers.get(table)
                 if unreachable is None:
-                    self._flush_table(fs, base, table, result)
+                    kept_rows, gaps = self._write_table(fs, base, table, buffered, taken.gaps, result)
+                    if kept_rows is not None:
+                        kept[table] = kept_rows
+                    written_gaps.update(gaps)
                     if UNREACHABLE_MARK in result.errors.get(table, ""):
                         unreachable = f"not tried: the object store did not answer {table}'s write ({result.errors[table]})"
-                elif self._buffers.get(table) is not None and self._buffers[table].num_rows:
-                    result.failed[table], result.errors[table] = self._buffers[table].num_rows, unreachable
+                elif buffered is not None and buffered.num_rows:
+                    result.failed[table], result.errors[table] = buffered.num_rows, unreachable
+                    kept[table] = buffered
+            self._give_back(kept, written_gaps)  # gaps not written stay: take() leaves them
             if result.ok:
                 self.last_error = None
         return result
 
-    def _flush_table(self, fs: pafs.FileSystem, base: str, table: str, result: FlushResult) -> None:
-        """One file per date; the rows (and gaps) of a date that failed stay for the next flush."""
-        buffered = self._buffers.pop(table, None)
+    def _write_table(self, fs: pafs.FileSystem, base: str, table: str, buffered: pa.Table | None,
+                     gaps: dict[tuple[str, str], Gap], result: FlushResult,
+                     ) -> tuple[pa.Table | None, dict[tuple[str, str], Gap]]:
+        """One file per date: (the rows of the dates that failed, or None; the gaps written)."""
         if buffered is None:
             buffered = known_table_schema(table).empty_table()
-        gap_keys = list(self._gaps) if table == GAP_TABLE else []
-        gap_rows = rows_to_arrow(table, [gap_row(self._gaps[key]) for key in gap_keys])
+        gap_keys = list(gaps) if table == GAP_TABLE else []
+        gap_rows = rows_to_arrow(table, [gap_row(gaps[key]) for key in gap_keys])
         data = pa.concat_tables([buffered, gap_rows]).combine_chunks()
         days = pc.cast(data["time"], pa.date32())
         failed_days: set[date] = set()
@@ -180,14 +219,31 @@ class LakeWriter:
                 result.failed[table] = result.failed.get(table, 0) + part.num_rows
                 result.errors[table] = self.last_error = one_line(error)
                 LOG.warning("lake: could not write %s for %s: %s", table, day, result.errors[table])
+        kept = None
         if failed_days:
             failed = pc.is_in(days, pa.array(sorted(failed_days), pa.date32()))
             kept = buffered.filter(failed.slice(0, buffered.num_rows))
-            if kept.num_rows:
-                self._buffers[table] = kept
-        for key, day in zip(gap_keys, days.slice(buffered.num_rows).to_pylist()):
-            if day not in failed_days:
-                del self._gaps[key]
+        written = {key: gaps[key] for key, day in zip(gap_keys, days.slice(buffered.num_rows).to_pylist())
+                   if day not in failed_days}
+        return (kept if kept is not None and kept.num_rows else None), written
+
+    def _give_back(self, kept: dict[str, pa.Table], written_gaps: dict[tuple[str, str], Gap]) -> None:
+        """Rows not written go back before the rows appended during the write; a gap written is
+        forgotten, or kept for the rows dropped during the write when there were some."""
+        with self._lock:
+            for table, rows in kept.items():
+                current = self._buffers.get(table)
+                self._buffers[table] = rows if current is None else pa.concat_tables([rows, current])
+                excess = self._buffers[table].num_rows - self.max_buffered_rows
+                if excess > 0:
+                    self._record_gap(table, self._buffers[table].slice(0, excess))
+                    self._buffers[table] = self._buffers[table].slice(excess)
+            for key, gap in written_gaps.items():
+                now = self._gaps.get(key)
+                if now is gap:
+                    del self._gaps[key]
+                elif now is not None:  # more dropped during the write: what the written row did not hold
+                    self._gaps[key] = replace(now, first_time=gap.last_time, rows_dropped=now.rows_dropped - gap.rows_dropped)
 
     def buffered_rows(self) -> dict[str, int]:
         """Table -> rows waiting to be written."""
