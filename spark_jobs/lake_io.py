@@ -71,8 +71,8 @@ def build_session(master: str | None = None, *, shuffle_partitions: int | None =
     return spark
 
 
-SPARK_REDACTION_REGEX = "(?i)secret|password|token|access[._]?key"
-"""Spark's default ``spark.redaction.regex`` (``access[.]?key``) widened to ``access_key``."""
+SPARK_REDACTION_REGEX = "(?i)secret|password|token|access[._]?key|credential"
+"""Spark's default ``spark.redaction.regex`` (4.x) with ``access[.]?key`` widened to ``access_key``."""
 
 
 def executor_environment(credentials: Mapping[str, str]) -> dict[str, str]:
@@ -80,8 +80,9 @@ def executor_environment(credentials: Mapping[str, str]) -> dict[str, str]:
     cluster the executors do not inherit the driver's environment; in local mode the Python workers
     do, and the setting changes nothing). Spark's UI, REST API and event log show ``***`` for a
     setting whose name matches ``spark.redaction.regex``; its default,
-    ``(?i)secret|password|token|access[.]?key``, hides the secret and the session token but not
-    ``AWS_ACCESS_KEY_ID``, hence :data:`SPARK_REDACTION_REGEX` with credentials."""
+    ``(?i)secret|password|token|access[.]?key|credential``, hides the secret and the session token
+    but not ``AWS_ACCESS_KEY_ID``, hence :data:`SPARK_REDACTION_REGEX` with credentials (it replaces
+    a regex given to ``spark-submit``)."""
     if not credentials:
         return {}
     settings = {f"spark.executorEnv.{name}": value for name, value in credentials.items()}

@@ -10,6 +10,7 @@ import collections
 import http.server
 import json
 import os
+import re
 import secrets
 import threading
 import time
@@ -227,3 +228,17 @@ def test_a_write_tries_each_request_max_attempts_times(unavailable_endpoint, mon
     # pyarrow's probe of the endpoint, then the bucket's: each tried max_attempts times
     tries = collections.Counter(_Unavailable.requests)
     assert f"HEAD /{S3_BUCKET}" in tries and set(tries.values()) == {expected}, _Unavailable.requests
+
+
+def test_spark_executors_get_the_identity_and_spark_redacts_each_of_its_settings():
+    from spark_jobs.lake_io import executor_environment
+
+    assert executor_environment({}) == {}
+    settings = executor_environment({"AWS_ACCESS_KEY_ID": "AKIA1", "AWS_SECRET_ACCESS_KEY": "s", "AWS_SESSION_TOKEN": "t"})
+    names = [name for name in settings if name.startswith("spark.executorEnv.")]
+    assert names == ["spark.executorEnv.AWS_ACCESS_KEY_ID", "spark.executorEnv.AWS_SECRET_ACCESS_KEY",
+                     "spark.executorEnv.AWS_SESSION_TOKEN"]
+    spark_default = re.compile("secret|password|token|access[.]?key|credential", re.IGNORECASE)
+    assert [name for name in names if not spark_default.search(name)] == ["spark.executorEnv.AWS_ACCESS_KEY_ID"]
+    widened = re.compile(settings["spark.redaction.regex"].removeprefix("(?i)"), re.IGNORECASE)
+    assert all(widened.search(name) for name in names)

@@ -103,33 +103,42 @@ def test_spark_submit_runs_the_job_on_a_standalone_cluster(standalone, tmp_path)
 def test_the_job_on_the_standalone_cluster_reads_and_writes_a_lake_in_a_bucket(standalone, s3_server, tmp_path,
                                                                                 monkeypatch):
     """The executors read the samples from the real S3 server (s3proxy) and write the job's tables
-    there: the credentials reach them as ``spark.executorEnv`` (the worker's own environment has
-    none), the endpoint in the lake's location."""
+    there, with the credentials only in the config's ``lake.s3`` (``--config``): the job hands them
+    to the executors as ``spark.executorEnv`` (neither the driver's nor the worker's environment has
+    any), the endpoint in the lake's location."""
+    import yaml
+
     from kpulse.lake.reader import read_table
     from localkafka.s3_server import REGION
     from tests.conftest import S3_BUCKET
 
     master, ui_port = standalone
     lake = f"s3://{S3_BUCKET}/standalone?endpoint_override=127.0.0.1:{s3_server.port}&scheme=http&region={REGION}"
-    credentials = {"AWS_ACCESS_KEY_ID": s3_server.access_key, "AWS_SECRET_ACCESS_KEY": s3_server.secret_key}
-    for key, value in credentials.items():
-        monkeypatch.setenv(key, value)
-    write_samples(lake, range(0, 10), offline_at={9})
+    with monkeypatch.context() as writing:
+        writing.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
+        writing.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
+        write_samples(lake, range(0, 10), offline_at={9})
+    config = tmp_path / "kpulse.yaml"
+    config.write_text(yaml.safe_dump({"clusters": [{"name": "prod", "bootstrap_servers": "127.0.0.1:9"}], "lake": {
+        "path": lake, "s3": {"access_key_id": s3_server.access_key, "secret_access_key": "${LAKE_SECRET}"}}}))
     definitions = tmp_path / "slos.yaml"
     definitions.write_text("slos:\n  - name: partition-health\n    scope: cluster\n"
                            "    indicator: partition_health_minutes\n    budgetingMethod: Timeslices\n"
                            "    target: 0.99\n    timeWindow: 1d\n")
-    executor_env = [arg for key, value in credentials.items() for arg in ("--conf", f"spark.executorEnv.{key}={value}")]
+    environment = {key: value for key, value in spark_env().items() if not key.startswith("AWS_")}
     result = subprocess.run(
         [str(SPARK_HOME / "bin" / "spark-submit"), "--master", master, "--executor-memory", "512m",
-         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false", *executor_env,
-         str(REPO / "spark_jobs" / "slo_job.py"), "--lake", lake, "--definitions", str(definitions),
+         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false",
+         str(REPO / "spark_jobs" / "slo_job.py"), "--config", str(config), "--definitions", str(definitions),
          "--until", at(10).isoformat(), "--json"],
-        env=spark_env(), capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        env={**environment, "LAKE_SECRET": s3_server.secret_key}, capture_output=True, text=True, timeout=600,
+        cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
-    assert s3_server.secret_key not in result.stdout
+    assert s3_server.secret_key not in result.stdout + result.stderr
     [status] = json.loads(result.stdout[result.stdout.index("{"):])["status"]
     assert (status["good_events"], status["valid_events"]) == (9, 10)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
     stored = read_table(lake, "slo_status")
     assert len(stored) == 10 and stored["good_events"].iloc[-1] == 9
     apps = master_state(ui_port)["completedapps"]
