@@ -182,7 +182,6 @@ def _dispatch(args: argparse.Namespace) -> int | None:
     config = None
     if needs_config(args):
         from kpulse.config import load_config
-
         from kpulse.lake.store import use_credentials
 
         config = load_config(args.config)

@@ -1,6 +1,7 @@
-"""``spark-submit spark_jobs/slo_job.py --lake PATH [--definitions FILE] [--until TIME] [--cluster NAME]``.
+"""``spark-submit spark_jobs/slo_job.py [--config FILE] [--lake PATH] [--definitions FILE] [--until TIME] [--cluster NAME]``.
 
-The same job as ``kpulse slo run``, for an existing Spark cluster. Ship the code with
+The same job as ``kpulse slo run``, for an existing Spark cluster; ``--config`` gives the lake and
+its credentials (``lake.s3``, handed to the executors). Ship the code with
 ``--py-files`` (a zip of ``spark_jobs/`` and ``kpulse/``) or run from a checkout.
 """
 
