@@ -242,3 +242,35 @@ def test_spark_executors_get_the_identity_and_spark_redacts_each_of_its_settings
     assert [name for name in names if not spark_default.search(name)] == ["spark.executorEnv.AWS_ACCESS_KEY_ID"]
     widened = re.compile(settings["spark.redaction.regex"].removeprefix("(?i)"), re.IGNORECASE)
     assert all(widened.search(name) for name in names)
+
+
+def test_the_dashboard_reads_the_bucket_with_the_configs_credentials_and_shows_none(s3_server, no_aws_env,
+                                                                                    monkeypatch, tmp_path):
+    import pyarrow.fs as pafs
+    from streamlit.testing.v1 import AppTest
+
+    from tests.dashboard_lake import CLUSTER, write_lake
+    from tests.support import APP_FILE, open_page
+
+    expected = write_lake(str(tmp_path / "lake"), time.time(), groups=2, partitions_per_group=2, history_cycles=3)
+    pafs.copy_files(str(tmp_path / "lake"), f"{S3_BUCKET}/config-dashboard",
+                    destination_filesystem=s3_server.filesystem())
+    config = tmp_path / "kpulse.yaml"
+    config.write_text(yaml.safe_dump({"clusters": [{"name": CLUSTER, "bootstrap_servers": "127.0.0.1:9"}],
+                                      "lake": {"path": location(s3_server, "config-dashboard"), "s3": {
+                                          "access_key_id": s3_server.access_key,
+                                          "secret_access_key": "${LAKE_SECRET}"}},
+                                      "intervals": {"collect_seconds": 600}}))
+    monkeypatch.setenv("LAKE_SECRET", s3_server.secret_key)
+    monkeypatch.setenv("KPULSE_CONFIG", str(config))
+    app = AppTest.from_file(str(APP_FILE), default_timeout=60)
+    app.run()
+    assert not app.exception and not app.error, [e.value for e in app.exception] + [e.value for e in app.error]
+    assert any("kp-value" in block.value for block in app.markdown)  # the snapshot's tiles, from the bucket
+    app.query_params["group"] = expected.groups[1]
+    open_page(app, "groups")
+    charts = [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
+    assert len(charts) == 2 and all(chart["data"] for chart in charts) and not app.error  # the lake's history
+    shown = " ".join(str(element.value) for kind in ("markdown", "caption", "text", "code", "warning", "info")
+                     for element in getattr(app, kind))
+    assert s3_server.secret_key not in shown
