@@ -58,11 +58,26 @@ class LoopMark:
         entry = self.unflushed.setdefault(cluster, {}).setdefault(table, {"rows": 0, "since": now})
         entry["rows"] += rows
 
-    def written(self, tables: set[str]) -> None:
-        """Forget the rows of ``tables``, written by a flush."""
-        for by_table in self.unflushed.values():
+    def written(self, tables: set[str], taken: dict[str, dict[str, int]] | None = None,
+                taken_at: float | None = None) -> None:
+        """Forget the rows of ``tables``, written by a flush: all of them, or, for a flush that ran
+        while the loop went on (``collectors/lake_thread.py``), the rows :meth:`counted` when it took
+        them at ``taken_at``; rows appended since stay, as unflushed from then."""
+        for cluster, by_table in self.unflushed.items():
             for table in tables & by_table.keys():
-                del by_table[table]
+                if taken is None:
+                    del by_table[table]
+                    continue
+                left = by_table[table]["rows"] - taken.get(cluster, {}).get(table, 0)
+                if left > 0:
+                    by_table[table] = {"rows": left, "since": max(by_table[table]["since"], taken_at or 0.0)}
+                else:
+                    del by_table[table]
+
+    def counted(self) -> dict[str, dict[str, int]]:
+        """Cluster -> table -> the unflushed rows now (what a flush that takes the buffers now writes)."""
+        return {cluster: {table: rows["rows"] for table, rows in by_table.items()}
+                for cluster, by_table in self.unflushed.items()}
 
 
 class LoopState:

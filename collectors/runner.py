@@ -1,7 +1,9 @@
 """The collection loop: every cycle, for every configured cluster, check the connection, run the
 collectors in isolation, evaluate the alert rules on what they observed, append rows to the lake,
 then compose the snapshot once from all of it (``collectors/snapshot.py``) and hand it on, unchanged
-after: to the Prometheus exporter and to ``<lake>/_snapshots/<cluster>.json``; flush the lake.
+after: to the Prometheus exporter and to ``<lake>/_snapshots/<cluster>.json``; flush the lake. In
+the loop (:meth:`CollectionService.run`) the lake's writes and snapshot uploads run in a thread of
+their own (``collectors/lake_thread.py``): a store that stops answering never holds a cycle.
 
 A lake that cannot be written keeps its rows buffered and retries next cycle (or records a gap,
 see ``kpulse/lake/store.py``); the loop itself goes on. With ``lake.kafka_sink`` configured every
@@ -27,6 +29,7 @@ from alerting.delivery import AlertDelivery, configured_delivery
 from alerting.state import AlertState, to_dicts
 from collectors.loop_state import LoopMark, LoopState, restorable_alerts
 from collectors.connection_gate import ConnectionGate
+from collectors.lake_thread import LakeThread
 from collectors.protocol import CollectContext, Collector, CollectorStatus, Registry, declarations, run_isolated
 from collectors.registry import default_registry
 from collectors.snapshot import Outcome, compose, observe
@@ -35,7 +38,7 @@ from kpulse.expected_idle import ExpectedIdleError, ExpectedIdleFile, Mark, defa
 from kpulse.kafka.kafka_python import preload as preload_kafka_python
 from kpulse.lake.rows import Columns
 from kpulse.lake.schema import register_tables
-from kpulse.lake.store import EARLY_FLUSH_SHARE, SNAPSHOT_DIR, LakeWriter, gap_row, resolve
+from kpulse.lake.store import EARLY_FLUSH_SHARE, SNAPSHOT_DIR, FlushResult, LakeWriter, gap_row, one_line, resolve
 from kpulse.snapshot import BUILTIN_SECTIONS, AlertmanagerDelivery, FiringAlert, Snapshot, to_json
 
 LOG = logging.getLogger(__name__)
@@ -106,6 +109,12 @@ class CollectionService:
         self._clock = clock
         self._flush_seconds = flush_seconds
         self._last_flush = float("-inf")
+        self._unpublished: set[str] = set()
+        """Clusters whose last snapshot could not be published."""
+        self._lake_thread: LakeThread | None = None
+        """The loop's lake I/O (:meth:`run`); ``None``: written in the cycle (``--once``, tests)."""
+        self._taking: tuple[dict[str, dict[str, int]], float] | None = None
+        """The loop mark's unflushed rows when the running write took the buffers, and when."""
         self.gc_settle_cycles = gc_settle_cycles
         """Settle the garbage collector after the first cycle and every this many (None: never);
         a process-wide act, so only the process that runs the loop asks for it."""
@@ -158,10 +167,18 @@ class CollectionService:
             result.snapshots[entry.cluster.name] = snapshot
             if self.exporter is not None:
                 self.exporter.update(snapshot)
-        if time.monotonic() - self._last_flush >= self._flush_seconds or self.lake.fullest() >= EARLY_FLUSH_SHARE:
-            result.lake_error = self.flush()  # early when a buffer fills faster than the interval (at scale)
-        for name, snapshot in result.snapshots.items():
-            self._publish_snapshot(name, snapshot)
+        due = time.monotonic() - self._last_flush >= self._flush_seconds or self.lake.fullest() >= EARLY_FLUSH_SHARE
+        # (early when a buffer fills faster than the interval, at scale)
+        if self._lake_thread is None:
+            if due:
+                result.lake_error = self.flush()
+            for name, snapshot in result.snapshots.items():
+                self._publish_snapshot(name, snapshot)
+        else:  # the loop: the store's answers, however slow, never hold the cycle
+            result.lake_error = self._written(self._lake_thread.finished())
+            if due and not self._lake_thread.writing:
+                self._start_write(self._lake_thread)
+            self._lake_thread.publish(result.snapshots)
         if self._mark is not None:
             self._keep_state(max((s["time"] for s in result.snapshots.values()), default=None))
         if self.gc_settle_cycles and self._cycles % self.gc_settle_cycles == 0:
@@ -206,9 +223,23 @@ class CollectionService:
         """Write buffered rows to the lake; the error (one line) when some could not be written."""
         self._last_flush = time.monotonic()
         self._record_sink_gaps()
-        flushed = self.lake.flush()
+        self._taking = None
+        return self._written(self.lake.flush())
+
+    def _start_write(self, lake_thread: LakeThread) -> None:
+        """Take the buffered rows now and write them in the lake thread."""
+        self._last_flush = time.monotonic()
+        self._record_sink_gaps()
+        self._taking = (self._mark.counted(), self._clock()) if self._mark is not None else None
+        lake_thread.write(self.lake.take())
+
+    def _written(self, flushed: FlushResult | None) -> str | None:
+        """Account for a finished write (the loop's mark); its error (one line), if any."""
+        if flushed is None:
+            return None
         if self._mark is not None:
-            self._mark.written(set(flushed.written) - set(flushed.failed))
+            taken, taken_at = self._taking if self._taking is not None else (None, None)
+            self._mark.written(set(flushed.written) - set(flushed.failed), taken, taken_at)
             if flushed.ok:
                 self._mark.flushed_at = self._clock()
         if flushed.ok:
@@ -262,10 +293,20 @@ class CollectionService:
                 out.write(to_json(snapshot))
             fs.move(temporary, final)
         except (OSError, TypeError) as error:  # TypeError: a value JSON cannot hold (a bug, not a reason to stop)
-            LOG.warning("could not publish the snapshot of %s: %s", cluster_name, error)
+            if cluster_name not in self._unpublished:  # said once while it lasts, not every cycle of an outage
+                LOG.warning("could not publish the snapshot of %s (said again once it is published): %s",
+                            cluster_name, one_line(error))
+            self._unpublished.add(cluster_name)
+            return
+        if cluster_name in self._unpublished:
+            self._unpublished.discard(cluster_name)
+            LOG.warning("published the snapshot of %s again", cluster_name)
 
     def run(self, stop: threading.Event, on_cycle: Callable[[CycleResult], None] | None = None) -> None:
+        """Cycle every ``intervals.collect_seconds`` until ``stop``, the lake written in a thread of
+        its own (``collectors/lake_thread.py``), then :meth:`close`."""
         interval = self.config.intervals.collect_seconds
+        self._lake_thread = LakeThread(self.lake, self._publish_snapshot)
         while not stop.is_set():
             began = time.monotonic()
             result = self.cycle()
@@ -290,6 +331,9 @@ class CollectionService:
             self.kafka_sink.close()
         if self.alert_delivery is not None:
             self.alert_delivery.close()
+        if self._lake_thread is not None:  # its write finishes first: one write at a time
+            self._written(self._lake_thread.close())
+            self._lake_thread = None
         self.flush()
         if self._mark is not None:
             self._keep_state(self._mark.cycle_time)
