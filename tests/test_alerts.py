@@ -456,6 +456,20 @@ def test_saved_alert_states_are_restored_only_when_recent_and_a_crash_is_a_gap_p
     assert crash_gap_rows(mark, pid=8, died=T0 + 5, why="exit status 1") == []  # died before its first cycle
 
 
+def test_a_write_that_ran_while_the_loop_went_on_forgets_only_the_rows_it_took():
+    from collectors.loop_state import LoopMark, crash_gap_rows
+
+    mark = LoopMark(pid=7, started=T0)
+    mark.appended("prod", "consumer_lag", 40, T0 + 10)
+    mark.appended("prod", "cluster_health", 1, T0 + 10)
+    taken, taken_at = mark.counted(), T0 + 12  # the lake thread takes the buffers
+    assert taken == {"prod": {"consumer_lag": 40, "cluster_health": 1}}
+    mark.appended("prod", "consumer_lag", 40, T0 + 15)  # the loop goes on meanwhile
+    mark.written({"consumer_lag", "cluster_health"}, taken, taken_at)
+    rows = crash_gap_rows(mark, pid=7, died=T0 + 20, why="signal SIGKILL")
+    assert [(r["table_name"], r["first_time"], r["rows_dropped"]) for r in rows] == [("consumer_lag", T0 + 12, 40)]
+
+
 # --- the tracker: warning vs critical -----------------------------------------------------------------
 
 LOW, CRIT = "RequestHandlerIdleLow", "RequestHandlerIdleCritical"
