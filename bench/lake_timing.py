@@ -251,9 +251,13 @@ def install() -> None:
 
 
 def enable(folder: Path) -> dict[str, str]:
-    """Count this process's calls and those of Spark workers started from now on into ``folder``;
-    the Spark configuration to add to the session."""
+    """Count this process's calls and those of Spark workers started from now on into ``folder``
+    (removed when this process exits); the Spark configuration to add to the session."""
+    import atexit
+    import shutil
+
     folder.mkdir(parents=True, exist_ok=True)
+    atexit.register(shutil.rmtree, folder, True)
     os.environ[LOG_ENV] = str(folder)
     root = str(Path(__file__).resolve().parent.parent)
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
