@@ -54,6 +54,7 @@ def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
     from prometheus_client import CollectorRegistry
 
     from exporters.prometheus import SnapshotExporter, serve
+    from exporters.lake_status import LakeStatusExporter
     from exporters.slo_status import SloStatusExporter
 
     exporter = SnapshotExporter(granularity=config.exporter.granularity, compatibility=config.exporter.compatibility)
@@ -62,6 +63,7 @@ def collect_command(config, *, once: bool, as_json: bool, cluster: str | None,
     if config.exporter.enabled:
         registry = CollectorRegistry()
         registry.register(SloStatusExporter(config.lake.path))  # what the SLO job last wrote
+        registry.register(LakeStatusExporter(service.lake))  # whether the lake is being written
         serve(exporter, port=config.exporter.port, host=config.exporter.host, registry=registry)
         print(f"Prometheus exporter on http://{config.exporter.host}:{config.exporter.port}/metrics", file=out)
     service.gc_settle_cycles = GC_SETTLE_CYCLES  # this process runs the loop: see collectors.runner.settle_gc

@@ -410,7 +410,7 @@ def test_rows_appended_while_a_write_hangs_do_not_wait_and_keep_their_order(tmp_
     began = time.monotonic()
     writer.append("broker_state", broker_rows([NOON + 2, NOON + 3, NOON + 4]))  # the store hangs: no wait here
     assert time.monotonic() - began < 1
-    assert writer.buffered_rows() == {"broker_state": 3}
+    assert writer.buffered_rows() == {"broker_state": 3} and writer.unwritten_rows() == 5
     store.release.set()
     writing.join(30)
     result = results[0]
@@ -423,6 +423,7 @@ def test_rows_appended_while_a_write_hangs_do_not_wait_and_keep_their_order(tmp_
         store.fail = False
         assert writer.flush().written == {"broker_state": 4, "lake_gap": 1}
         expected = [NOON + 1, NOON + 2, NOON + 3, NOON + 4]
+        assert writer.rows_dropped_total == 1
     else:
         assert result.written == {"broker_state": 2} and writer.buffered_rows() == {"broker_state": 3}
         assert writer.flush().written == {"broker_state": 3}

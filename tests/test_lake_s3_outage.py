@@ -13,10 +13,12 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pandas as pd
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from kpulse.lake.reader import read_table
 from kpulse.lake.store import SNAPSHOT_DIR, resolve
@@ -51,6 +53,15 @@ def rows(lake: str, table: str) -> pd.DataFrame:
         return pd.DataFrame()
 
 
+def scrape(config: dict) -> dict[str, float]:
+    """The kpulse_lake_* series of the collector's exporter."""
+    url = f"http://{config['exporter']['host']}:{config['exporter']['port']}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    return {sample.name: sample.value for family in text_string_to_metric_families(text)
+            for sample in family.samples if sample.name.startswith("kpulse_lake_")}
+
+
 def test_a_two_minute_outage_of_the_s3_server_during_collection_loses_and_repeats_no_row(secure_cluster, tmp_path, monkeypatch):
     server = S3Server(tmp_path / "s3", free_port(), "kpulse-outage", secrets.token_urlsafe(16))
     server.start()
@@ -74,13 +85,16 @@ def test_a_two_minute_outage_of_the_s3_server_during_collection_loses_and_repeat
         stopped, stopped_at = time.monotonic(), pd.Timestamp.now(tz="UTC")
         time.sleep(OUTAGE_SECONDS / 2)
         proxy.heal()  # the second: a stopped server (each connection ends at once)
-        time.sleep(OUTAGE_SECONDS / 2)
+        time.sleep(OUTAGE_SECONDS / 2 - 2)
+        during = scrape(config)
+        time.sleep(2)
         server.start()
         outage = time.monotonic() - stopped
         # the next flush (at most a flush interval later) writes what the outage held
         back = time.time()
         wait_for(lambda: (r := rows(lake, "cluster_health")).size and r["time"].max().timestamp() >= back,
                  FLUSH_SECONDS + 2 * INTERVAL + 10, "flush after the outage", collector)
+        after = scrape(config)
     finally:
         if collector is not None and collector.poll() is None:
             collector.send_signal(signal.SIGTERM)
@@ -114,6 +128,11 @@ def test_a_two_minute_outage_of_the_s3_server_during_collection_loses_and_repeat
     assert times.min() < stopped_at and times.max().timestamp() >= back, (times.min(), stopped_at, times.max(), back)
     assert steps.max() <= INTERVAL + 3, steps.describe()
     assert not status[status["collector"] == "kpulse-collect"]["up"].eq(False).any()  # the child never died
+    # the exporter said the lake was not being written, and then that it was again
+    assert during["kpulse_lake_write_ok"] == 0 and during["kpulse_lake_unwritten_rows"] > 0, during
+    assert during["kpulse_lake_last_write_success_timestamp_seconds"] < stopped_at.timestamp(), during
+    assert after["kpulse_lake_write_ok"] == 1 and after["kpulse_lake_last_write_success_timestamp_seconds"] >= back
+    assert during["kpulse_lake_dropped_rows_total"] == after["kpulse_lake_dropped_rows_total"] == 0
     assert snapshot["time"] >= back  # the dashboard's snapshot is published again
     # the snapshot's failed uploads are said once, not every cycle of the outage
     assert output.count("could not publish the snapshot of secure") == 1, output

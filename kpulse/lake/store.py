@@ -117,6 +117,11 @@ class LakeWriter:
         self.max_buffered_rows = max_buffered_rows
         self.last_error: str | None = None
         """The most recent write error (one line); ``None`` after a flush where every write succeeded."""
+        self.last_written_at: float | None = None
+        """When the last write in which every table was written ended (``clock``); ``None`` before."""
+        self.rows_dropped_total = 0
+        """Rows dropped from full buffers since this writer was made (each recorded in ``lake_gap``)."""
+        self._writing_rows: int = 0
         self._clock = clock
         self._filesystem = filesystem
         self._resolved: tuple[pafs.FileSystem, str] | None = None
@@ -170,32 +175,42 @@ class LakeWriter:
         forgotten. One write at a time."""
         result = FlushResult()
         with self._writing:
+            with self._lock:
+                self._writing_rows = taken.rows()
             try:
-                fs, base = self._fs()
-            except Exception as error:  # noqa: BLE001 - e.g. a bad URI or no credentials yet
-                self.last_error = one_line(error)
-                for table, data in taken.buffers.items():
-                    result.failed[table], result.errors[table] = data.num_rows, self.last_error
-                self._give_back(taken.buffers, {})
-                return result
-            unreachable = None
-            kept: dict[str, pa.Table] = {}
-            written_gaps: dict[tuple[str, str], Gap] = {}
-            for table in sorted(set(taken.buffers) | ({GAP_TABLE} if taken.gaps else set())):
-                buffered = taken.buffers.get(table)
-                if unreachable is None:
-                    kept_rows, gaps = self._write_table(fs, base, table, buffered, taken.gaps, result)
-                    if kept_rows is not None:
-                        kept[table] = kept_rows
-                    written_gaps.update(gaps)
-                    if UNREACHABLE_MARK in result.errors.get(table, ""):
-                        unreachable = f"not tried: the object store did not answer {table}'s write ({result.errors[table]})"
-                elif buffered is not None and buffered.num_rows:
-                    result.failed[table], result.errors[table] = buffered.num_rows, unreachable
-                    kept[table] = buffered
-            self._give_back(kept, written_gaps)  # gaps not written stay: take() leaves them
-            if result.ok:
-                self.last_error = None
+                return self._write_taken(taken, result)
+            finally:
+                with self._lock:
+                    self._writing_rows = 0
+
+    def _write_taken(self, taken: Taken, result: FlushResult) -> FlushResult:
+        """The body of :meth:`write` (under ``self._writing``)."""
+        try:
+            fs, base = self._fs()
+        except Exception as error:  # noqa: BLE001 - e.g. a bad URI or no credentials yet
+            self.last_error = one_line(error)
+            for table, data in taken.buffers.items():
+                result.failed[table], result.errors[table] = data.num_rows, self.last_error
+            self._give_back(taken.buffers, {})
+            return result
+        unreachable = None
+        kept: dict[str, pa.Table] = {}
+        written_gaps: dict[tuple[str, str], Gap] = {}
+        for table in sorted(set(taken.buffers) | ({GAP_TABLE} if taken.gaps else set())):
+            buffered = taken.buffers.get(table)
+            if unreachable is None:
+                kept_rows, gaps = self._write_table(fs, base, table, buffered, taken.gaps, result)
+                if kept_rows is not None:
+                    kept[table] = kept_rows
+                written_gaps.update(gaps)
+                if UNREACHABLE_MARK in result.errors.get(table, ""):
+                    unreachable = f"not tried: the object store did not answer {table}'s write ({result.errors[table]})"
+            elif buffered is not None and buffered.num_rows:
+                result.failed[table], result.errors[table] = buffered.num_rows, unreachable
+                kept[table] = buffered
+        self._give_back(kept, written_gaps)  # gaps not written stay: take() leaves them
+        if result.ok:
+            self.last_error, self.last_written_at = None, self._clock()
         return result
 
     def _write_table(self, fs: pafs.FileSystem, base: str, table: str, buffered: pa.Table | None,
@@ -231,6 +246,7 @@ class LakeWriter:
         """Rows not written go back before the rows appended during the write; a gap written is
         forgotten, or kept for the rows dropped during the write when there were some."""
         with self._lock:
+            self._writing_rows = 0  # given back: buffered again, or written
             for table, rows in kept.items():
                 current = self._buffers.get(table)
                 self._buffers[table] = rows if current is None else pa.concat_tables([rows, current])
@@ -244,6 +260,11 @@ class LakeWriter:
                     del self._gaps[key]
                 elif now is not None:  # more dropped during the write: what the written row did not hold
                     self._gaps[key] = replace(now, first_time=gap.last_time, rows_dropped=now.rows_dropped - gap.rows_dropped)
+
+    def unwritten_rows(self) -> int:
+        """Rows appended and not yet in the lake: buffered, or being written."""
+        with self._lock:
+            return int(sum(data.num_rows for data in self._buffers.values())) + self._writing_rows
 
     def buffered_rows(self) -> dict[str, int]:
         """Table -> rows waiting to be written."""
@@ -295,6 +316,7 @@ class LakeWriter:
                 last_time=max(row["time_max"], previous.last_time) if previous else row["time_max"],
                 rows_dropped=row["time_count"] + (previous.rows_dropped if previous else 0),
                 reason=reason, time=previous.time if previous else now)
+            self.rows_dropped_total += row["time_count"]
             LOG.warning("lake: buffer of %s full, dropped %d rows of cluster %s", table, row["time_count"],
                         row["cluster"])
 
