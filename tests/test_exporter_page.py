@@ -9,7 +9,9 @@ demo's)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import tempfile
 import urllib.error
 import urllib.request
 from typing import cast
@@ -18,9 +20,11 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from exporters.lake_status import LakeStatusExporter
 from exporters.prometheus import COMPATIBILITIES, PARTITION_SERIES, SnapshotExporter, serve
 from exporters.slo_status import families as slo_families
 from kpulse.config import load_config
+from kpulse.lake.store import LakeWriter
 from kpulse.snapshot import Snapshot
 from tests.prometheus_server import binary
 from tests.support import wait_for
@@ -375,6 +379,11 @@ def full_page() -> str:
     full["alert_delivery"] = snapshot(["x"])["alert_delivery"]
     registry = CollectorRegistry()
     registry.register(type("Slo", (), {"collect": lambda self: slo_families(slo_rows())})())
+    lake = LakeWriter(tempfile.mkdtemp(prefix="kpulse-exporter-page-"))
+    lake.append("broker_state", [{"time": 1.7e9, "cluster": "c", "broker_id": 1, "up": True}])
+    assert lake.flush().ok
+    registry.register(LakeStatusExporter(lake))
+    shutil.rmtree(lake.path)
     return page(*COMPATIBILITIES, snapshots=(full,)) + generate_latest(registry).decode()
 
 
@@ -386,7 +395,8 @@ def test_promtool_check_metrics_finds_no_problem_on_every_series_the_exporter_ha
     assert (checked.returncode, checked.stdout + checked.stderr) == (0, "")
     names = set(families_of(text))
     assert {"kpulse_broker_produced_bytes_total", "kpulse_probe_lost_records_total", "kpulse_slo_bad_timeslices",
-            "kafka_consumergroup_group_lag", "kafka_topic_partition_oldest_offset"} <= names  # the page is full
+            "kafka_consumergroup_group_lag", "kafka_topic_partition_oldest_offset",
+            "kpulse_lake_last_write_success_timestamp_seconds"} <= names  # the page is full
 
 
 def test_no_series_has_a_label_of_prometheus_own_instance_or_job():
