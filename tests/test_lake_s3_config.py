@@ -223,11 +223,13 @@ def test_a_write_tries_each_request_max_attempts_times(unavailable_endpoint, mon
     writer = LakeWriter(lake)
     writer.append("broker_state", [{"time": time.time(), "cluster": "prod", "broker_id": 1, "up": True}])
     result = writer.flush()
-    assert result.failed == {"broker_state": 1} and "HTTP status 503" in result.errors["broker_state"], result.errors
+    assert result.failed == {"broker_state": 1} and "SLOW_DOWN" in result.errors["broker_state"], result.errors
     expected = int(query.rpartition("=")[2]) if query else S3_MAX_ATTEMPTS
-    # pyarrow's probe of the endpoint, then the bucket's: each tried max_attempts times
+    # the upload's first request (a multipart upload's start; no directory is made first), tried
+    # max_attempts times
     tries = collections.Counter(_Unavailable.requests)
-    assert f"HEAD /{S3_BUCKET}" in tries and set(tries.values()) == {expected}, _Unavailable.requests
+    assert len(tries) == 1 and next(iter(tries)).startswith(f"POST /{S3_BUCKET}/p/broker_state/date%3D"), tries
+    assert set(tries.values()) == {expected}, _Unavailable.requests
 
 
 def test_spark_executors_get_the_identity_and_spark_redacts_each_of_its_settings():

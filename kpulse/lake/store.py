@@ -286,10 +286,10 @@ class LakeWriter:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self._clock()))
         name = f"part-{stamp}-{uuid.uuid4().hex[:8]}.parquet"
         final = f"{directory}/{name}"
-        fs.create_dir(directory, recursive=True)
-        if fs.type_name in ATOMIC_PUT_FILESYSTEMS:
+        if fs.type_name in ATOMIC_PUT_FILESYSTEMS:  # no directories to make: one request per file
             pq.write_table(data, final, filesystem=fs)
             return final
+        fs.create_dir(directory, recursive=True)
         temporary = f"{directory}/.{name}.tmp"
         try:
             pq.write_table(data, temporary, filesystem=fs)
