@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
 import time
+from collections.abc import Mapping
 from datetime import datetime, timedelta, UTC
 
 from kpulse.errors import KpulseError
@@ -137,7 +137,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         from kpulse.config import load_config
-
         from kpulse.lake.store import use_credentials
 
         config = load_config(args.config)

@@ -415,7 +415,6 @@ def use_credentials(credentials: Mapping[str, str], environ: MutableMapping[str,
     environ.update(credentials)
 
 
-
 def resolve(path: str, filesystem: pafs.FileSystem | None = None) -> tuple[pafs.FileSystem, str]:
     """The pyarrow filesystem and the path inside it of a lake location."""
     if filesystem is not None:
