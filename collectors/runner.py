@@ -294,7 +294,7 @@ class CollectionService:
             fs.move(temporary, final)
         except (OSError, TypeError) as error:  # TypeError: a value JSON cannot hold (a bug, not a reason to stop)
             if cluster_name not in self._unpublished:  # said once while it lasts, not every cycle of an outage
-                LOG.warning("could not publish the snapshot of %s (said again once it is published): %s",
+                LOG.warning("could not publish the snapshot of %s: %s (not said again until one is published)",
                             cluster_name, one_line(error))
             self._unpublished.add(cluster_name)
             return
