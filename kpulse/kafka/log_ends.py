@@ -195,12 +195,15 @@ class LeaderLogEnds:
         kept = self._requests.get(leader)
         if kept is not None and kept[0] == keys_tuple:
             return kept[1]
-        request = _list_offsets(keys_tuple, self.timestamp)
+        request = list_offsets_request(keys_tuple, self.timestamp)
         self._requests[leader] = (keys_tuple, request)
         return request
 
 
-def _list_offsets(keys: Sequence[tuple[str, int]], timestamp: int = LATEST) -> Any:
+def list_offsets_request(keys: Sequence[tuple[str, int]], timestamp: int = LATEST) -> Any:
+    """A ListOffsets request (read-uncommitted, as a consumer that is not a replica) for ``keys``
+    (topic, partition) at ``timestamp`` (:data:`LATEST`, :data:`EARLIEST` or epoch ms); also the
+    records reader's (``kpulse/kafka/record_fetch.py``)."""
     from kafka.protocol.consumer import ListOffsetsRequest
 
     topic_entry, partition_entry = ListOffsetsRequest.ListOffsetsTopic, ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition

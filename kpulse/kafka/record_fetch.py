@@ -37,7 +37,7 @@ from kpulse.kafka.batched_client import (
 from kpulse.kafka.committed_offsets import BatchedOffsetFetch
 from kpulse.kafka.group_describe import GroupReader
 from kpulse.kafka.group_model import GroupReadError
-from kpulse.kafka.log_ends import EARLIEST, LATEST, STALE_LEADER, _list_offsets, leaders_from
+from kpulse.kafka.log_ends import EARLIEST, LATEST, STALE_LEADER, leaders_from, list_offsets_request
 from kpulse.records.batches import AbortTracker, CorruptBatch, records_from
 from kpulse.records.model import BoundName, RecordView, RecordsRead
 
@@ -277,7 +277,7 @@ async def _log_bounds(manager: ConnectionManager, client: BatchedClient, read: _
                       partition: int, deadline: float) -> None:
     """The log start and high watermark, one ListOffsets each, sent together."""
     key = [(topic, partition)]
-    sent = [send(manager, _list_offsets(key, which), leader, remaining_ms(deadline, client.clock))
+    sent = [send(manager, list_offsets_request(key, which), leader, remaining_ms(deadline, client.clock))
             for which in (EARLIEST, LATEST)]
     found: list[int] = []
     for which, future in zip(("log start", "log end"), sent):
