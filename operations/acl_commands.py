@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from operations.errors import BadInput
 from operations.permissions import (
     EVERY_TOPIC, INTERNAL_TOPICS, ITS_TOPICS, MONITORED_GROUPS, MONITORING, MOVED_TOPICS, PROBE, PROBE_GROUP,
-    PROBE_TOPIC, THE_CLUSTER, THE_GROUP, Feature, Need, feature, probe_group,
+    PROBE_TOPIC, READ_TOPICS, THE_CLUSTER, THE_GROUP, Feature, Need, feature, probe_group,
 )
 
 DEFAULT_FEATURES = (MONITORING, PROBE)
@@ -131,7 +131,7 @@ def _resources(need: Need, cluster, groups: list[AclPattern]) -> list[tuple[str,
         return [("group", AclPattern(probe_group(cluster.name), LITERAL))]
     if scope is INTERNAL_TOPICS:
         return [("topic", p) for p in internal_topic_patterns(groups)]
-    if scope in (EVERY_TOPIC, ITS_TOPICS, MOVED_TOPICS):
+    if scope in (EVERY_TOPIC, ITS_TOPICS, MOVED_TOPICS, READ_TOPICS):
         return [("topic", EVERYTHING)]
     raise AssertionError(scope)
 
@@ -168,7 +168,7 @@ def acl_commands(who: str, feature_names: Iterable[str], cluster) -> list[str]:
                 elif (need.operation, kind, pattern) not in done:
                     done.add((need.operation, kind, pattern))
                     required.setdefault((kind, pattern), []).append(need.operation)
-        if any(n.scope in (ITS_TOPICS, MOVED_TOPICS) for n in entry.needs):
+        if any(n.scope in (ITS_TOPICS, MOVED_TOPICS, READ_TOPICS) for n in entry.needs):
             lines.append("# every topic below: which topics it will act on is not known in advance; narrow "
                          "--topic '*' by hand")
         lines += [_command(who, operations, kind, pattern) for (kind, pattern), operations in required.items()]

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from operations.internal_topics import is_kafka_internal_topic
 from operations.permissions import (
     CLUSTER_NAME, EVERY_TOPIC, FEATURES, INTERNAL_TOPICS, ITS_TOPICS, MONITORED_GROUPS, MONITORING, MOVED_TOPICS,
-    PROBE, PROBE_GROUP, PROBE_TOPIC, THE_CLUSTER, THE_GROUP, Feature, Granted, permits, probe_group, resource_text,
+    PROBE, PROBE_GROUP, PROBE_TOPIC, READ_TOPICS, THE_CLUSTER, THE_GROUP, Feature, Granted, permits, probe_group, resource_text,
     shortfalls,
 )
 from operations.preflight import PrincipalPermissions
@@ -105,7 +105,7 @@ def _resources(facts: Facts) -> dict:
     groups = sorted(facts.groups)
     internal = [t for t in user_topics if any(t.startswith(f"{g}-") for g in groups)]
     return {THE_CLUSTER: [CLUSTER_NAME], EVERY_TOPIC: topics, MONITORED_GROUPS: groups, THE_GROUP: groups,
-            ITS_TOPICS: user_topics, MOVED_TOPICS: user_topics, INTERNAL_TOPICS: internal,
+            ITS_TOPICS: user_topics, MOVED_TOPICS: user_topics, READ_TOPICS: user_topics, INTERNAL_TOPICS: internal,
             PROBE_TOPIC: [facts.probe_topic] if facts.probe_topic in facts.topics else [],
             PROBE_GROUP: [facts.probe_group[0]] if facts.probe_group else []}
 

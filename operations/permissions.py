@@ -29,6 +29,9 @@ from operations.roles import VIEWER
 
 MONITORING = "monitoring"
 PROBE = "probe"
+READ_RECORDS = "read-records"
+"""``kpulse records`` and the dashboard's records view (``kpulse/kafka/record_fetch.py``): a read for a
+person, not an operation (nothing changes); its contents are the operator's to reveal."""
 CLUSTER_NAME = "kafka-cluster"
 """The one cluster resource's name, as Kafka's ACLs spell it."""
 
@@ -60,6 +63,7 @@ THE_GROUP = Scope("group", "the group")
 ITS_TOPICS = Scope("topic", "the topics whose offsets change")
 INTERNAL_TOPICS = Scope("topic", "the internal topics it deletes")
 MOVED_TOPICS = Scope("topic", "the topics whose replicas move")
+READ_TOPICS = Scope("topic", "the topics whose records are read")
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,13 @@ FEATURES: tuple[Feature, ...] = (
              "broker at once after a restart (without it Kafka's automatic rebalance does it, within 5 minutes); "
              "Alter on the cluster also allows reassignments", optional=True),
     )),
+    Feature(READ_RECORDS, (
+        Need("Read", READ_TOPICS, ("Fetch", "ListOffsets", "Metadata"), "the partition's records, read-committed, "
+             "from an offset (no group joined, nothing committed); Read allows Describe (its log start and end)"),
+        Need("Describe", THE_GROUP, ("FindCoordinator", "OffsetFetch", "DescribeShareGroupOffsets"),
+             "the group's committed offset to start from (monitoring grants it on the monitored groups)",
+             when="with --group"),
+    ), note="kpulse records and the dashboard's records view; contents hidden until an operator reveals them"),
     Feature(RESET_OFFSETS, _group_commit("OffsetCommit")),
     Feature(RESET_STREAMS_APP, (
         *_group_commit("OffsetCommit"),
@@ -172,7 +183,8 @@ FEATURES: tuple[Feature, ...] = (
     )),
     Feature(MARK_EXPECTED_IDLE, (), note="a kpulse file: nothing in Kafka"),
 )
-"""Every feature: monitoring, the probe, each operation of the registry in its order, the marks."""
+"""Every feature: monitoring, the probe, reading records, each operation of the registry in its order,
+the marks."""
 
 
 def feature(name: str) -> Feature:

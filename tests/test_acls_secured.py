@@ -113,6 +113,25 @@ def test_the_acls_kpulse_prints_let_a_fresh_principal_monitor_and_probe_everythi
         "monitoring: topic configs": ("yes", ""), "monitoring: groups": ("yes", ""),
         f"probe ({probe_topic})": ("yes", "")}
     assert found["reset-offsets"][0] == "no"   # monitoring and the probe grant no operation
+    assert found["read-records"][0] == "partly" and found["read-records"][1].startswith("Read on ")  # the probe's topic
+
+    # reading records: refused in one line naming the ACL, until `kpulse acls --feature read-records`'s grants
+    read = ("records", "--group", GROUPS[0], "--topic", TOPIC, "--partition", "0", "--json")
+    refused = cli(config, *read)
+    assert refused.returncode == 1 and f"not authorized: Read on topic {TOPIC}" in refused.stderr, refused.stderr
+    printed = cli(config, "acls", "--principal", name, "--feature", "read-records")
+    commands = [shlex.split(line) for line in printed.stdout.splitlines() if line and not line.startswith("#")]
+    assert [(c[c.index("--operation") + 1], *c[-2:]) for c in commands] == [
+        ("Read", "--topic", "*"), ("Describe", "--group", "team-")], printed.stdout  # the groups' again: harmless
+    for command in commands:
+        result = cli(admin, *command[1:], timeout=180)
+        assert result.returncode == 0, result.stdout + result.stderr
+    records = cli(config, *read)
+    assert records.returncode == 0, records.stderr
+    assert json.loads(records.stdout)["records"][0]["offset"] == COMMITTED   # from the group's committed offset
+    doctor = cli(config, "doctor", "--json")
+    found = {f["feature"]: (f["allowed"], f["missing"]) for f in json.loads(doctor.stdout)["findings"]}
+    assert found["read-records"] == ("yes", "")
 
 
 # --- kpulse doctor ----------------------------------------------------------------------------------------
@@ -145,7 +164,7 @@ def test_doctor_as_the_super_user_finds_everything_allowed(secure_cluster, tmp_p
     result = cli(config, "doctor")
     assert result.returncode == 0, result.stdout + result.stderr
     rows = doctor_rows(result)
-    assert len(rows) == 16 and all(allowed == "yes" for allowed, _ in rows.values()), result.stdout
+    assert len(rows) == 17 and all(allowed == "yes" for allowed, _ in rows.values()), result.stdout
 
 
 @pytest.mark.parametrize("identity,expected", [("admin", ("unknown", "")), ("reader", ("no", "Create on topic {}"))])

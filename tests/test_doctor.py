@@ -37,12 +37,14 @@ def test_a_monitoring_principal_may_monitor_and_probe_and_nothing_else():
     assert found["reset-offsets"] == ("no", "Read on 2 groups (team-a, team-b); Read on topic orders")
     assert found["elect-leaders"] == ("no", "Alter on cluster")
     assert found["mark-expected-idle"] == ("yes", "")
+    assert found["read-records"] == ("partly", "Read on topic orders")  # the probe's own topic only
 
 
 def test_some_groups_allowed_is_partly():
     found = lines(findings(facts(groups={"team-a": ("READ",), "team-b": ("DESCRIBE",)},
                                  topics={"orders": ("READ", "DESCRIBE_CONFIGS")})))
     assert found["reset-offsets"] == ("partly", "Read on group team-b")
+    assert found["read-records"] == ("yes", "")
 
 
 def test_without_describe_on_the_cluster_the_group_listing_is_limited_and_cluster_operations_unknown():

@@ -42,7 +42,8 @@ def test_every_operation_of_the_registry_and_monitoring_and_the_probe_has_its_ro
     from operations.access import MARK_EXPECTED_IDLE
     from operations.registry import OPERATIONS
 
-    assert [f.name for f in FEATURES] == ["monitoring", "probe", *[o.name for o in OPERATIONS], MARK_EXPECTED_IDLE]
+    assert [f.name for f in FEATURES] == ["monitoring", "probe", "read-records", *[o.name for o in OPERATIONS],
+                                          MARK_EXPECTED_IDLE]
 
 
 @pytest.mark.parametrize("feature", FEATURES, ids=lambda f: f.name)
@@ -71,6 +72,7 @@ def test_the_operations_that_change_a_cluster_need_the_acls_kafkas_apis_check():
                                    ("Describe", "group")}
     assert needs("probe") == {("Create", "topic"), ("Write", "topic"), ("Read", "topic"), ("Describe", "group")}
     assert needs("mark-expected-idle") == set()
+    assert needs("read-records") == {("Read", "topic"), ("Describe", "group")}  # Fetch; OffsetFetch with --group
 
 
 @pytest.mark.parametrize("granted,operation,expected", [
