@@ -38,7 +38,8 @@ from kpulse.expected_idle import ExpectedIdleError, ExpectedIdleFile, Mark, defa
 from kpulse.kafka.kafka_python import preload as preload_kafka_python
 from kpulse.lake.rows import Columns
 from kpulse.lake.schema import register_tables
-from kpulse.lake.store import EARLY_FLUSH_SHARE, SNAPSHOT_DIR, FlushResult, LakeWriter, gap_row, one_line, resolve
+from kpulse.lake.store import (
+    EARLY_FLUSH_SHARE, SNAPSHOT_DIR, FlushResult, LakeWriter, gap_row, one_line, write_bytes_whole)
 from kpulse.snapshot import BUILTIN_SECTIONS, AlertmanagerDelivery, FiringAlert, Snapshot, to_json
 
 LOG = logging.getLogger(__name__)
@@ -283,15 +284,10 @@ class CollectionService:
             LOG.warning("could not keep the loop's state in %s: %s", loop_state.directory, error)
 
     def _publish_snapshot(self, cluster_name: str, snapshot: Snapshot) -> None:
-        """The latest snapshot for the dashboard, written whole (temp name, then rename)."""
+        """The latest snapshot for the dashboard, written whole (:func:`~kpulse.lake.store.write_whole`)."""
         try:
-            fs, base = resolve(self.lake.path)
-            directory = f"{base}/{SNAPSHOT_DIR}"
-            fs.create_dir(directory, recursive=True)
-            temporary, final = f"{directory}/.{cluster_name}.json.tmp", f"{directory}/{cluster_name}.json"
-            with fs.open_output_stream(temporary) as out:
-                out.write(to_json(snapshot))
-            fs.move(temporary, final)
+            fs, base = self.lake.filesystem()
+            write_bytes_whole(fs, f"{base}/{SNAPSHOT_DIR}/{cluster_name}.json", to_json(snapshot))
         except (OSError, TypeError) as error:  # TypeError: a value JSON cannot hold (a bug, not a reason to stop)
             if cluster_name not in self._unpublished:  # said once while it lasts, not every cycle of an outage
                 LOG.warning("could not publish the snapshot of %s: %s (not said again until one is published)",

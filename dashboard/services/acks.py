@@ -27,7 +27,7 @@ from alerting.alertmanager import EVERY_ENTITY as ALERTMANAGER_EVERY_ENTITY, sil
 from alerting.am_client import AlertmanagerClient, AlertmanagerError
 from dashboard.services.sources import DashboardError, one_line
 from kpulse.config.model import AlertmanagerConfig
-from kpulse.lake.store import resolve
+from kpulse.lake.store import resolve, write_bytes_whole
 
 STORE_DIR = "_dashboard"
 STORE_FILE = "alert_acks.json"
@@ -95,11 +95,11 @@ class AckStore:
 
     def _paths(self):
         fs, base = resolve(self._lake_path)
-        return fs, f"{base}/{STORE_DIR}", f"{base}/{STORE_DIR}/{STORE_FILE}"
+        return fs, f"{base}/{STORE_DIR}/{STORE_FILE}"
 
     def load(self) -> list[Ack]:
         try:
-            fs, _, path = self._paths()
+            fs, path = self._paths()
             with fs.open_input_stream(path) as stream:
                 data = json.loads(stream.read() or b"[]")
         except FileNotFoundError:
@@ -130,12 +130,8 @@ class AckStore:
 
     def _write(self, kept: list[Ack]) -> None:
         try:
-            fs, directory, path = self._paths()
-            fs.create_dir(directory, recursive=True)
-            temporary = f"{directory}/.{STORE_FILE}.tmp"
-            with fs.open_output_stream(temporary) as out:
-                out.write(json.dumps([asdict(a) for a in kept], indent=1).encode())
-            fs.move(temporary, path)
+            fs, path = self._paths()
+            write_bytes_whole(fs, path, json.dumps([asdict(a) for a in kept], indent=1).encode())
         except OSError as error:
             raise DashboardError(f"cannot save the acknowledgement: {one_line(error)}") from None
 

@@ -36,8 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from kpulse.lake.location import (  # noqa: F401 - S3_OPTIONS, S3_SCHEMES: the lake's API
-    S3_MAX_ATTEMPTS, S3_OPTIONS, S3_SCHEMES, S3_TIMEOUT_SECONDS, parse_s3_location)
+from kpulse.lake.location import S3_MAX_ATTEMPTS, S3_SCHEMES, S3_TIMEOUT_SECONDS, parse_s3_location
 from kpulse.lake.rows import Columns
 from kpulse.lake.schema import TIME, known_table_schema
 
@@ -186,7 +185,7 @@ class LakeWriter:
     def _write_taken(self, taken: Taken, result: FlushResult) -> FlushResult:
         """The body of :meth:`write` (under ``self._writing``)."""
         try:
-            fs, base = self._fs()
+            fs, base = self.filesystem()
         except Exception as error:  # noqa: BLE001 - e.g. a bad URI or no credentials yet
             self.last_error = one_line(error)
             for table, data in taken.buffers.items():
@@ -276,7 +275,9 @@ class LakeWriter:
         with self._lock:
             return list(self._gaps.values())
 
-    def _fs(self) -> tuple[pafs.FileSystem, str]:
+    def filesystem(self) -> tuple[pafs.FileSystem, str]:
+        """The lake's pyarrow filesystem and base path, opened once (no I/O) and kept: its
+        connections are reused by every write, and by the collection loop's snapshot uploads."""
         if self._resolved is None:
             self._resolved = resolve(self.path, self._filesystem)
         return self._resolved
@@ -286,20 +287,7 @@ class LakeWriter:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self._clock()))
         name = f"part-{stamp}-{uuid.uuid4().hex[:8]}.parquet"
         final = f"{directory}/{name}"
-        if fs.type_name in ATOMIC_PUT_FILESYSTEMS:  # no directories to make: one request per file
-            pq.write_table(data, final, filesystem=fs)
-            return final
-        fs.create_dir(directory, recursive=True)
-        temporary = f"{directory}/.{name}.tmp"
-        try:
-            pq.write_table(data, temporary, filesystem=fs)
-            fs.move(temporary, final)
-        except BaseException:
-            try:
-                fs.delete_file(temporary)
-            except Exception:  # noqa: BLE001 - the write error is the one to report
-                pass
-            raise
+        write_whole(fs, final, lambda path: pq.write_table(data, path, filesystem=fs))
         return final
 
     def _record_gap(self, table: str, dropped: pa.Table) -> None:
@@ -463,6 +451,38 @@ def _bucket_region(bucket: str) -> str | None:
     return _REGIONS[bucket]
 
 
+def write_whole(fs: pafs.FileSystem, path: str, write: Callable[[str], None]) -> None:
+    """Make the file ``path`` appear whole to every reader, ``write(p)`` writing it at ``p``. On an
+    object store (:data:`ATOMIC_PUT_FILESYSTEMS`), whose upload is already all-or-nothing and which
+    has no directories, that is one request at ``path``. Elsewhere it is written under a
+    ``.``-prefixed temporary name in its directory (made first; ignored by every reader) and renamed;
+    a failed write deletes the temporary file and raises."""
+    if fs.type_name in ATOMIC_PUT_FILESYSTEMS:
+        write(path)
+        return
+    directory, _, name = path.rpartition("/")
+    fs.create_dir(directory, recursive=True)
+    temporary = f"{directory}/.{name}.tmp"
+    try:
+        write(temporary)
+        fs.move(temporary, path)
+    except BaseException:
+        try:
+            fs.delete_file(temporary)
+        except Exception:  # noqa: BLE001 - the write error is the one to report
+            pass
+        raise
+
+
+def write_bytes_whole(fs: pafs.FileSystem, path: str, data: bytes) -> None:
+    """:func:`write_whole` of ``data`` (a small file: a snapshot, the acknowledgements)."""
+    def write(target: str) -> None:
+        with fs.open_output_stream(target) as out:
+            out.write(data)
+
+    write_whole(fs, path, write)
+
+
 def gap_row(gap: Gap) -> dict[str, Any]:
     """The ``lake_gap`` row of a gap."""
     return {"time": gap.time, "cluster": gap.cluster, "table_name": gap.table, "first_time": gap.first_time,
@@ -473,4 +493,3 @@ def one_line(error: BaseException) -> str:
     """``<Type>: <first line>`` of an error (what the writer and the reader say of a failure)."""
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
-
